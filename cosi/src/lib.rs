@@ -1,0 +1,1 @@
+//! The COSI 1.2 image format.
