@@ -1,0 +1,151 @@
+//! The gRPC channel to tridentd over its Unix socket.
+//!
+//! Connection failures become ONE line naming the socket, what failed and
+//! what to try ([`CliError::Connect`]), so a user never sees a tonic
+//! transport error chain.
+
+use std::error::Error as StdError;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+use tonic::metadata::MetadataValue;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::exit::{CliError, CliResult, ConnectFailure};
+
+/// Default socket of tridentd.
+pub const DEFAULT_SOCKET: &str = "/run/trident/listen.sock";
+/// Environment variable naming the socket (same as the daemon's).
+pub const SOCKET_ENV: &str = "TRIDENT_SOCKET";
+/// How long to wait for the socket to accept before giving up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Metadata key of the W3C trace context.
+pub const TRACEPARENT: &str = "traceparent";
+
+/// Opens a channel to the daemon at `socket`, failing fast with a clear
+/// [`CliError::Connect`].
+pub async fn connect(socket: &Path) -> CliResult<Channel> {
+    let path: PathBuf = socket.to_path_buf();
+    // The URI is required by tonic but unused: the connector below decides
+    // where bytes go.
+    let endpoint = Endpoint::try_from("http://localhost")
+        .map_err(|e| connect_error(socket, ConnectFailure::Other, e.to_string()))?
+        .connect_timeout(CONNECT_TIMEOUT);
+    let connector = tower::service_fn(move |_: http::Uri| {
+        let path = path.clone();
+        async move { Ok::<_, io::Error>(TokioIo::new(UnixStream::connect(path).await?)) }
+    });
+    endpoint
+        .connect_with_connector(connector)
+        .await
+        .map_err(|e| classify(socket, &e))
+}
+
+/// Maps a transport error to the one-line connection error.
+fn classify(socket: &Path, error: &(dyn StdError + 'static)) -> CliError {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(error);
+    while let Some(err) = source {
+        if let Some(io_err) = err.downcast_ref::<io::Error>() {
+            let failure = match io_err.kind() {
+                io::ErrorKind::NotFound => ConnectFailure::NoSocket,
+                io::ErrorKind::PermissionDenied => ConnectFailure::PermissionDenied,
+                io::ErrorKind::ConnectionRefused => ConnectFailure::Refused,
+                _ => ConnectFailure::Other,
+            };
+            return connect_error(socket, failure, io_err.to_string());
+        }
+        source = err.source();
+    }
+    connect_error(socket, ConnectFailure::Other, error.to_string())
+}
+
+fn connect_error(socket: &Path, failure: ConnectFailure, detail: String) -> CliError {
+    let (what, hint) = match failure {
+        ConnectFailure::NoSocket => (
+            "no socket",
+            "is tridentd running? start it (systemctl start tridentd.socket) or pass --socket PATH / TRIDENT_SOCKET",
+        ),
+        ConnectFailure::PermissionDenied => (
+            "permission denied",
+            "run as root or as a member of the daemon's --socket-group",
+        ),
+        ConnectFailure::Refused => (
+            "connection refused",
+            "the socket is stale: tridentd is not listening; restart tridentd",
+        ),
+        ConnectFailure::Other => (
+            "connection failed",
+            "check that tridentd is running and serving gRPC on this socket",
+        ),
+    };
+    CliError::Connect {
+        socket: socket.to_path_buf(),
+        failure,
+        detail: format!("{what} ({detail})"),
+        hint,
+    }
+}
+
+/// A W3C trace context of the CLI's own, sent on servicing calls so the
+/// daemon's operation span joins the CLI's trace.
+#[derive(Debug, Clone)]
+pub struct TraceParent {
+    pub trace_id: String,
+    pub span_id: String,
+}
+
+impl TraceParent {
+    /// A fresh random trace and span id.
+    pub fn generate() -> Self {
+        let trace_id = uuid::Uuid::new_v4().simple().to_string();
+        let span_id = uuid::Uuid::new_v4().simple().to_string()[..16].to_string();
+        TraceParent { trace_id, span_id }
+    }
+
+    /// The `traceparent` header value (version 00, sampled).
+    pub fn header(&self) -> String {
+        format!("00-{}-{}-01", self.trace_id, self.span_id)
+    }
+
+    /// Wraps `message` in a request carrying this trace context.
+    pub fn request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if let Ok(value) = MetadataValue::try_from(self.header()) {
+            request.metadata_mut().insert(TRACEPARENT, value);
+        }
+        request
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparent_header_has_w3c_shape() {
+        let tp = TraceParent::generate();
+        let header = tp.header();
+        let parts: Vec<&str> = header.split('-').collect();
+        assert_eq!(parts.len(), 4);
+        assert_eq!(parts[0], "00");
+        assert_eq!(parts[1].len(), 32);
+        assert_eq!(parts[2].len(), 16);
+        assert_eq!(parts[3], "01");
+    }
+
+    #[tokio::test]
+    async fn missing_socket_is_one_clear_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let socket = dir.path().join("nope.sock");
+        let err = connect(&socket).await.expect_err("must fail");
+        let text = err.to_string();
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("nope.sock"), "{text}");
+        assert!(text.contains("no socket"), "{text}");
+        assert!(text.contains("--socket"), "{text}");
+        assert_eq!(err.exit(), crate::exit::Exit::SetupFailed);
+    }
+}

@@ -1,0 +1,48 @@
+//! One module per command; [`run`] dispatches.
+
+pub mod completions;
+pub mod version;
+
+use std::path::PathBuf;
+
+use tonic::transport::Channel;
+
+use crate::args::{Cli, Command, OutputFormat, Verbosity};
+use crate::exit::{CliError, CliResult, Exit};
+
+/// What every command may need from the global arguments.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub socket: PathBuf,
+    pub verbosity: Verbosity,
+    /// The root-level --output, if given.
+    pub output: Option<OutputFormat>,
+}
+
+impl Ctx {
+    /// A channel to the daemon (fails with one clear line).
+    pub async fn channel(&self) -> CliResult<Channel> {
+        crate::client::connect(&self.socket).await
+    }
+
+    /// The data format: a command-level choice wins over the root one.
+    pub fn format(&self, local: Option<OutputFormat>, default: OutputFormat) -> OutputFormat {
+        local.or(self.output).unwrap_or(default)
+    }
+}
+
+/// Runs the command line.
+pub async fn run(cli: Cli) -> CliResult<Exit> {
+    let ctx = Ctx {
+        socket: cli.socket,
+        verbosity: cli.verbosity,
+        output: cli.output,
+    };
+    match cli.command {
+        Command::Version => version::run(&ctx).await,
+        Command::Completions(args) => completions::run(&args),
+        other => Err(CliError::Usage(format!(
+            "{other:?}: command not available in this build yet"
+        ))),
+    }
+}

@@ -1,0 +1,163 @@
+//! Exit codes and the CLI's error type.
+//!
+//! Upstream's exit codes are a contract with scripts and orchestrators:
+//! 0 success, 1 setup failed, 2 servicing failed, 3 reboot unsuccessful,
+//! 4 failed to load agent configuration. Every error path of the CLI maps to
+//! exactly one of them through [`CliError::exit`].
+
+use std::path::PathBuf;
+
+/// The process exit code of `trident`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Success = 0,
+    /// The command could not be set up: bad arguments, daemon unreachable,
+    /// an RPC refused before anything ran.
+    SetupFailed = 1,
+    /// The servicing operation (or the request) ran and failed.
+    ServicingFailed = 2,
+    /// Trident was to reboot the host and the reboot did not happen.
+    RebootUnsuccessful = 3,
+    /// The Host Configuration (agent configuration) could not be loaded.
+    ConfigLoadFailed = 4,
+}
+
+impl Exit {
+    /// The numeric code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        std::process::ExitCode::from(exit.code())
+    }
+}
+
+/// Why the daemon could not be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectFailure {
+    /// No socket file at that path.
+    NoSocket,
+    /// The socket exists but we may not open it.
+    PermissionDenied,
+    /// The socket file exists but nobody listens on it.
+    Refused,
+    /// The connection was made but gRPC did not come up.
+    Other,
+}
+
+/// Every failure of the CLI, each with the exit code it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The daemon could not be reached; the message is one line naming the
+    /// socket, what failed and what to try.
+    #[error("cannot reach tridentd at {socket}: {detail}; {hint}", socket = socket.display())]
+    Connect {
+        socket: PathBuf,
+        failure: ConnectFailure,
+        detail: String,
+        hint: &'static str,
+    },
+    /// An RPC failed with a gRPC status before a servicing stream started.
+    #[error("{what} failed: {}", describe_status(status))]
+    Rpc {
+        what: &'static str,
+        status: Box<tonic::Status>,
+    },
+    /// The Host Configuration file could not be read.
+    #[error("failed to load the Host Configuration {}: {detail}", path.display())]
+    ConfigLoad { path: PathBuf, detail: String },
+    /// The daemon rejected the Host Configuration as invalid.
+    #[error("{0}")]
+    ConfigInvalid(String),
+    /// Bad usage the argument parser cannot catch (e.g. bad cursor text).
+    #[error("{0}")]
+    Usage(String),
+    /// A local file could not be read or written.
+    #[error("{what} {}: {source}", path.display())]
+    File {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The servicing operation reported failure; the error was already rendered.
+    #[error("servicing failed")]
+    ServicingFailed,
+    /// Trident was asked to handle the reboot and it did not happen.
+    #[error("{0}")]
+    RebootUnsuccessful(String),
+    /// The stream ended without saying how the operation finished.
+    #[error("{0}")]
+    StreamLost(String),
+    /// Anything local that is not the user's fault (serialisation, terminal).
+    #[error("{0}")]
+    Local(String),
+}
+
+impl CliError {
+    /// The exit code this error maps to.
+    pub fn exit(&self) -> Exit {
+        match self {
+            CliError::Connect { .. } | CliError::Usage(_) | CliError::Local(_) => Exit::SetupFailed,
+            CliError::Rpc { status, .. } => match status.code() {
+                // Refused before anything ran: busy daemon, bad request,
+                // unsupported RPC, permission.
+                tonic::Code::Unavailable
+                | tonic::Code::InvalidArgument
+                | tonic::Code::Unimplemented
+                | tonic::Code::PermissionDenied
+                | tonic::Code::Unauthenticated
+                | tonic::Code::FailedPrecondition => Exit::SetupFailed,
+                _ => Exit::ServicingFailed,
+            },
+            CliError::ConfigLoad { .. } => Exit::ConfigLoadFailed,
+            CliError::ConfigInvalid(_) => Exit::ConfigLoadFailed,
+            CliError::File { .. } => Exit::SetupFailed,
+            CliError::ServicingFailed | CliError::StreamLost(_) => Exit::ServicingFailed,
+            CliError::RebootUnsuccessful(_) => Exit::RebootUnsuccessful,
+        }
+    }
+
+    /// Wraps a gRPC status of a unary or stream-opening call.
+    pub fn rpc(what: &'static str, status: tonic::Status) -> Self {
+        CliError::Rpc {
+            what,
+            status: Box::new(status),
+        }
+    }
+
+    /// Wraps a local I/O failure on a file.
+    pub fn file(what: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        CliError::File {
+            what,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// One line for a gRPC status: the code in words and the daemon's message.
+pub fn describe_status(status: &tonic::Status) -> String {
+    let code = match status.code() {
+        tonic::Code::Unavailable => "daemon busy or unavailable",
+        tonic::Code::InvalidArgument => "invalid input",
+        tonic::Code::FailedPrecondition => "precondition failed",
+        tonic::Code::Unimplemented => "not supported by this daemon",
+        tonic::Code::PermissionDenied => "permission denied",
+        tonic::Code::NotFound => "not found",
+        tonic::Code::Internal => "internal error",
+        _ => "error",
+    };
+    let message = status.message().trim();
+    if message.is_empty() {
+        format!("{code} ({:?})", status.code())
+    } else {
+        format!("{code}: {message}")
+    }
+}
+
+/// Result alias of the CLI.
+pub type CliResult<T> = Result<T, CliError>;

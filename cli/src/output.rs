@@ -1,0 +1,39 @@
+//! Printing data (not progress) in the chosen format, to stdout or a file.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::args::OutputFormat;
+use crate::exit::{CliError, CliResult};
+
+/// Serialises `value` as JSON (pretty) or YAML text, ending with a newline.
+pub fn encode<T: Serialize>(value: &T, format: OutputFormat) -> CliResult<String> {
+    let mut text = match format {
+        OutputFormat::Json | OutputFormat::Human => serde_json::to_string_pretty(value)
+            .map_err(|e| CliError::Local(format!("cannot encode JSON: {e}")))?,
+        OutputFormat::Yaml => serde_saphyr::to_string(value)
+            .map_err(|e| CliError::Local(format!("cannot encode YAML: {e}")))?,
+    };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// Writes `text` to `outfile` when given, to stdout otherwise.
+pub fn emit(text: &str, outfile: Option<&Path>) -> CliResult<()> {
+    match outfile {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| CliError::file("cannot write", path, e))
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|e| CliError::Local(format!("cannot write to stdout: {e}")))
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Live progress: a state model fed by stream events, and pure renderers.
