@@ -1,1 +1,12 @@
-//! The host servicing model.
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+//! The host servicing model shared by the daemon and the CLI's offline
+//! commands: the error model, the Host Configuration (parse + validate),
+//! the Host Status, and the SQLite datastore.
+
+pub mod config;
+pub mod datastore;
+pub mod error;
+pub mod status;
+pub mod time_util;
+
+pub use error::{Category, ContextExt, ErrorRecord, ResultExt, Subkind, TridentError};

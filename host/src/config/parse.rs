@@ -1,0 +1,53 @@
+//! YAML → [`HostConfiguration`] with key paths and line/column in errors.
+
+use super::{HostConfiguration, unsupported, validate};
+use crate::error::{ResultExt, Subkind, TridentError};
+
+/// Parses and fully validates a Host Configuration.
+///
+/// Errors: unknown keys → invalid-input `unknown-key`; malformed values →
+/// invalid-input `parse-host-configuration`; unsupported upstream features →
+/// unsupported-configuration; broken references → invalid-input
+/// `invalid-host-configuration`. Every message names the key path.
+pub fn parse(yaml: &str) -> Result<HostConfiguration, TridentError> {
+    let hc = parse_syntax(yaml)?;
+    unsupported::check(&hc)?;
+    validate(&hc)?;
+    Ok(hc)
+}
+
+/// Deserializes only (no semantic checks).
+pub(super) fn parse_syntax(yaml: &str) -> Result<HostConfiguration, TridentError> {
+    if yaml.trim().is_empty() {
+        return Err(TridentError::new(
+            Subkind::ParseHostConfiguration,
+            "The Host Configuration is empty",
+        ));
+    }
+    let mut path = String::new();
+    let result = serde_saphyr::with_deserializer_from_str(yaml, |de| {
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            path = e.path().to_string();
+            e.into_inner()
+        })
+    });
+    result.map_err(|e| {
+        let detail = e.without_snippet().to_string();
+        let subkind = if detail.starts_with("unknown field") {
+            Subkind::UnknownKey
+        } else {
+            Subkind::ParseHostConfiguration
+        };
+        let key = if path.is_empty() || path == "." {
+            "(document root)".to_owned()
+        } else {
+            path.clone()
+        };
+        TridentError::new(subkind, format!("Host Configuration key '{key}': {detail}"))
+    })
+}
+
+/// The configuration as YAML (what GetProvisionedConfig returns).
+pub fn to_yaml(hc: &HostConfiguration) -> Result<String, TridentError> {
+    serde_saphyr::to_string(hc).structured(Subkind::SerializeHostStatus)
+}

@@ -1,0 +1,230 @@
+use super::*;
+use crate::error::{Category, Subkind};
+
+const HASH: &str = "ignored";
+
+fn good() -> String {
+    format!(
+        r#"image:
+  url: file:///srv/images/os-v2.cosi
+  sha384: {HASH}
+storage:
+  disks:
+  - id: os
+    device: /tmp/disk.img
+    partitionTableType: gpt
+    partitions:
+    - {{ id: esp,    type: esp,  size: 64M }}
+    - {{ id: root-a, type: root, size: 2G }}
+    - {{ id: root-b, type: root, size: 2G }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: esp,  mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
+  - {{ deviceId: root, mountPoint: / }}
+scripts:
+  preServicing:
+  - name: hello
+    runOn: [all]
+    content: echo hi
+health:
+  checks:
+  - {{ name: ok, runOn: [ab-update], content: "true", timeoutSeconds: 5 }}
+trident:
+  datastorePath: /tmp/ds.sqlite
+"#
+    )
+}
+
+fn err_of(yaml: &str) -> crate::error::TridentError {
+    match parse(yaml) {
+        Ok(_) => panic!("expected an error for:\n{yaml}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn the_reference_example_parses() {
+    let hc = parse(&good()).unwrap();
+    assert_eq!(hc.storage.disks[0].partitions.len(), 3);
+    assert_eq!(
+        hc.storage.disks[0].partitions[0].size,
+        PartitionSize::Bytes(64 << 20)
+    );
+    assert_eq!(hc.volume_pairs()[0].volume_b_id, "root-b");
+    assert_eq!(hc.storage.filesystems[1].mount_point.path(), "/");
+    assert_eq!(hc.datastore_path(), Some("/tmp/ds.sqlite"));
+    // And it survives a round trip through YAML.
+    let again = parse(&to_yaml(&hc).unwrap()).unwrap();
+    assert_eq!(again.volume_pairs()[0].id, "root");
+}
+
+#[test]
+fn unknown_key_is_invalid_input_naming_the_key_path_and_line() {
+    let yaml = good().replace("size: 64M", "sise: 64M");
+    let err = err_of(&yaml);
+    assert_eq!(err.subkind(), Subkind::UnknownKey);
+    assert_eq!(err.category(), Category::InvalidInput);
+    assert!(
+        err.message()
+            .contains("storage.disks[0].partitions[0].sise"),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().contains("line 10"), "{}", err.message());
+}
+
+#[test]
+fn unknown_top_level_key_is_named() {
+    let err = err_of(&format!("{}bogus: 1\n", good()));
+    assert_eq!(err.subkind(), Subkind::UnknownKey);
+    assert!(err.message().contains("'bogus'"), "{}", err.message());
+}
+
+#[test]
+fn bad_size_names_the_key_and_the_value() {
+    let err = err_of(&good().replace("size: 64M", "size: 64Q"));
+    assert_eq!(err.subkind(), Subkind::ParseHostConfiguration);
+    assert!(
+        err.message()
+            .contains("storage.disks[0].partitions[0].size"),
+        "{}",
+        err.message()
+    );
+    assert!(
+        err.message().contains("unknown unit 'Q'"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn unsupported_features_are_unsupported_configuration_naming_the_key() {
+    let cases = [
+        (
+            "  raid:\n    software: []\n",
+            "storage.raid",
+            Subkind::RaidUnsupported,
+        ),
+        (
+            "  encryption:\n    volumes: []\n",
+            "storage.encryption",
+            Subkind::UnsupportedFeature,
+        ),
+        (
+            "  verity: []\n",
+            "storage.verity",
+            Subkind::UnsupportedFeature,
+        ),
+    ];
+    for (snippet, key, subkind) in cases {
+        let yaml = good().replace("  abUpdate:\n", &format!("{snippet}  abUpdate:\n"));
+        let err = err_of(&yaml);
+        assert_eq!(err.category(), Category::UnsupportedConfiguration, "{key}");
+        assert_eq!(err.subkind(), subkind);
+        assert!(err.message().contains(key), "{}", err.message());
+        assert!(err.message().contains("line "), "{}", err.message());
+    }
+    for (snippet, key) in [
+        ("os:\n  netplan: {}\n", "os.netplan"),
+        ("os:\n  users: []\n", "os.users"),
+        ("os:\n  selinux: {mode: enforcing}\n", "os.selinux"),
+        ("os:\n  sysexts: []\n", "os.sysexts"),
+        ("internalParams: {}\n", "internalParams"),
+    ] {
+        let err = err_of(&format!("{}{snippet}", good()));
+        assert_eq!(err.category(), Category::UnsupportedConfiguration, "{key}");
+        assert!(err.message().contains(key), "{}", err.message());
+    }
+}
+
+#[test]
+fn broken_references_name_the_referencing_key() {
+    let err = err_of(&good().replace("volumeBId: root-b", "volumeBId: root-x"));
+    assert_eq!(err.subkind(), Subkind::InvalidHostConfiguration);
+    assert!(
+        err.message()
+            .contains("storage.abUpdate.volumePairs[0].volumeBId"),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().contains("root-x"));
+
+    let err = err_of(&good().replace("deviceId: esp", "deviceId: efi"));
+    assert!(
+        err.message().contains("storage.filesystems[0].deviceId"),
+        "{}",
+        err.message()
+    );
+
+    let err = err_of(&good().replace("deviceId: root,", "deviceId: root-a,"));
+    assert!(
+        err.message().contains("use the pair id"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn duplicate_ids_and_missing_root_are_rejected() {
+    let err = err_of(&good().replace("id: root-b,", "id: root-a,"));
+    assert!(
+        err.message().contains("storage.disks[0].partitions[2].id"),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().contains("already used"), "{}", err.message());
+
+    let err = err_of(&good().replace("mountPoint: / }", "mountPoint: /srv }"));
+    assert!(
+        err.message().contains("root filesystem"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn image_url_and_hash_are_checked() {
+    let err = err_of(&good().replace("file:///srv/images/os-v2.cosi", "ftp://x/os.cosi"));
+    assert_eq!(err.subkind(), Subkind::InvalidImageUrl);
+    assert!(err.message().contains("image.url"));
+
+    let err = err_of(&good().replace("sha384: ignored", "sha384: abc"));
+    assert_eq!(err.subkind(), Subkind::InvalidImageHash);
+    assert!(err.message().contains("image.sha384"));
+
+    let hex = "a".repeat(96);
+    assert!(parse(&good().replace("sha384: ignored", &format!("sha384: {hex}"))).is_ok());
+    let upper = "A".repeat(96);
+    assert!(parse(&good().replace("sha384: ignored", &format!("sha384: {upper}"))).is_err());
+}
+
+#[test]
+fn scripts_need_exactly_one_of_content_or_path() {
+    let err = err_of(&good().replace("    content: echo hi\n", ""));
+    assert!(
+        err.message().contains("scripts.preServicing[0]"),
+        "{}",
+        err.message()
+    );
+    let err = err_of(&good().replace("timeoutSeconds: 5", "timeoutSeconds: 0"));
+    assert!(
+        err.message().contains("health.checks[0].timeoutSeconds"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn wrong_value_type_reports_line_and_column() {
+    let err = err_of(&good().replace(
+        "partitions:\n    - { id: esp,    type: esp,  size: 64M }",
+        "partitions: 3\n    - { id: esp,    type: esp,  size: 64M }",
+    ));
+    assert!(
+        err.message().contains("storage.disks[0].partitions") || err.message().contains("line"),
+        "{}",
+        err.message()
+    );
+}

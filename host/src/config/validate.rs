@@ -1,0 +1,324 @@
+//! Semantic checks of a parsed Host Configuration: references, uniqueness,
+//! image URL/hash, a root filesystem. Each error names the key path.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{HASH_IGNORED, HostConfiguration, PartitionSize, RunOn};
+use crate::error::{Subkind, TridentError};
+
+#[track_caller]
+fn invalid(subkind: Subkind, path: &str, what: String) -> TridentError {
+    TridentError::new(subkind, format!("Host Configuration key '{path}': {what}"))
+}
+
+/// Checks everything that the types alone cannot.
+pub fn validate(hc: &HostConfiguration) -> Result<(), TridentError> {
+    validate_image(hc)?;
+    validate_storage(hc)?;
+    validate_scripts(hc)?;
+    Ok(())
+}
+
+fn validate_image(hc: &HostConfiguration) -> Result<(), TridentError> {
+    let Some(image) = &hc.image else {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            "image",
+            "required: the COSI image to install (url and sha384)".into(),
+        ));
+    };
+    let scheme_ok = ["file://", "http://", "https://"]
+        .iter()
+        .any(|s| image.url.starts_with(s) && image.url.len() > s.len());
+    if !scheme_ok {
+        return Err(invalid(
+            Subkind::InvalidImageUrl,
+            "image.url",
+            format!("'{}' must be a file://, http:// or https:// URL", image.url),
+        ));
+    }
+    check_sha384("image.sha384", &image.sha384)
+}
+
+/// `sha384` is 96 lowercase hex digits or `ignored`.
+pub fn check_sha384(path: &str, value: &str) -> Result<(), TridentError> {
+    let hex_ok = value.len() == 96
+        && value
+            .chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
+    if value == HASH_IGNORED || hex_ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            Subkind::InvalidImageHash,
+            path,
+            format!(
+                "'{value}' is not a SHA-384 hash: expected 96 lowercase hex digits or '{HASH_IGNORED}'"
+            ),
+        ))
+    }
+}
+
+fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
+    let storage = &hc.storage;
+    if storage.disks.is_empty() {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            "storage.disks",
+            "at least one disk is required".into(),
+        ));
+    }
+    // All ids (disks, partitions, volume pairs) share one namespace.
+    let mut ids: HashMap<String, String> = HashMap::new();
+    let mut claim = |id: &str, path: String| -> Result<(), TridentError> {
+        if id.is_empty() {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &path,
+                "id must not be empty".into(),
+            ));
+        }
+        if let Some(first) = ids.get(id) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &path,
+                format!("id '{id}' is already used at '{first}'"),
+            ));
+        }
+        ids.insert(id.to_owned(), path);
+        Ok(())
+    };
+    let mut partitions: HashSet<&str> = HashSet::new();
+    let mut devices: HashSet<&str> = HashSet::new();
+    for (d, disk) in storage.disks.iter().enumerate() {
+        claim(&disk.id, format!("storage.disks[{d}].id"))?;
+        if disk.device.is_empty() || !disk.device.starts_with('/') {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("storage.disks[{d}].device"),
+                format!(
+                    "'{}' must be an absolute path to a block device or disk-image file",
+                    disk.device
+                ),
+            ));
+        }
+        if !devices.insert(&disk.device) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("storage.disks[{d}].device"),
+                format!("device '{}' is used by two disks", disk.device),
+            ));
+        }
+        if disk.partitions.is_empty() {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("storage.disks[{d}].partitions"),
+                "at least one partition is required".into(),
+            ));
+        }
+        let last = disk.partitions.len() - 1;
+        for (p, part) in disk.partitions.iter().enumerate() {
+            claim(&part.id, format!("storage.disks[{d}].partitions[{p}].id"))?;
+            partitions.insert(&part.id);
+            if part.size == PartitionSize::Grow && p != last {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &format!("storage.disks[{d}].partitions[{p}].size"),
+                    "'grow' is only allowed for the last partition of a disk".into(),
+                ));
+            }
+        }
+    }
+    let mut paired: HashMap<&str, String> = HashMap::new();
+    for (i, pair) in hc.volume_pairs().iter().enumerate() {
+        let base = format!("storage.abUpdate.volumePairs[{i}]");
+        claim(&pair.id, format!("{base}.id"))?;
+        for (key, member) in [
+            ("volumeAId", &pair.volume_a_id),
+            ("volumeBId", &pair.volume_b_id),
+        ] {
+            let path = format!("{base}.{key}");
+            if !partitions.contains(member.as_str()) {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &path,
+                    format!("references unknown partition '{member}'"),
+                ));
+            }
+            if let Some(first) = paired.insert(member, path.clone()) {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &path,
+                    format!("partition '{member}' is already in a volume pair at '{first}'"),
+                ));
+            }
+        }
+        let (a, b) = (
+            hc.find_partition(&pair.volume_a_id),
+            hc.find_partition(&pair.volume_b_id),
+        );
+        if let (Some((_, a)), Some((_, b))) = (a, b)
+            && a.size != b.size
+        {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.volumeBId"),
+                format!(
+                    "partitions '{}' ({}) and '{}' ({}) must have the same size",
+                    a.id, a.size, b.id, b.size
+                ),
+            ));
+        }
+    }
+    validate_filesystems(hc, &partitions, &paired)
+}
+
+fn validate_filesystems(
+    hc: &HostConfiguration,
+    partitions: &HashSet<&str>,
+    paired: &HashMap<&str, String>,
+) -> Result<(), TridentError> {
+    let mut mounts: HashMap<&str, usize> = HashMap::new();
+    let mut devices: HashMap<&str, usize> = HashMap::new();
+    for (i, fs) in hc.storage.filesystems.iter().enumerate() {
+        let base = format!("storage.filesystems[{i}]");
+        let dev = fs.device_id.as_str();
+        let is_pair = hc.find_volume_pair(dev).is_some();
+        if !is_pair && !partitions.contains(dev) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.deviceId"),
+                format!("references unknown partition or volume pair '{dev}'"),
+            ));
+        }
+        if let Some(pair_path) = paired.get(dev) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.deviceId"),
+                format!(
+                    "partition '{dev}' is a member of the volume pair at '{pair_path}'; use the pair id"
+                ),
+            ));
+        }
+        if let Some(first) = devices.insert(dev, i) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.deviceId"),
+                format!("device '{dev}' already holds storage.filesystems[{first}]"),
+            ));
+        }
+        let path = fs.mount_point.path();
+        if !path.starts_with('/') {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.mountPoint.path"),
+                format!("'{path}' must be an absolute path"),
+            ));
+        }
+        if let Some(first) = mounts.insert(path, i) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.mountPoint.path"),
+                format!("'{path}' is already mounted by storage.filesystems[{first}]"),
+            ));
+        }
+    }
+    if !mounts.contains_key("/") {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            "storage.filesystems",
+            "a root filesystem (mountPoint '/') is required".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_scripts(hc: &HostConfiguration) -> Result<(), TridentError> {
+    let groups = [
+        ("scripts.preServicing", &hc.scripts.pre_servicing),
+        ("scripts.postProvision", &hc.scripts.post_provision),
+        ("scripts.postConfigure", &hc.scripts.post_configure),
+    ];
+    for (group, scripts) in groups {
+        let mut names = HashSet::new();
+        for (i, s) in scripts.iter().enumerate() {
+            let base = format!("{group}[{i}]");
+            check_runnable(
+                &base,
+                &s.name,
+                &s.run_on,
+                s.content.is_some(),
+                s.path.as_deref(),
+            )?;
+            if !names.insert(s.name.as_str()) {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &format!("{base}.name"),
+                    format!("script name '{}' is used twice in {group}", s.name),
+                ));
+            }
+        }
+    }
+    let mut names = HashSet::new();
+    for (i, c) in hc.health.checks.iter().enumerate() {
+        let base = format!("health.checks[{i}]");
+        check_runnable(
+            &base,
+            &c.name,
+            &c.run_on,
+            c.content.is_some(),
+            c.path.as_deref(),
+        )?;
+        if c.timeout_seconds == Some(0) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.timeoutSeconds"),
+                "must be greater than zero".into(),
+            ));
+        }
+        if !names.insert(c.name.as_str()) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.name"),
+                format!("health check name '{}' is used twice", c.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_runnable(
+    base: &str,
+    name: &str,
+    run_on: &[RunOn],
+    has_content: bool,
+    path: Option<&str>,
+) -> Result<(), TridentError> {
+    if name.is_empty() {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.name"),
+            "must not be empty".into(),
+        ));
+    }
+    if run_on.is_empty() {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.runOn"),
+            "must list at least one of all, clean-install, ab-update".into(),
+        ));
+    }
+    match (has_content, path) {
+        (true, Some(_)) => Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            base,
+            "set either 'content' or 'path', not both".into(),
+        )),
+        (false, None) => Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            base,
+            "one of 'content' or 'path' is required".into(),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,94 @@
+use super::*;
+use crate::status::{AbVolume, ServicingState};
+
+fn temp() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/datastore.sqlite");
+    (dir, path)
+}
+
+#[test]
+fn a_new_datastore_is_migrated_and_reports_not_provisioned() {
+    let (_dir, path) = temp();
+    let ds = Datastore::open(&path).unwrap();
+    assert_eq!(ds.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(
+        ds.host_status().unwrap().servicing_state,
+        ServicingState::NotProvisioned
+    );
+    let mode: String = ds
+        .conn()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    drop(ds);
+    // Reopening does not re-run migrations.
+    assert_eq!(
+        Datastore::open(&path).unwrap().schema_version().unwrap(),
+        SCHEMA_VERSION
+    );
+}
+
+#[test]
+fn state_change_and_operation_end_are_one_commit() {
+    let (_dir, path) = temp();
+    let mut ds = Datastore::open(&path).unwrap();
+    ds.operation_started("op1", "clean-install", "InstallStage", "abc")
+        .unwrap();
+    let status = HostStatus {
+        servicing_state: ServicingState::CleanInstallStaged,
+        ab_active_volume: Some(AbVolume::VolumeA),
+        ..HostStatus::default()
+    };
+    let end = OperationEnd {
+        result: OperationResult::Success,
+        error: None,
+    };
+    ds.commit(Some(&status), Some("op1"), Some(&end)).unwrap();
+    let ro = Datastore::open_read_only(&path).unwrap();
+    assert_eq!(
+        ro.host_status().unwrap().servicing_state,
+        ServicingState::CleanInstallStaged
+    );
+    let op = ro.operation("op1").unwrap().unwrap();
+    assert_eq!(op.result, OperationResult::Success);
+    assert!(op.ended_at.is_some());
+    assert_eq!(ro.history(10).unwrap().len(), 1);
+    assert_eq!(ro.operations(10).unwrap()[0].rpc, "InstallStage");
+}
+
+#[test]
+fn running_operations_are_marked_interrupted_on_recovery() {
+    let (_dir, path) = temp();
+    let mut ds = Datastore::open(&path).unwrap();
+    let provisioned = HostStatus {
+        servicing_state: ServicingState::Provisioned,
+        ab_active_volume: Some(AbVolume::VolumeA),
+        ..HostStatus::default()
+    };
+    ds.save_status(&provisioned, None).unwrap();
+    ds.operation_started("op2", "ab-update", "UpdateStage", "t")
+        .unwrap();
+    drop(ds);
+    let mut ds = Datastore::open(&path).unwrap();
+    let interrupted = ds.recover_interrupted().unwrap();
+    assert_eq!(interrupted.len(), 1);
+    let status = ds.host_status().unwrap();
+    assert_eq!(status.servicing_state, ServicingState::Provisioned);
+    assert_eq!(status.ab_active_volume, Some(AbVolume::VolumeA));
+    let err = status.last_error.unwrap();
+    assert_eq!(err.subkind, "interrupted");
+    assert_eq!(err.operation_id.as_deref(), Some("op2"));
+    assert_eq!(
+        ds.operation("op2").unwrap().unwrap().result,
+        OperationResult::Interrupted
+    );
+    assert!(ds.recover_interrupted().unwrap().is_empty());
+}
+
+#[test]
+fn read_only_open_of_a_missing_file_fails_with_initialization() {
+    let (_dir, path) = temp();
+    let err = Datastore::open_read_only(&path).unwrap_err();
+    assert_eq!(err.category(), crate::error::Category::Initialization);
+}

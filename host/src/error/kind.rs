@@ -1,0 +1,175 @@
+//! Error categories (the seven upstream kinds) and subkinds (kebab-case
+//! variant names, each belonging to exactly one category).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use trident_proto::v1::TridentErrorKind;
+
+/// The upstream error category. Decides the CLI exit code and the gRPC
+/// status code of an error returned outside a servicing stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Category {
+    ExecutionEnvironmentMisconfiguration,
+    HealthChecks,
+    Initialization,
+    Internal,
+    InvalidInput,
+    Servicing,
+    UnsupportedConfiguration,
+}
+
+impl Category {
+    /// Kebab-case name, as printed by `trident get last-error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ExecutionEnvironmentMisconfiguration => "execution-environment-misconfiguration",
+            Self::HealthChecks => "health-checks",
+            Self::Initialization => "initialization",
+            Self::Internal => "internal",
+            Self::InvalidInput => "invalid-input",
+            Self::Servicing => "servicing",
+            Self::UnsupportedConfiguration => "unsupported-configuration",
+        }
+    }
+
+    /// gRPC status code for an error returned outside a servicing stream
+    /// (wire doc, "Error model facts").
+    pub fn grpc_code(self) -> tonic::Code {
+        match self {
+            Self::InvalidInput => tonic::Code::InvalidArgument,
+            Self::Internal => tonic::Code::Internal,
+            Self::ExecutionEnvironmentMisconfiguration
+            | Self::Initialization
+            | Self::UnsupportedConfiguration => tonic::Code::FailedPrecondition,
+            Self::Servicing | Self::HealthChecks => tonic::Code::Unknown,
+        }
+    }
+
+    pub fn to_proto(self) -> TridentErrorKind {
+        match self {
+            Self::ExecutionEnvironmentMisconfiguration => {
+                TridentErrorKind::ExecutionEnvironmentMisconfigurationError
+            }
+            Self::HealthChecks => TridentErrorKind::HealthChecksError,
+            Self::Initialization => TridentErrorKind::InitializationError,
+            Self::Internal => TridentErrorKind::InternalError,
+            Self::InvalidInput => TridentErrorKind::InvalidInputError,
+            Self::Servicing => TridentErrorKind::ServicingError,
+            Self::UnsupportedConfiguration => TridentErrorKind::UnsupportedConfigurationError,
+        }
+    }
+
+    /// Inverse of [`Category::to_proto`]; `None` for UNSPECIFIED.
+    pub fn from_proto(kind: TridentErrorKind) -> Option<Self> {
+        Some(match kind {
+            TridentErrorKind::Unspecified => return None,
+            TridentErrorKind::ExecutionEnvironmentMisconfigurationError => {
+                Self::ExecutionEnvironmentMisconfiguration
+            }
+            TridentErrorKind::HealthChecksError => Self::HealthChecks,
+            TridentErrorKind::InitializationError => Self::Initialization,
+            TridentErrorKind::InternalError => Self::Internal,
+            TridentErrorKind::InvalidInputError => Self::InvalidInput,
+            TridentErrorKind::ServicingError => Self::Servicing,
+            TridentErrorKind::UnsupportedConfigurationError => Self::UnsupportedConfiguration,
+        })
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Declares [`Subkind`]: variant, category, kebab-case name, default message.
+macro_rules! subkinds {
+    ($($variant:ident => $category:ident, $name:literal, $message:literal;)*) => {
+        /// What went wrong, precisely. Each subkind belongs to one category.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Subkind {
+            $($variant,)*
+        }
+
+        impl Subkind {
+            pub fn category(self) -> Category {
+                match self { $(Self::$variant => Category::$category,)* }
+            }
+
+            /// Kebab-case name (the `error` key of `get last-error`).
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $name,)* }
+            }
+
+            /// Message used when the error is raised without its own.
+            pub fn default_message(self) -> &'static str {
+                match self { $(Self::$variant => $message,)* }
+            }
+
+            /// Every subkind, for tests and documentation.
+            pub const ALL: &'static [Subkind] = &[$(Self::$variant,)*];
+        }
+    };
+}
+
+subkinds! {
+    // execution-environment-misconfiguration
+    DaemonNotRoot => ExecutionEnvironmentMisconfiguration, "daemon-not-root", "The daemon must run as root";
+    TargetDiskMissing => ExecutionEnvironmentMisconfiguration, "target-disk-missing", "Target disk does not exist";
+    TargetDiskTooSmall => ExecutionEnvironmentMisconfiguration, "target-disk-too-small", "Target disk is too small for the partition layout";
+    // health-checks
+    HealthCheckFailed => HealthChecks, "health-check-failed", "A health check failed";
+    HealthCheckTimedOut => HealthChecks, "health-check-timed-out", "A health check timed out";
+    BootedWrongVolume => HealthChecks, "booted-wrong-volume", "The host did not boot from the expected volume";
+    // initialization
+    OpenDatastore => Initialization, "open-datastore", "Failed to open the datastore";
+    DatastoreMigration => Initialization, "datastore-migration", "Failed to migrate the datastore schema";
+    LoadHostStatus => Initialization, "load-host-status", "Failed to load the Host Status";
+    // internal
+    DatastoreQuery => Internal, "datastore-query", "Datastore query failed";
+    SerializeHostStatus => Internal, "serialize-host-status", "Failed to serialize the Host Status";
+    Io => Internal, "io", "I/O error";
+    TaskFailed => Internal, "task-failed", "A servicing task failed unexpectedly";
+    Interrupted => Internal, "interrupted", "The operation was interrupted (daemon stopped before it completed)";
+    // invalid-input
+    ParseHostConfiguration => InvalidInput, "parse-host-configuration", "Failed to parse the Host Configuration";
+    InvalidHostConfiguration => InvalidInput, "invalid-host-configuration", "The Host Configuration is invalid";
+    UnknownKey => InvalidInput, "unknown-key", "Unknown key in the Host Configuration";
+    InvalidImageUrl => InvalidInput, "invalid-image-url", "Invalid image URL";
+    InvalidImageHash => InvalidInput, "invalid-image-hash", "Invalid image hash";
+    ImageHashMismatch => InvalidInput, "image-hash-mismatch", "Image hash does not match";
+    InvalidImage => InvalidInput, "invalid-image", "The COSI image is invalid";
+    ImageDoesNotMatchConfiguration => InvalidInput, "image-does-not-match-configuration", "The image does not match the Host Configuration";
+    InvalidRequest => InvalidInput, "invalid-request", "Invalid request";
+    InvalidServicingState => InvalidInput, "invalid-servicing-state", "The host is not in a state that allows this operation";
+    // servicing
+    DownloadImage => Servicing, "download-image", "Failed to download the image";
+    CreatePartitionTable => Servicing, "create-partition-table", "Failed to create the partition table";
+    WriteImage => Servicing, "write-image", "Failed to write an image to its partition";
+    ScriptFailed => Servicing, "script-failed", "A servicing script failed";
+    WriteBootRecord => Servicing, "write-boot-record", "Failed to write the boot record";
+    Reboot => Servicing, "reboot", "Failed to reboot";
+    RollbackUnavailable => Servicing, "rollback-unavailable", "No rollback is available";
+    // unsupported-configuration
+    UnsupportedFeature => UnsupportedConfiguration, "unsupported-feature", "The Host Configuration uses a feature this daemon does not support";
+    RaidUnsupported => UnsupportedConfiguration, "raid-unsupported", "Software RAID is not supported";
+}
+
+impl fmt::Display for Subkind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Subkind {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+            .ok_or(())
+    }
+}

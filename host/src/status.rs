@@ -1,0 +1,216 @@
+//! The Host Status: what the daemon knows about the host it services
+//! (camelCase YAML, upstream shape), and the servicing state machine values.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use trident_proto::v1preview::{AbVolumeState, ServicingState as ProtoState};
+
+use crate::config::HostConfiguration;
+use crate::error::{ErrorRecord, ResultExt, Subkind, TridentError};
+
+/// Upstream servicing states (kebab-case in YAML).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServicingState {
+    #[default]
+    NotProvisioned,
+    CleanInstallStaged,
+    CleanInstallFinalized,
+    AbUpdateStaged,
+    AbUpdateFinalized,
+    AbUpdateHealthCheckFailed,
+    ManualRollbackAbStaged,
+    ManualRollbackAbFinalized,
+    Provisioned,
+}
+
+impl ServicingState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotProvisioned => "not-provisioned",
+            Self::CleanInstallStaged => "clean-install-staged",
+            Self::CleanInstallFinalized => "clean-install-finalized",
+            Self::AbUpdateStaged => "ab-update-staged",
+            Self::AbUpdateFinalized => "ab-update-finalized",
+            Self::AbUpdateHealthCheckFailed => "ab-update-health-check-failed",
+            Self::ManualRollbackAbStaged => "manual-rollback-ab-staged",
+            Self::ManualRollbackAbFinalized => "manual-rollback-ab-finalized",
+            Self::Provisioned => "provisioned",
+        }
+    }
+
+    pub fn to_proto(self) -> ProtoState {
+        match self {
+            Self::NotProvisioned => ProtoState::NotProvisioned,
+            Self::CleanInstallStaged => ProtoState::InstallStaged,
+            Self::CleanInstallFinalized => ProtoState::InstallFinalized,
+            Self::AbUpdateStaged => ProtoState::UpdateAbStaged,
+            Self::AbUpdateFinalized => ProtoState::UpdateAbFinalized,
+            Self::AbUpdateHealthCheckFailed => ProtoState::UpdateAbHealthCheckFailed,
+            Self::ManualRollbackAbStaged => ProtoState::ManualRollbackAbStaged,
+            Self::ManualRollbackAbFinalized => ProtoState::ManualRollbackAbFinalized,
+            Self::Provisioned => ProtoState::Provisioned,
+        }
+    }
+
+    pub fn from_proto(state: ProtoState) -> Option<Self> {
+        Some(match state {
+            ProtoState::NotProvisioned => Self::NotProvisioned,
+            ProtoState::InstallStaged => Self::CleanInstallStaged,
+            ProtoState::InstallFinalized => Self::CleanInstallFinalized,
+            ProtoState::UpdateAbStaged => Self::AbUpdateStaged,
+            ProtoState::UpdateAbFinalized => Self::AbUpdateFinalized,
+            ProtoState::UpdateAbHealthCheckFailed => Self::AbUpdateHealthCheckFailed,
+            ProtoState::ManualRollbackAbStaged => Self::ManualRollbackAbStaged,
+            ProtoState::ManualRollbackAbFinalized => Self::ManualRollbackAbFinalized,
+            ProtoState::Provisioned => Self::Provisioned,
+            ProtoState::Unspecified
+            | ProtoState::ManualRollbackRuntimeStaged
+            | ProtoState::UpdateRuntimeStaged => return None,
+        })
+    }
+
+    /// A host that booted into an installed OS (or was told it did).
+    pub fn is_provisioned_family(self) -> bool {
+        !matches!(self, Self::NotProvisioned | Self::CleanInstallStaged)
+    }
+}
+
+impl std::fmt::Display for ServicingState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Volume of an A/B pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbVolume {
+    VolumeA,
+    VolumeB,
+}
+
+impl AbVolume {
+    pub fn other(self) -> Self {
+        match self {
+            Self::VolumeA => Self::VolumeB,
+            Self::VolumeB => Self::VolumeA,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::VolumeA => "volume-a",
+            Self::VolumeB => "volume-b",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "volume-a" => Some(Self::VolumeA),
+            "volume-b" => Some(Self::VolumeB),
+            _ => None,
+        }
+    }
+
+    pub fn to_proto(self) -> AbVolumeState {
+        match self {
+            Self::VolumeA => AbVolumeState::VolumeA,
+            Self::VolumeB => AbVolumeState::VolumeB,
+        }
+    }
+
+    /// `None` maps to NO_VOLUME.
+    pub fn option_to_proto(v: Option<Self>) -> AbVolumeState {
+        v.map_or(AbVolumeState::NoVolume, Self::to_proto)
+    }
+}
+
+impl std::fmt::Display for AbVolume {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The Host Status (upstream shape).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostStatus {
+    /// The configuration being serviced or last provisioned.
+    #[serde(default)]
+    pub spec: Option<HostConfiguration>,
+    /// The configuration before the current servicing (rollback target).
+    #[serde(default)]
+    pub spec_old: Option<HostConfiguration>,
+    #[serde(default)]
+    pub servicing_state: ServicingState,
+    #[serde(default)]
+    pub last_error: Option<ErrorRecord>,
+    /// Partition id → path of the partition (for disk-image targets:
+    /// `<image file>@<byte offset>+<length>`).
+    #[serde(default)]
+    pub partition_paths: BTreeMap<String, String>,
+    #[serde(default)]
+    pub ab_active_volume: Option<AbVolume>,
+    /// Increases with every clean install.
+    #[serde(default)]
+    pub install_index: u32,
+    #[serde(default)]
+    pub trident_version: String,
+    /// Hash (`sha384:<hex>`) of the COSI metadata of the image on the
+    /// active volume; addition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_hash: Option<String>,
+}
+
+impl HostStatus {
+    pub fn to_yaml(&self) -> Result<String, TridentError> {
+        serde_saphyr::to_string(self).structured(Subkind::SerializeHostStatus)
+    }
+
+    pub(crate) fn to_json(&self) -> Result<String, TridentError> {
+        serde_json::to_string(self).structured(Subkind::SerializeHostStatus)
+    }
+
+    pub(crate) fn from_json(text: &str) -> Result<Self, TridentError> {
+        serde_json::from_str(text).structured(Subkind::LoadHostStatus)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_map_to_proto_and_back() {
+        for s in [
+            ServicingState::NotProvisioned,
+            ServicingState::CleanInstallStaged,
+            ServicingState::CleanInstallFinalized,
+            ServicingState::AbUpdateStaged,
+            ServicingState::AbUpdateFinalized,
+            ServicingState::AbUpdateHealthCheckFailed,
+            ServicingState::ManualRollbackAbStaged,
+            ServicingState::ManualRollbackAbFinalized,
+            ServicingState::Provisioned,
+        ] {
+            assert_eq!(ServicingState::from_proto(s.to_proto()), Some(s));
+        }
+    }
+
+    #[test]
+    fn host_status_yaml_is_camel_case_with_kebab_values() {
+        let hs = HostStatus {
+            servicing_state: ServicingState::AbUpdateStaged,
+            ab_active_volume: Some(AbVolume::VolumeA),
+            ..HostStatus::default()
+        };
+        let yaml = hs.to_yaml().unwrap();
+        assert!(yaml.contains("servicingState: ab-update-staged"), "{yaml}");
+        assert!(yaml.contains("abActiveVolume: volume-a"), "{yaml}");
+        assert!(yaml.contains("specOld:"), "{yaml}");
+        let back = HostStatus::from_json(&hs.to_json().unwrap()).unwrap();
+        assert_eq!(back.servicing_state, ServicingState::AbUpdateStaged);
+    }
+}
