@@ -1,1 +1,374 @@
-//! Helpers shared by the end-to-end tests.
+//! Helpers shared by the end-to-end tests: find the built binaries, start a
+//! private `tridentd` on a temp socket + temp state dir, and talk to it over
+//! the real Unix socket with a tonic `Channel`.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use trident_e2e::Daemon;
+//! let daemon = Daemon::builder().arg("--inactivity-timeout").arg("0").spawn().await?;
+//! let channel = daemon.channel().await?;
+//! let mut client = trident_proto::v1::version_service_client::VersionServiceClient::new(channel);
+//! let version = client.version(trident_proto::v1::VersionRequest {}).await?;
+//! # Ok(()) }
+//! ```
+
+use std::{
+    ffi::{OsStr, OsString},
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, ExitStatus, Stdio},
+    sync::{Arc, Mutex},
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, bail};
+use nix::{
+    sys::signal::{Signal, kill},
+    unistd::Pid,
+};
+use tempfile::TempDir;
+use tonic::transport::{Channel, Endpoint, Uri};
+
+/// Env var: directory holding the built binaries (overrides the default
+/// `target/<profile>` derived from the test executable's location).
+pub const ENV_BIN_DIR: &str = "TRIDENT_BIN_DIR";
+/// How long `spawn()` waits for the daemon to answer.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long Drop waits after SIGTERM before SIGKILL.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Directory of the built binaries: `$TRIDENT_BIN_DIR`, else the cargo
+/// profile dir the test executable lives in (target/debug/deps/.. ).
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(ENV_BIN_DIR) {
+        return PathBuf::from(dir);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir
+}
+
+/// Path of a built binary, e.g. `bin_path("tridentd")`.
+pub fn bin_path(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// A tonic channel over the Unix socket at `path` (HTTP/2, authority "localhost").
+pub async fn uds_channel(path: impl Into<PathBuf>) -> anyhow::Result<Channel> {
+    let path: PathBuf = path.into();
+    let channel = Endpoint::try_from("http://localhost")?
+        .connect_with_connector(tower::service_fn(move |_: Uri| {
+            let path = path.clone();
+            async move {
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                    tokio::net::UnixStream::connect(path).await?,
+                ))
+            }
+        }))
+        .await?;
+    Ok(channel)
+}
+
+/// Asks the daemon at `socket` for its version.
+pub async fn version(socket: &Path) -> anyhow::Result<trident_proto::v1::VersionResponse> {
+    let channel = uds_channel(socket).await?;
+    let mut client = trident_proto::v1::version_service_client::VersionServiceClient::new(channel);
+    Ok(client
+        .version(trident_proto::v1::VersionRequest {})
+        .await?
+        .into_inner())
+}
+
+/// Configures a private daemon; see [`Daemon::builder`].
+#[derive(Debug, Clone)]
+pub struct DaemonBuilder {
+    program: PathBuf,
+    wrapper: Vec<OsString>,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    socket: Option<PathBuf>,
+    wait_for_answer: bool,
+}
+
+impl DaemonBuilder {
+    /// Adds one argument after the default `--socket`/`--state-dir`.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Adds several arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|arg| arg.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets an environment variable for the daemon.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Serves this socket path instead of `<tempdir>/trident.sock`.
+    pub fn socket(mut self, path: impl Into<PathBuf>) -> Self {
+        self.socket = Some(path.into());
+        self
+    }
+
+    /// Runs the daemon through a wrapper command, e.g.
+    /// `["systemd-socket-activate", "-l", sock]` or `["setpriv", "--reuid=nobody"]`.
+    pub fn wrapper<I, S>(mut self, wrapper: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.wrapper = wrapper
+            .into_iter()
+            .map(|arg| arg.as_ref().to_owned())
+            .collect();
+        self
+    }
+
+    /// Don't wait for a Version answer in `spawn()` (for start-up failures).
+    pub fn no_wait(mut self) -> Self {
+        self.wait_for_answer = false;
+        self
+    }
+
+    /// Starts the daemon; unless `no_wait()`, returns once it answers Version.
+    pub async fn spawn(self) -> anyhow::Result<Daemon> {
+        let dir = tempfile::Builder::new().prefix("tridentd-e2e-").tempdir()?;
+        let socket = self
+            .socket
+            .clone()
+            .unwrap_or_else(|| dir.path().join("trident.sock"));
+        let state_dir = dir.path().join("state");
+        std::fs::create_dir_all(&state_dir)?;
+
+        let mut command = match self.wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut command = Command::new(first);
+                command.args(rest).arg(&self.program);
+                command
+            }
+            None => Command::new(&self.program),
+        };
+        command
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--state-dir")
+            .arg(&state_dir)
+            .args(&self.args)
+            .env_remove("TRIDENT_SOCKET")
+            .env_remove("TRIDENT_STATE_DIR")
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("LISTEN_FDS")
+            .env_remove("LISTEN_PID")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("start {}", self.program.display()))?;
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let reader = child.stderr.take().map(|pipe| {
+            let stderr = stderr.clone();
+            thread::spawn(move || {
+                for line in BufReader::new(pipe).lines() {
+                    let Ok(line) = line else { break };
+                    if let Ok(mut text) = stderr.lock() {
+                        text.push_str(&line);
+                        text.push('\n');
+                    }
+                }
+            })
+        });
+        let mut daemon = Daemon {
+            child: Some(child),
+            exit: None,
+            socket,
+            state_dir,
+            stderr,
+            reader,
+            dir,
+        };
+        if self.wait_for_answer {
+            daemon.wait_until_answering(START_TIMEOUT).await?;
+        }
+        Ok(daemon)
+    }
+}
+
+/// A private `tridentd` process. Stopped (SIGTERM, then SIGKILL) on drop.
+#[derive(Debug)]
+pub struct Daemon {
+    child: Option<Child>,
+    exit: Option<ExitStatus>,
+    socket: PathBuf,
+    state_dir: PathBuf,
+    stderr: Arc<Mutex<String>>,
+    reader: Option<thread::JoinHandle<()>>,
+    // Last: removed after the process is gone.
+    dir: TempDir,
+}
+
+impl Daemon {
+    /// A builder for `target/debug/tridentd` on a temp socket and state dir.
+    pub fn builder() -> DaemonBuilder {
+        DaemonBuilder {
+            program: bin_path("tridentd"),
+            wrapper: Vec::new(),
+            args: Vec::new(),
+            env: Vec::new(),
+            socket: None,
+            wait_for_answer: true,
+        }
+    }
+
+    /// Starts a daemon with default settings and waits until it answers.
+    pub async fn start() -> anyhow::Result<Self> {
+        Self::builder().spawn().await
+    }
+
+    /// The socket the daemon serves.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The daemon's state directory (`--state-dir`).
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// The temp dir holding socket and state dir (removed on drop).
+    pub fn temp_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Process id (of the wrapper, if one was used).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Everything the daemon wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .map(|text| text.clone())
+            .unwrap_or_default()
+    }
+
+    /// A new tonic channel to the daemon.
+    pub async fn channel(&self) -> anyhow::Result<Channel> {
+        uds_channel(&self.socket).await
+    }
+
+    /// Sends a signal to the daemon process.
+    pub fn signal(&self, signal: Signal) -> anyhow::Result<()> {
+        let pid = self.pid().context("daemon already reaped")?;
+        kill(Pid::from_raw(i32::try_from(pid)?), signal)?;
+        Ok(())
+    }
+
+    /// Exit status, if the process has exited.
+    pub fn try_exit_status(&mut self) -> anyhow::Result<Option<ExitStatus>> {
+        if self.exit.is_none()
+            && let Some(child) = self.child.as_mut()
+        {
+            self.exit = child.try_wait()?;
+        }
+        Ok(self.exit)
+    }
+
+    /// Waits up to `timeout` for the process to exit on its own.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> anyhow::Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.try_exit_status()? {
+                self.join_reader();
+                return Ok(Some(status));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Waits until the daemon answers a Version call, or fails with its stderr.
+    pub async fn wait_until_answering(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.try_exit_status()? {
+                self.join_reader();
+                bail!(
+                    "tridentd exited with {status} before answering; stderr:\n{}",
+                    self.stderr()
+                );
+            }
+            let attempt = tokio::time::timeout(Duration::from_secs(2), version(&self.socket)).await;
+            if let Ok(Ok(_)) = attempt {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "tridentd did not answer on {} within {timeout:?}; last error: {attempt:?}; stderr:\n{}",
+                    self.socket.display(),
+                    self.stderr()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after [`STOP_TIMEOUT`]; returns the exit status.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        if self.exit.is_some() {
+            return self.exit;
+        }
+        let child = self.child.as_mut()?;
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.exit = Some(status);
+                break;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        if self.exit.is_none() {
+            let _ = child.kill();
+            self.exit = child.wait().ok();
+        }
+        self.join_reader();
+        self.exit
+    }
+
+    fn join_reader(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop();
+        if thread::panicking() {
+            eprintln!("--- tridentd stderr ---\n{}", self.stderr());
+        }
+    }
+}

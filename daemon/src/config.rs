@@ -1,0 +1,150 @@
+//! Command-line flags and environment of `tridentd`.
+//!
+//! Every environment variable the daemon reads is a named constant here, so
+//! the README, the unit files and the code agree on one spelling.
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+/// Socket path used when neither `--socket` nor the environment names one.
+pub const DEFAULT_SOCKET: &str = "/run/trident/listen.sock";
+/// State directory used when neither `--state-dir` nor the environment names one.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/trident";
+/// Env var: socket path (same as `--socket`).
+pub const ENV_SOCKET: &str = "TRIDENT_SOCKET";
+/// Env var: state directory (same as `--state-dir`).
+pub const ENV_STATE_DIR: &str = "TRIDENT_STATE_DIR";
+/// Env var: log filter in `tracing_subscriber::EnvFilter` syntax.
+pub const ENV_LOG_FILTER: &str = "RUST_LOG";
+/// Default idle time after which the daemon exits.
+pub const DEFAULT_INACTIVITY_TIMEOUT: &str = "5m";
+/// Default bound on how long shutdown waits for in-flight work.
+pub const DEFAULT_SHUTDOWN_GRACE: &str = "10s";
+/// File name of the SQLite datastore inside the state directory.
+pub const DATASTORE_FILE: &str = "datastore.sqlite";
+/// Directory name of the bus journal inside the state directory.
+pub const JOURNAL_DIR: &str = "journal";
+/// File name of the reboot-request log inside the state directory (`--reboot record`).
+pub const REBOOT_REQUESTS_FILE: &str = "reboot-requests.log";
+/// Default number of records the in-memory bus ring keeps.
+pub const DEFAULT_BUS_RING_RECORDS: usize = 65_536;
+/// Default number of encoded bytes the in-memory bus ring keeps.
+pub const DEFAULT_BUS_RING_BYTES: usize = 64 * 1024 * 1024;
+
+/// What the daemon does when a servicing operation needs a reboot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RebootMode {
+    /// Only record the request (to STATE_DIR/reboot-requests.log and the bus).
+    Record,
+    /// Ask systemd to reboot the machine.
+    Systemd,
+    /// Do nothing at all.
+    None,
+}
+
+/// `tridentd`: the Trident servicing daemon, serving gRPC on a Unix socket.
+///
+/// Started by systemd socket activation (LISTEN_FDS) or directly, in which
+/// case it creates the socket itself. Must run as root.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "tridentd", version, about, long_about = None)]
+pub struct Config {
+    /// Unix socket to create and serve (ignored under socket activation,
+    /// where systemd hands over the listening socket).
+    #[arg(long, env = ENV_SOCKET, default_value = DEFAULT_SOCKET, value_name = "PATH")]
+    pub socket: PathBuf,
+
+    /// Group allowed to use the API besides root. When creating the socket:
+    /// mode 0660, owner root:NAME. Under socket activation the group of the
+    /// socket file is used when this is not given.
+    #[arg(long, value_name = "NAME")]
+    pub socket_group: Option<String>,
+
+    /// Exit after this long with no connection, request or operation
+    /// ("0" disables). Humantime syntax: 30s, 5m, 1h.
+    #[arg(long, default_value = DEFAULT_INACTIVITY_TIMEOUT, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub inactivity_timeout: Duration,
+
+    /// On SIGTERM/SIGINT, how long in-flight requests and operations may
+    /// still run before the daemon exits anyway.
+    #[arg(long, default_value = DEFAULT_SHUTDOWN_GRACE, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub shutdown_grace: Duration,
+
+    /// Directory for the daemon's state (bus journal, datastore, reboot log).
+    #[arg(long, env = ENV_STATE_DIR, default_value = DEFAULT_STATE_DIR, value_name = "DIR")]
+    pub state_dir: PathBuf,
+
+    /// SQLite datastore (default STATE_DIR/datastore.sqlite). The Host
+    /// Configuration's trident.datastorePath overrides it for servicing.
+    #[arg(long, value_name = "PATH")]
+    pub datastore: Option<PathBuf>,
+
+    /// Disk (block device or image file) StreamDisk may write to. Repeatable.
+    #[arg(long = "disk", value_name = "PATH")]
+    pub disks: Vec<PathBuf>,
+
+    /// What to do when servicing requires a reboot.
+    #[arg(long, value_enum, default_value_t = RebootMode::Record)]
+    pub reboot: RebootMode,
+
+    /// Records the in-memory telemetry bus ring keeps.
+    #[arg(long, default_value_t = DEFAULT_BUS_RING_RECORDS, value_name = "N")]
+    pub bus_ring_records: usize,
+
+    /// Encoded bytes the in-memory telemetry bus ring keeps.
+    #[arg(long, default_value_t = DEFAULT_BUS_RING_BYTES, value_name = "N")]
+    pub bus_ring_bytes: usize,
+
+    /// More log output on stderr (-v debug, -vv trace). RUST_LOG wins when set.
+    #[arg(short, long, action = ArgAction::Count)]
+    pub verbose: u8,
+}
+
+impl Config {
+    /// Datastore path: `--datastore` or STATE_DIR/datastore.sqlite.
+    pub fn datastore_path(&self) -> PathBuf {
+        self.datastore
+            .clone()
+            .unwrap_or_else(|| self.state_dir.join(DATASTORE_FILE))
+    }
+
+    /// Bus journal directory: STATE_DIR/journal.
+    pub fn journal_dir(&self) -> PathBuf {
+        self.state_dir.join(JOURNAL_DIR)
+    }
+
+    /// Reboot-request log: STATE_DIR/reboot-requests.log.
+    pub fn reboot_requests_path(&self) -> PathBuf {
+        self.state_dir.join(REBOOT_REQUESTS_FILE)
+    }
+
+    /// Idle timeout, `None` when disabled with 0.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        (!self.inactivity_timeout.is_zero()).then_some(self.inactivity_timeout)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_documented_contract() {
+        let config = Config::try_parse_from(["tridentd"]).unwrap();
+        assert_eq!(config.state_dir, PathBuf::from(DEFAULT_STATE_DIR));
+        assert_eq!(config.inactivity_timeout, Duration::from_secs(300));
+        assert_eq!(config.reboot, RebootMode::Record);
+        assert_eq!(
+            config.datastore_path(),
+            PathBuf::from("/var/lib/trident/datastore.sqlite")
+        );
+    }
+
+    #[test]
+    fn zero_inactivity_timeout_disables_idle_exit() {
+        let config = Config::try_parse_from(["tridentd", "--inactivity-timeout", "0"]).unwrap();
+        assert_eq!(config.idle_timeout(), None);
+    }
+}

@@ -1,0 +1,12 @@
+//! tridentd: the Trident servicing daemon.
+//!
+//! The binary (`main.rs`) only parses [`config::Config`], sets up logging
+//! and calls [`server::run`]. Background work that must keep the daemon
+//! from exiting as idle holds a [`server::idle::ActivityGuard`] taken from
+//! [`server::ServerContext::activity`].
+
+pub mod config;
+pub mod server;
+
+pub use server::idle::{Activity, ActivityGuard};
+pub use server::shutdown::ShutdownHooks;

@@ -1,0 +1,227 @@
+//! The gRPC server of tridentd: where it listens ([`listener`]), who may
+//! call it ([`security`]), when it exits ([`idle`], [`shutdown`]) and what it
+//! serves ([`router`]).
+
+pub mod idle;
+pub mod listener;
+pub mod observability;
+pub mod pending;
+pub mod router;
+pub mod security;
+pub mod shutdown;
+pub mod version;
+
+use std::{path::PathBuf, sync::Arc};
+
+use sd_notify::NotifyState;
+use tonic::transport::Server;
+
+use crate::config::Config;
+use idle::{Activity, ActivityLayer};
+use listener::{Listening, StartMode};
+use security::PeerAuthLayer;
+use shutdown::{ShutdownHooks, ShutdownReason, ShutdownTrigger};
+
+/// Why the daemon could not start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// Not started as root.
+    #[error("tridentd must run as root (effective uid is {euid})")]
+    NotRoot {
+        /// The effective uid it ran with.
+        euid: u32,
+    },
+    /// `--socket-group` names no group.
+    #[error("unknown group {0:?} (--socket-group)")]
+    UnknownGroup(String),
+    /// Group database lookup failed.
+    #[error("cannot look up group {name:?}: {source}")]
+    GroupLookup {
+        /// The group name.
+        name: String,
+        /// The error.
+        source: nix::Error,
+    },
+    /// Socket activation handed over something unusable.
+    #[error("socket activation: {0}")]
+    Activation(String),
+    /// Another instance answers on the socket.
+    #[error("another tridentd is serving {}{}", path.display(), pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default())]
+    AlreadyServed {
+        /// The socket path.
+        path: PathBuf,
+        /// The serving process, from SO_PEERCRED.
+        pid: Option<i32>,
+    },
+    /// The socket path exists and is not a socket.
+    #[error("{} exists and is not a socket; refusing to replace it", .0.display())]
+    NotASocket(PathBuf),
+    /// Filesystem or socket operation on the socket path failed.
+    #[error("socket {}: {what}: {source}", path.display())]
+    Socket {
+        /// The socket path.
+        path: PathBuf,
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Reflection service set-up failed.
+    #[error("reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// Runtime or server I/O failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+}
+
+/// What services get when they are constructed in [`router`].
+#[derive(Debug, Clone)]
+pub struct ServerContext {
+    /// The daemon's configuration.
+    pub config: Arc<Config>,
+    /// Hold an [`idle::ActivityGuard`] from this for background work
+    /// (servicing operations) so the daemon does not exit as idle under it.
+    pub activity: Activity,
+    /// Work to run on shutdown after in-flight requests end (e.g. flushes).
+    pub shutdown_hooks: ShutdownHooks,
+    /// Fires when the daemon starts shutting down.
+    pub shutdown: ShutdownTrigger,
+}
+
+/// Runs the daemon until shutdown: checks root, takes or creates the
+/// socket, serves, and exits cleanly on signal or idle timeout.
+///
+/// `hooks` may already hold shutdown work registered by `main`.
+pub fn run(config: Config, hooks: ShutdownHooks) -> Result<ShutdownReason, ServerError> {
+    security::require_root()?;
+    // Before any thread exists: edits the environment and the umask.
+    let listening = listener::open(&config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tridentd")
+        .build()
+        .map_err(|source| ServerError::Io {
+            what: "start async runtime",
+            source,
+        })?;
+    let ctx = ServerContext {
+        config: Arc::new(config),
+        activity: Activity::new(),
+        shutdown_hooks: hooks,
+        shutdown: ShutdownTrigger::new(),
+    };
+    runtime.block_on(serve(ctx, listening))
+}
+
+async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReason, ServerError> {
+    let Listening {
+        listeners,
+        mode,
+        policy,
+    } = listening;
+    let described = Listening {
+        listeners: Vec::new(),
+        mode,
+        policy: policy.clone(),
+    };
+    let listeners = listeners
+        .into_iter()
+        .map(tokio::net::UnixListener::from_std)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| ServerError::Io {
+            what: "register listener",
+            source,
+        })?;
+
+    let (routes, health) = router::build(&ctx).await?;
+    shutdown::spawn_signal_listener(ctx.shutdown.clone()).map_err(|source| ServerError::Io {
+        what: "install signal handlers",
+        source,
+    })?;
+    if let Some(timeout) = ctx.config.idle_timeout() {
+        let (activity, trigger) = (ctx.activity.clone(), ctx.shutdown.clone());
+        tokio::spawn(async move {
+            activity.idle_for(timeout).await;
+            trigger.trigger(ShutdownReason::Idle(timeout));
+        });
+    }
+
+    let incoming = listener::incoming(listeners, Arc::new(policy.clone()), ctx.activity.clone());
+    let server = Server::builder()
+        .layer(ActivityLayer::new(ctx.activity.clone()))
+        .layer(PeerAuthLayer)
+        .add_routes(routes);
+    let trigger = ctx.shutdown.clone();
+    let serving = server.serve_with_incoming_shutdown(incoming, async move {
+        let reason = trigger.triggered().await;
+        tracing::info!(%reason, "shutting down: no longer accepting connections");
+    });
+
+    tracing::info!(
+        version = version::VERSION,
+        commit = version::GIT_COMMIT,
+        pid = std::process::id(),
+        socket = %described.describe(),
+        allowed = %policy.requirement(),
+        inactivity_timeout = %humantime::format_duration(ctx.config.inactivity_timeout),
+        "tridentd ready"
+    );
+    notify(&[NotifyState::Ready]);
+
+    // Shutdown: stop accepting, then wait (bounded by the grace period) for
+    // in-flight requests and background operations. Idle connections are
+    // not waited for: they are closed when the runtime stops.
+    let grace = ctx.config.shutdown_grace;
+    let trigger = ctx.shutdown.clone();
+    let activity = ctx.activity.clone();
+    tokio::pin!(serving);
+    let served = tokio::select! {
+        served = &mut serving => served,
+        finished = async {
+            trigger.triggered().await;
+            tokio::time::timeout(grace, activity.wait_no_work()).await
+        } => {
+            if finished.is_err() {
+                tracing::warn!(
+                    grace = %humantime::format_duration(grace),
+                    working = activity.working(),
+                    "grace period over; exiting with requests or operations still in flight"
+                );
+            }
+            Ok(())
+        }
+    };
+    let reason = ctx
+        .shutdown
+        .reason()
+        .unwrap_or(ShutdownReason::Signal("server stopped"));
+    notify(&[NotifyState::Stopping]);
+    health
+        .set_service_status("", tonic_health::ServingStatus::NotServing)
+        .await;
+    ctx.shutdown_hooks.run().await;
+    if let StartMode::Manual { file } = described.mode {
+        drop(file);
+    }
+    served?;
+    tracing::info!(%reason, "tridentd stopped");
+    Ok(reason)
+}
+
+/// Tells systemd about our state when it asked (NOTIFY_SOCKET set).
+fn notify(state: &[NotifyState<'_>]) {
+    if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
+    if let Err(error) = sd_notify::notify(state) {
+        tracing::warn!(%error, "sd_notify failed");
+    }
+}

@@ -1,0 +1,43 @@
+//! Construction of the tracing subscriber: human-readable logs on stderr,
+//! filtered by RUST_LOG or `-v`. The telemetry bus layer is added here too,
+//! so every span and event of the daemon goes through one registry.
+
+use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
+
+use crate::config::{Config, ENV_LOG_FILTER};
+
+/// Filter when RUST_LOG is unset and no `-v` was given. Transport crates
+/// stay at warn so a connection does not produce a screen of h2 frames.
+pub const DEFAULT_FILTER: &str = "info,h2=warn,hyper=warn,tower=warn,tonic=warn";
+
+/// Keeps whatever must live as long as logging does (flushes on drop).
+#[derive(Debug)]
+#[must_use = "dropping the guard ends logging set-up (exporters flush on drop)"]
+pub struct ObservabilityGuard {
+    _private: (),
+}
+
+fn filter(config: &Config) -> EnvFilter {
+    if let Ok(filter) = EnvFilter::try_from_env(ENV_LOG_FILTER) {
+        return filter;
+    }
+    let base = match config.verbose {
+        0 => DEFAULT_FILTER,
+        1 => "debug,h2=info,hyper=info,tower=info,tonic=info",
+        _ => "trace",
+    };
+    EnvFilter::new(base)
+}
+
+/// Installs the global subscriber. Call once, first thing in `main`.
+pub fn init(config: &Config) -> ObservabilityGuard {
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(true);
+    // `try_init` fails only if a subscriber is already set (e.g. in tests).
+    let _ = tracing_subscriber::registry()
+        .with(filter(config))
+        .with(fmt)
+        .try_init();
+    ObservabilityGuard { _private: () }
+}
