@@ -1,0 +1,390 @@
+//! The bus: one place that owns the recent records (the ring), the tracked
+//! operations and the drop counters. Producers append under a short lock
+//! and never wait for a consumer; subscribers read from their own position
+//! and are woken when something new arrives.
+
+pub(crate) mod filter;
+pub(crate) mod operations;
+pub(crate) mod ring;
+pub(crate) mod subscriber;
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use futures::Stream;
+use prost::Message;
+use tokio::sync::Notify;
+use trident_proto::v1::{
+    Cursor, DropCounters, ErrorReport, GetBusStatusResponse, LogRecord, OperationSummary, Record,
+    RecordKind, StreamEvent, WatchOptions, record,
+};
+
+use crate::config::BusConfig;
+use crate::error::TelemetryError;
+use crate::journal::{Journal, JournalHistory};
+use operations::OperationTable;
+use ring::{Entry, KIND_SLOTS, KindCounts, Ring};
+
+/// What to deliver to a subscriber.
+#[derive(Clone, Debug, Default)]
+pub struct Subscription {
+    /// Where to start, what to filter, whether to follow.
+    pub options: WatchOptions,
+    /// Kinds to deliver; empty means every kind.
+    pub kinds: Vec<RecordKind>,
+}
+
+/// Handle to the bus; cheap to clone, all clones share one bus.
+#[derive(Clone, Debug)]
+pub struct Bus {
+    inner: Arc<BusInner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct BusInner {
+    pub run_id: Arc<str>,
+    pub started: SystemTime,
+    pub config: BusConfig,
+    pub state: Mutex<BusState>,
+    pub notify: Notify,
+    /// Subscribers between "checked the ring" and "woken"; producers skip
+    /// the wake-up call when nobody waits.
+    pub waiting: AtomicUsize,
+    pub subscribers: AtomicU32,
+    pub drops: DropTotals,
+    pub last_error: Mutex<Option<ErrorReport>>,
+    pub journal: Option<Journal>,
+    /// Journaled records of earlier runs, for replay and ListOperations.
+    pub history: Option<JournalHistory>,
+}
+
+/// State behind the bus lock.
+#[derive(Debug)]
+pub(crate) struct BusState {
+    pub ring: Ring,
+    pub operations: OperationTable,
+}
+
+/// Bus-wide drop counters.
+#[derive(Debug, Default)]
+pub(crate) struct DropTotals {
+    pub by_kind: [AtomicU64; KIND_SLOTS],
+    pub progress_coalesced: AtomicU64,
+    pub journal: AtomicU64,
+}
+
+impl DropTotals {
+    pub fn add(&self, counts: &KindCounts, coalesced: u64) {
+        for (slot, count) in self.by_kind.iter().zip(counts) {
+            if *count > 0 {
+                slot.fetch_add(*count, Ordering::Relaxed);
+            }
+        }
+        if coalesced > 0 {
+            self.progress_coalesced
+                .fetch_add(coalesced, Ordering::Relaxed);
+        }
+    }
+
+    pub fn snapshot(&self) -> DropCounters {
+        let kind = |k: RecordKind| self.by_kind[k as usize].load(Ordering::Relaxed);
+        DropCounters {
+            logs: kind(RecordKind::Log),
+            spans: kind(RecordKind::Span),
+            progress: kind(RecordKind::Progress),
+            errors: kind(RecordKind::Error),
+            operations: kind(RecordKind::Operation),
+            progress_coalesced: self.progress_coalesced.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What publishing a record also updates.
+#[derive(Debug)]
+pub(crate) enum Effect<'a> {
+    None,
+    Progress { phase_id: &'a str },
+    Started(OperationSummary),
+    Completed(OperationSummary),
+}
+
+impl Bus {
+    /// A new bus with a fresh run id. With a journal directory, opens the
+    /// journal (creating it), loads what earlier runs left there (operations,
+    /// the last error) and starts the journal writer thread.
+    pub fn new(config: BusConfig) -> Result<Bus, TelemetryError> {
+        let run_id: Arc<str> = Arc::from(uuid::Uuid::new_v4().to_string());
+        let (journal, history) = match &config.journal_dir {
+            Some(dir) => {
+                let history = JournalHistory::load(dir)?;
+                let journal = Journal::open(dir, &config, run_id.clone())?;
+                (Some(journal), Some(history))
+            }
+            None => (None, None),
+        };
+        let mut operations = OperationTable::new(config.tracked_operations);
+        let mut last_error = None;
+        if let Some(history) = &history {
+            for summary in history.operations() {
+                operations.add_previous(summary);
+            }
+            last_error = history.last_error();
+        }
+        let ring = Ring::new(config.ring_records, config.ring_bytes);
+        Ok(Bus {
+            inner: Arc::new(BusInner {
+                run_id,
+                started: SystemTime::now(),
+                config,
+                state: Mutex::new(BusState { ring, operations }),
+                notify: Notify::new(),
+                waiting: AtomicUsize::new(0),
+                subscribers: AtomicU32::new(0),
+                drops: DropTotals::default(),
+                last_error: Mutex::new(last_error),
+                journal,
+                history,
+            }),
+        })
+    }
+
+    /// The bus of the current `tracing` dispatcher, if its subscriber has
+    /// our layer. The emit API (operations, errors) uses it.
+    pub fn current() -> Option<Bus> {
+        tracing::dispatcher::get_default(|dispatch| {
+            dispatch
+                .downcast_ref::<crate::layer::BusLayer>()
+                .map(|layer| layer.bus().clone())
+        })
+    }
+
+    /// Unique id (UUID v4) of this daemon run.
+    pub fn run_id(&self) -> &str {
+        &self.inner.run_id
+    }
+
+    /// Configuration the bus runs with.
+    pub fn config(&self) -> &BusConfig {
+        &self.inner.config
+    }
+
+    /// The cursor naming a sequence of this run.
+    pub fn cursor(&self, sequence: u64) -> Cursor {
+        Cursor {
+            run_id: self.inner.run_id.to_string(),
+            sequence,
+        }
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<BusInner> {
+        &self.inner
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, BusState> {
+        // A panic while holding the lock leaves the ring consistent (every
+        // mutation completes before anything can panic), so keep going.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Appends a record; never waits for a subscriber or the journal.
+    pub(crate) fn publish(&self, entry: Entry, effect: Effect<'_>) -> u64 {
+        let journaled = entry.operation.is_some()
+            || entry.kind == RecordKind::Operation as u8
+            || entry.kind == RecordKind::Error as u8;
+        let sync = matches!(effect, Effect::Completed(_));
+        let seq = {
+            let mut state = self.lock();
+            let bytes = entry.bytes.clone();
+            let seq = match effect {
+                Effect::None => state.ring.push(entry),
+                Effect::Progress { phase_id } => {
+                    let operation = entry.operation.clone();
+                    let kept = entry.clone();
+                    let seq = state.ring.push(entry);
+                    if let Some(operation) = operation {
+                        state.operations.progress(&operation, phase_id, seq, kept);
+                    }
+                    seq
+                }
+                Effect::Started(mut summary) => {
+                    let kept = entry.clone();
+                    let seq = state.ring.push(entry);
+                    summary.first_cursor = Some(self.cursor(seq));
+                    state.operations.started(summary, seq, kept);
+                    seq
+                }
+                Effect::Completed(summary) => {
+                    let kept = entry.clone();
+                    let seq = state.ring.push(entry);
+                    state.operations.completed(&summary, seq, kept);
+                    seq
+                }
+            };
+            // Sent under the lock so the journal sees sequence order.
+            if journaled && let Some(journal) = &self.inner.journal {
+                journal.append(seq, bytes, sync, &self.inner.drops.journal);
+            }
+            seq
+        };
+        if self.inner.waiting.load(Ordering::SeqCst) > 0 {
+            self.inner.notify.notify_waiters();
+        }
+        seq
+    }
+
+    /// Publishes a structured error report: fills its timestamp, its
+    /// operation and trace ids from the current span when empty, and its
+    /// recent log lines from the ring; keeps it as the last error. Returns
+    /// the report's cursor.
+    pub fn report_error(&self, mut report: ErrorReport) -> Cursor {
+        if (report.operation_id.is_empty() || report.trace_id.is_empty())
+            && let Some(context) = crate::layer::current_context()
+        {
+            if report.operation_id.is_empty() {
+                report.operation_id = context
+                    .operation_id
+                    .map(|o| o.to_string())
+                    .unwrap_or_default();
+            }
+            if report.trace_id.is_empty() {
+                report.trace_id = crate::ids::trace_id_hex(context.trace_id);
+            }
+        }
+        let timestamp = crate::record::now();
+        if report.timestamp.is_none() {
+            report.timestamp = Some(timestamp);
+        }
+        if report.recent_logs.is_empty() && !report.operation_id.is_empty() {
+            report.recent_logs = self.recent_logs(&report.operation_id);
+        }
+        let operation: Option<Arc<str>> =
+            (!report.operation_id.is_empty()).then(|| Arc::from(report.operation_id.as_str()));
+        let record = Record {
+            cursor: None,
+            timestamp: Some(timestamp),
+            record: Some(record::Record::Error(report.clone())),
+        };
+        let entry = Entry {
+            kind: RecordKind::Error as u8,
+            level: 0,
+            operation,
+            bytes: crate::record::encode(&record),
+        };
+        let seq = self.publish(entry, Effect::None);
+        *self
+            .inner
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(report);
+        self.cursor(seq)
+    }
+
+    /// The last log records of an operation still in the ring, oldest first.
+    fn recent_logs(&self, operation_id: &str) -> Vec<LogRecord> {
+        let wanted = self.inner.config.error_recent_logs;
+        let mut found = Vec::new();
+        {
+            let state = self.lock();
+            state.ring.visit_newest_first(|_, entry| {
+                if entry.kind == RecordKind::Log as u8
+                    && entry.operation.as_deref() == Some(operation_id)
+                {
+                    found.push(entry.bytes.clone());
+                }
+                found.len() < wanted
+            });
+        }
+        found
+            .iter()
+            .rev()
+            .filter_map(|bytes| match Record::decode(bytes.clone()).ok()?.record {
+                Some(record::Record::Log(log)) => Some(log),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The last error report of this run, or of an earlier one (journal).
+    pub fn last_error(&self) -> Option<ErrorReport> {
+        self.inner
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Servicing operations known to the bus and its journal, oldest first.
+    pub fn operations(&self) -> Vec<OperationSummary> {
+        self.lock().operations.summaries()
+    }
+
+    /// Head, ring occupancy, drop counters and subscribers.
+    pub fn status(&self) -> GetBusStatusResponse {
+        let state = self.lock();
+        GetBusStatusResponse {
+            run_id: self.inner.run_id.to_string(),
+            head_sequence: state.ring.head(),
+            oldest_sequence: state.ring.oldest(),
+            ring_records: state.ring.len() as u64,
+            ring_bytes: state.ring.bytes() as u64,
+            ring_capacity_records: state.ring.capacity_records() as u64,
+            ring_capacity_bytes: state.ring.capacity_bytes() as u64,
+            drops: Some(self.inner.drops.snapshot()),
+            subscribers: self.inner.subscribers.load(Ordering::Relaxed),
+            started: Some(crate::record::timestamp(self.inner.started)),
+        }
+    }
+
+    /// Records the journal could not take (its queue was full), since start.
+    pub fn journal_drops(&self) -> u64 {
+        self.inner.drops.journal.load(Ordering::Relaxed)
+    }
+
+    /// Streams the events of a subscription, one at a time.
+    pub fn subscribe(
+        &self,
+        subscription: Subscription,
+    ) -> impl Stream<Item = StreamEvent> + Send + 'static {
+        use futures::StreamExt;
+        self.subscribe_batches(subscription)
+            .flat_map(futures::stream::iter)
+    }
+
+    /// Streams the events of a subscription in batches (what the gRPC
+    /// service sends as one response each).
+    pub fn subscribe_batches(
+        &self,
+        subscription: Subscription,
+    ) -> impl Stream<Item = Vec<StreamEvent>> + Send + 'static {
+        subscriber::Subscriber::start(self.clone(), subscription).into_stream()
+    }
+
+    /// Writes and fsyncs everything journaled so far. Blocks until done (or
+    /// the journal writer is gone); call on shutdown and when an operation
+    /// completes.
+    pub fn flush(&self) {
+        if let Some(journal) = &self.inner.journal {
+            journal.flush();
+        }
+    }
+
+    /// Flushes the journal and stops its writer. Records published later
+    /// still reach the ring but no longer the journal.
+    pub fn shutdown(&self) {
+        if let Some(journal) = &self.inner.journal {
+            journal.shutdown();
+        }
+    }
+}
+
+/// Kind of a subscriber's wanted set, as a bit mask over `RecordKind`.
+pub(crate) fn kind_mask(kinds: &[RecordKind]) -> u8 {
+    if kinds.is_empty() || kinds.contains(&RecordKind::Unspecified) {
+        return 0xff;
+    }
+    kinds.iter().fold(0u8, |mask, k| mask | (1 << (*k as u8)))
+}

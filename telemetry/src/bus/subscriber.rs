@@ -1,0 +1,423 @@
+//! One subscriber: a position on the bus, a filter, and the events waiting
+//! to be sent. Reading never blocks producers: a subscriber that fell
+//! behind the ring gets a gap marker and continues at the oldest record.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+
+use futures::Stream;
+use prost::Message;
+use trident_proto::v1::{
+    Cursor, DropCounters, Gap, GapReason, Record, RecordKind, RunChange, StreamEvent, stream_event,
+};
+
+use super::filter::WatchFilter;
+use super::ring::{Entry, KIND_SLOTS, KindCounts};
+use super::{Bus, Subscription, kind_mask};
+use crate::journal::{ReplayRequest, replay};
+
+/// Ring records examined per lock acquisition.
+const READ_CHUNK: usize = 1024;
+
+/// Work to do before reading the ring.
+#[derive(Debug)]
+enum Prelude {
+    /// Replay records from the journal (`flush` first for this run's
+    /// records); `previous_run` reports unjournaled sequences as gaps.
+    Replay {
+        request: Box<ReplayRequest>,
+        flush: bool,
+        previous_run: bool,
+    },
+    /// Send this event.
+    Event(Box<StreamEvent>),
+}
+
+/// Keeps the bus's subscriber count.
+#[derive(Debug)]
+struct Registration(Bus);
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.0.inner().subscribers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts this subscriber as waiting until dropped (even if the wait is
+/// cancelled because the client went away).
+struct Waiting<'a>(&'a Bus);
+
+impl<'a> Waiting<'a> {
+    fn new(bus: &'a Bus) -> Self {
+        bus.inner().waiting.fetch_add(1, Ordering::SeqCst);
+        Waiting(bus)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.inner().waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Subscriber {
+    bus: Bus,
+    filter: WatchFilter,
+    /// Next sequence to read from the ring.
+    next: u64,
+    /// Per-kind counts of every record with a sequence below `next`.
+    passed: KindCounts,
+    /// Snapshot: last sequence to deliver.
+    stop_at: Option<u64>,
+    /// Reason of the first gap (EVICTED when the start was already gone).
+    first_gap_reason: GapReason,
+    preludes: VecDeque<Prelude>,
+    pending: VecDeque<StreamEvent>,
+    max_batch: usize,
+    drops: DropCounters,
+    finished: bool,
+    _registration: Registration,
+}
+
+impl Subscriber {
+    /// Resolves the start position of a subscription.
+    pub fn start(bus: Bus, subscription: Subscription) -> Subscriber {
+        bus.inner().subscribers.fetch_add(1, Ordering::Relaxed);
+        let options = subscription.options;
+        let filter = WatchFilter::new(&options, kind_mask(&subscription.kinds));
+        let max_batch = match options.max_batch {
+            0 => bus.config().default_max_batch,
+            n => n as usize,
+        };
+        let journal_dir = bus.config().journal_dir.clone();
+        let mut preludes = VecDeque::new();
+        let state = bus.lock();
+        let head = state.ring.head();
+        let oldest = state.ring.oldest();
+        let stop_at = options.snapshot.then_some(head);
+        let mut first_gap_reason = GapReason::SubscriberLagged;
+        let start = if let Some(after) = &options.after {
+            first_gap_reason = GapReason::Evicted;
+            if after.run_id == bus.run_id() {
+                after.sequence.saturating_add(1)
+            } else {
+                if journal_dir.is_some() {
+                    preludes.push_back(Prelude::Replay {
+                        request: Box::new(ReplayRequest {
+                            run_id: Some(after.run_id.clone()),
+                            after: after.sequence,
+                            before: None,
+                            operation_id: filter.operation().map(str::to_owned),
+                        }),
+                        flush: false,
+                        previous_run: true,
+                    });
+                } else {
+                    preludes.push_back(Prelude::Event(Box::new(gap_event(
+                        cursor(&after.run_id, after.sequence + 1),
+                        cursor(&after.run_id, after.sequence + 1),
+                        0,
+                        GapReason::PreviousRun,
+                    ))));
+                }
+                preludes.push_back(Prelude::Event(Box::new(StreamEvent {
+                    event: Some(stream_event::Event::RunChange(RunChange {
+                        previous_run_id: after.run_id.clone(),
+                        current_run_id: bus.run_id().to_owned(),
+                    })),
+                })));
+                1
+            }
+        } else if let Some(tail) = options.tail {
+            tail_start(&state.ring, &filter, tail as usize)
+        } else if let Some(op) = filter.operation() {
+            match state.operations.first_seq(op) {
+                Some(first) => first,
+                None => {
+                    // An operation of an earlier run: its records are on disk.
+                    if journal_dir.is_some() {
+                        preludes.push_back(Prelude::Replay {
+                            request: Box::new(ReplayRequest {
+                                operation_id: Some(op.to_owned()),
+                                ..ReplayRequest::default()
+                            }),
+                            flush: false,
+                            previous_run: false,
+                        });
+                    }
+                    head + 1
+                }
+            }
+        } else if options.snapshot {
+            oldest
+        } else {
+            head + 1
+        };
+        // Records of this run already gone from the ring, but journaled
+        // because they belong to the watched operation.
+        let mut start = start.max(1);
+        if start < oldest
+            && journal_dir.is_some()
+            && let Some(op) = filter.operation()
+        {
+            preludes.push_back(Prelude::Replay {
+                request: Box::new(ReplayRequest {
+                    run_id: Some(bus.run_id().to_owned()),
+                    after: start - 1,
+                    before: Some(oldest),
+                    operation_id: Some(op.to_owned()),
+                }),
+                flush: true,
+                previous_run: false,
+            });
+            start = oldest;
+        }
+        let passed = state.ring.counts_before(start.max(oldest));
+        drop(state);
+        Subscriber {
+            bus: bus.clone(),
+            filter,
+            next: start,
+            passed,
+            stop_at,
+            first_gap_reason,
+            preludes,
+            pending: VecDeque::new(),
+            max_batch: max_batch.max(1),
+            drops: DropCounters::default(),
+            finished: false,
+            _registration: Registration(bus),
+        }
+    }
+
+    /// The subscriber as a stream of batches.
+    pub fn into_stream(self) -> impl Stream<Item = Vec<StreamEvent>> + Send + 'static {
+        futures::stream::unfold(self, |mut subscriber| async move {
+            let batch = subscriber.next_batch().await?;
+            Some((batch, subscriber))
+        })
+    }
+
+    async fn next_batch(&mut self) -> Option<Vec<StreamEvent>> {
+        loop {
+            if !self.pending.is_empty() {
+                let take = self.pending.len().min(self.max_batch);
+                return Some(self.pending.drain(..take).collect());
+            }
+            if let Some(prelude) = self.preludes.pop_front() {
+                self.run_prelude(prelude).await;
+                continue;
+            }
+            if self.finished {
+                return None;
+            }
+            if let Some(stop) = self.stop_at
+                && self.next > stop
+            {
+                self.finished = true;
+                self.pending.push_back(StreamEvent {
+                    event: Some(stream_event::Event::EndOfSnapshot(self.bus.cursor(stop))),
+                });
+                continue;
+            }
+            let bus = self.bus.clone();
+            let notified = bus.inner().notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let waiting = Waiting::new(&bus);
+            if self.read_ring() {
+                continue;
+            }
+            notified.await;
+            drop(waiting);
+        }
+    }
+
+    /// Reads what the ring has from `next`; false when nothing new.
+    fn read_ring(&mut self) -> bool {
+        let mut chunk: Vec<(u64, Entry)> = Vec::new();
+        let mut gap = None;
+        {
+            let state = self.bus.lock();
+            let oldest = state.ring.oldest();
+            if self.next < oldest {
+                let evicted = state.ring.evicted();
+                let mut missing = [0u64; KIND_SLOTS];
+                for (slot, (e, p)) in missing.iter_mut().zip(evicted.iter().zip(&self.passed)) {
+                    *slot = e.saturating_sub(*p);
+                }
+                let redeliver = state.operations.latest_within(self.next, oldest - 1);
+                gap = Some((self.next, oldest - 1, missing, redeliver));
+                self.passed = evicted;
+                self.next = oldest;
+            }
+            let until = self.stop_at.unwrap_or(u64::MAX);
+            state.ring.read(self.next, until, READ_CHUNK, &mut chunk);
+        }
+        let progressed = gap.is_some() || !chunk.is_empty();
+        if let Some((first, last, missing, redeliver)) = gap {
+            self.on_gap(first, last, missing, redeliver);
+        }
+        for (seq, entry) in chunk {
+            self.passed[usize::from(entry.kind) % KIND_SLOTS] += 1;
+            self.next = seq + 1;
+            self.deliver(seq, &entry);
+        }
+        progressed
+    }
+
+    fn deliver(&mut self, seq: u64, entry: &Entry) {
+        if !self.filter.accepts_entry(entry) {
+            return;
+        }
+        let Ok(mut record) = Record::decode(entry.bytes.clone()) else {
+            return;
+        };
+        if self.filter.accepts_record(&record) {
+            record.cursor = Some(self.bus.cursor(seq));
+            self.pending.push_back(record_event(record));
+        }
+    }
+
+    fn on_gap(&mut self, first: u64, last: u64, missing: KindCounts, redeliver: Vec<(u64, Entry)>) {
+        let reason = std::mem::replace(&mut self.first_gap_reason, GapReason::SubscriberLagged);
+        self.pending.push_back(gap_event(
+            self.bus.cursor(first),
+            self.bus.cursor(last),
+            last - first + 1,
+            reason,
+        ));
+        // Latest progress and lifecycle states the gap covered: delivered
+        // anyway, so a phase's final state is never lost.
+        let redelivered_operations = redeliver
+            .iter()
+            .filter(|(_, e)| e.kind == RecordKind::Operation as u8)
+            .count() as u64;
+        for (seq, entry) in &redeliver {
+            self.deliver(*seq, entry);
+        }
+        let kind = |k: RecordKind| missing[k as usize];
+        let mut dropped = missing;
+        dropped[RecordKind::Progress as usize] = 0;
+        dropped[RecordKind::Operation as usize] =
+            kind(RecordKind::Operation).saturating_sub(redelivered_operations);
+        let coalesced = kind(RecordKind::Progress);
+        self.drops.logs += dropped[RecordKind::Log as usize];
+        self.drops.spans += dropped[RecordKind::Span as usize];
+        self.drops.errors += dropped[RecordKind::Error as usize];
+        self.drops.operations += dropped[RecordKind::Operation as usize];
+        self.drops.progress_coalesced += coalesced;
+        self.bus.inner().drops.add(&dropped, coalesced);
+        self.pending.push_back(StreamEvent {
+            event: Some(stream_event::Event::Drops(self.drops)),
+        });
+    }
+
+    async fn run_prelude(&mut self, prelude: Prelude) {
+        let (request, flush, previous_run) = match prelude {
+            Prelude::Event(event) => {
+                self.pending.push_back(*event);
+                return;
+            }
+            Prelude::Replay {
+                request,
+                flush,
+                previous_run,
+            } => (*request, flush, previous_run),
+        };
+        let Some(dir) = self.bus.config().journal_dir.clone() else {
+            return;
+        };
+        let bus = self.bus.clone();
+        let replay_request = request.clone();
+        let records = tokio::task::spawn_blocking(move || {
+            if flush {
+                bus.flush();
+            }
+            replay(&dir, &replay_request)
+        })
+        .await
+        .unwrap_or_default();
+        let run_id = request.run_id.clone().unwrap_or_default();
+        let mut expected = request.after + 1;
+        let report_holes = previous_run && request.operation_id.is_none();
+        for record in records {
+            let seq = record.cursor.as_ref().map_or(0, |c| c.sequence);
+            if report_holes && seq > expected {
+                self.pending.push_back(gap_event(
+                    cursor(&run_id, expected),
+                    cursor(&run_id, seq - 1),
+                    seq - expected,
+                    GapReason::PreviousRun,
+                ));
+            }
+            expected = seq + 1;
+            if self.filter.accepts_record(&record) {
+                self.pending.push_back(record_event(record));
+            }
+        }
+        if previous_run && expected == request.after + 1 {
+            // Nothing of that run after the cursor is on disk.
+            let head = self
+                .bus
+                .inner()
+                .history
+                .as_ref()
+                .and_then(|h| h.run_head(&run_id));
+            let last = head.filter(|h| *h > request.after).unwrap_or(expected);
+            let count = head.map_or(0, |h| h.saturating_sub(request.after));
+            if head.is_none_or(|h| h > request.after) {
+                self.pending.push_back(gap_event(
+                    cursor(&run_id, expected),
+                    cursor(&run_id, last),
+                    count,
+                    GapReason::PreviousRun,
+                ));
+            }
+        }
+    }
+}
+
+/// Where a `tail N` subscription starts: at the Nth newest matching record.
+fn tail_start(ring: &super::ring::Ring, filter: &WatchFilter, tail: usize) -> u64 {
+    let mut start = ring.head() + 1;
+    if tail == 0 {
+        return start;
+    }
+    let mut found = 0;
+    ring.visit_newest_first(|seq, entry| {
+        if filter.accepts_entry(entry)
+            && Record::decode(entry.bytes.clone()).is_ok_and(|r| filter.matches_static(&r))
+        {
+            found += 1;
+            start = seq;
+        }
+        found < tail
+    });
+    if found < tail { ring.oldest() } else { start }
+}
+
+fn cursor(run_id: &str, sequence: u64) -> Cursor {
+    Cursor {
+        run_id: run_id.to_owned(),
+        sequence,
+    }
+}
+
+fn record_event(record: Record) -> StreamEvent {
+    StreamEvent {
+        event: Some(stream_event::Event::Record(record)),
+    }
+}
+
+fn gap_event(first: Cursor, last: Cursor, count: u64, reason: GapReason) -> StreamEvent {
+    StreamEvent {
+        event: Some(stream_event::Event::Gap(Gap {
+            first_missing: Some(first),
+            last_missing: Some(last),
+            count,
+            reason: reason as i32,
+        })),
+    }
+}

@@ -1,0 +1,166 @@
+//! Reading the journal: what earlier runs left (operations, last error) and
+//! replays of a run's or an operation's records.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+use trident_proto::v1::{
+    ErrorReport, OperationEvent, OperationSummary, Record, StatusCode, record,
+};
+
+use super::segments::{list, read_frames};
+use crate::error::TelemetryError;
+
+/// What the journal held when the bus started.
+#[derive(Debug, Default)]
+pub struct JournalHistory {
+    dir: PathBuf,
+    operations: Vec<OperationSummary>,
+    last_error: Option<ErrorReport>,
+    /// Highest journaled sequence of each run.
+    runs: HashMap<String, u64>,
+}
+
+impl JournalHistory {
+    /// Scans every segment of the journal directory (a missing directory is
+    /// an empty journal).
+    pub fn load(dir: &Path) -> Result<Self, TelemetryError> {
+        let mut history = JournalHistory {
+            dir: dir.to_owned(),
+            ..JournalHistory::default()
+        };
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let segments = list(dir).map_err(|source| TelemetryError::Journal {
+            path: dir.to_owned(),
+            source,
+        })?;
+        for (_, path, _) in segments {
+            // An unreadable segment loses its records, not the others.
+            let _ = read_frames(&path, |frame| {
+                if let Ok(record) = Record::decode(frame) {
+                    history.absorb(record, &mut index);
+                }
+            });
+        }
+        Ok(history)
+    }
+
+    fn absorb(&mut self, record: Record, index: &mut HashMap<String, usize>) {
+        let cursor = record.cursor.clone().unwrap_or_default();
+        let seen = self.runs.entry(cursor.run_id.clone()).or_default();
+        *seen = (*seen).max(cursor.sequence);
+        match record.record {
+            Some(record::Record::Operation(op)) => {
+                if op.event == OperationEvent::Started as i32 {
+                    index.insert(op.operation_id.clone(), self.operations.len());
+                    self.operations.push(OperationSummary {
+                        operation_id: op.operation_id,
+                        kind: op.kind,
+                        rpc: op.rpc,
+                        running: true,
+                        result: StatusCode::Unspecified as i32,
+                        reboot_status: op.reboot_status,
+                        trace_id: op.trace_id,
+                        started: record.timestamp,
+                        completed: None,
+                        first_cursor: Some(cursor),
+                    });
+                } else if let Some(summary) = index
+                    .get(&op.operation_id)
+                    .and_then(|i| self.operations.get_mut(*i))
+                {
+                    summary.running = false;
+                    summary.result = op.result;
+                    summary.reboot_status = op.reboot_status;
+                    summary.completed = record.timestamp;
+                }
+            }
+            Some(record::Record::Error(report)) => self.last_error = Some(report),
+            _ => {}
+        }
+    }
+
+    /// Operations of earlier runs, oldest first. One still "running" here
+    /// was cut short by the daemon's end: it is reported as not running,
+    /// with an unspecified result.
+    pub fn operations(&self) -> Vec<OperationSummary> {
+        self.operations
+            .iter()
+            .cloned()
+            .map(|mut op| {
+                op.running = false;
+                op
+            })
+            .collect()
+    }
+
+    /// The newest error report of earlier runs.
+    pub fn last_error(&self) -> Option<ErrorReport> {
+        self.last_error.clone()
+    }
+
+    /// Highest journaled sequence of an earlier run; `None` if unknown.
+    pub fn run_head(&self, run_id: &str) -> Option<u64> {
+        self.runs.get(run_id).copied()
+    }
+
+    /// The journal directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Which journaled records to replay.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ReplayRequest {
+    /// Only records of this run.
+    pub run_id: Option<String>,
+    /// Only sequences strictly after this.
+    pub after: u64,
+    /// Only sequences strictly before this.
+    pub before: Option<u64>,
+    /// Only records of this operation.
+    pub operation_id: Option<String>,
+}
+
+/// The operation a record belongs to ("" when none).
+pub(crate) fn operation_of(record: &Record) -> &str {
+    match &record.record {
+        Some(record::Record::Log(r)) => &r.operation_id,
+        Some(record::Record::Span(r)) => &r.operation_id,
+        Some(record::Record::Progress(r)) => &r.operation_id,
+        Some(record::Record::Error(r)) => &r.operation_id,
+        Some(record::Record::Operation(r)) => &r.operation_id,
+        None => "",
+    }
+}
+
+/// Reads the journaled records matching a request, in journal order.
+pub(crate) fn replay(dir: &Path, request: &ReplayRequest) -> Vec<Record> {
+    let mut found = Vec::new();
+    let Ok(segments) = list(dir) else {
+        return found;
+    };
+    for (_, path, _) in segments {
+        let _ = read_frames(&path, |frame| {
+            let Ok(record) = Record::decode(frame) else {
+                return;
+            };
+            let Some(cursor) = &record.cursor else {
+                return;
+            };
+            let in_run = request.run_id.as_deref().is_none_or(|r| r == cursor.run_id);
+            let in_range = cursor.sequence > request.after
+                && request.before.is_none_or(|b| cursor.sequence < b);
+            let in_operation = request
+                .operation_id
+                .as_deref()
+                .is_none_or(|o| o == operation_of(&record));
+            if in_run && in_range && in_operation {
+                found.push(record);
+            }
+        });
+    }
+    found
+}

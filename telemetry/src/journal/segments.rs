@@ -1,0 +1,67 @@
+//! Naming, listing and framing of journal segment files.
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// Segment file name prefix and suffix: `segment-000000000001.log`.
+const SEGMENT_PREFIX: &str = "segment-";
+const SEGMENT_SUFFIX: &str = ".log";
+/// Upper bound of one framed record; anything larger is corruption.
+pub(crate) const MAX_FRAME: u32 = 64 * 1024 * 1024;
+
+/// Path of the segment with this index.
+pub(crate) fn segment_path(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("{SEGMENT_PREFIX}{index:012}{SEGMENT_SUFFIX}"))
+}
+
+/// Segments in the directory as (index, path, size), oldest first.
+pub(crate) fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf, u64)>> {
+    let mut found = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(found),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(index) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SEGMENT_PREFIX))
+            .and_then(|n| n.strip_suffix(SEGMENT_SUFFIX))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let size = entry.metadata()?.len();
+        found.push((index, entry.path(), size));
+    }
+    found.sort_by_key(|(index, _, _)| *index);
+    Ok(found)
+}
+
+/// Reads the framed records of one segment, calling `visit` with each. A
+/// torn last frame (crash mid-write) ends the segment quietly.
+pub(crate) fn read_frames(path: &Path, mut visit: impl FnMut(&[u8])) -> io::Result<()> {
+    let file = std::fs::File::open(path)?;
+    let mut reader = io::BufReader::with_capacity(256 * 1024, file);
+    let mut buf = Vec::new();
+    loop {
+        let mut len = [0u8; 4];
+        match reader.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let len = u32::from_le_bytes(len);
+        if len > MAX_FRAME {
+            return Ok(());
+        }
+        buf.resize(len as usize, 0);
+        match reader.read_exact(&mut buf) {
+            Ok(()) => visit(&buf),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The journal writer thread: appends framed records to the current
+//! segment, rotates segments by size and deletes the oldest past the bound.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Receiver;
+
+use prost::Message;
+use trident_proto::v1::Cursor;
+
+use super::Command;
+use super::segments::{list, segment_path};
+use crate::config::BusConfig;
+use crate::error::TelemetryError;
+
+/// Field 1 (cursor) of `Record`, length-delimited.
+const RECORD_CURSOR_TAG: u8 = 0x0a;
+
+#[derive(Debug)]
+pub(crate) struct Writer {
+    dir: PathBuf,
+    run_id: Arc<str>,
+    segment_bytes: u64,
+    max_bytes: u64,
+    index: u64,
+    file: BufWriter<File>,
+    size: u64,
+    written: Arc<AtomicU64>,
+    last_seq: u64,
+    frame: Vec<u8>,
+}
+
+impl Writer {
+    /// Opens a new segment after the existing ones.
+    pub fn new(
+        dir: &Path,
+        config: &BusConfig,
+        run_id: Arc<str>,
+        written: Arc<AtomicU64>,
+    ) -> Result<Self, TelemetryError> {
+        let journal_error = |source| TelemetryError::Journal {
+            path: dir.to_owned(),
+            source,
+        };
+        let index = list(dir)
+            .map_err(journal_error)?
+            .last()
+            .map_or(1, |(index, _, _)| index + 1);
+        let file = create(dir, index)?;
+        Ok(Writer {
+            dir: dir.to_owned(),
+            run_id,
+            segment_bytes: config.journal_segment_bytes.max(4096),
+            max_bytes: config.journal_max_bytes,
+            index,
+            file,
+            size: 0,
+            written,
+            last_seq: 0,
+            frame: Vec::new(),
+        })
+    }
+
+    /// Serves commands until shutdown or until every sender is gone.
+    pub fn run(mut self, commands: Receiver<Command>) {
+        while let Ok(command) = commands.recv() {
+            let mut next = Some(command);
+            // Drain what is queued before flushing the buffer to the OS.
+            while let Some(command) = next {
+                match command {
+                    Command::Append { seq, bytes, sync } => {
+                        self.append(seq, &bytes);
+                        if sync {
+                            self.sync();
+                        }
+                    }
+                    Command::Flush(ack) => {
+                        self.sync();
+                        let _ = ack.send(());
+                    }
+                    Command::Shutdown(ack) => {
+                        self.sync();
+                        let _ = ack.send(());
+                        return;
+                    }
+                }
+                next = commands.try_recv().ok();
+            }
+            let _ = self.file.flush();
+            self.written.store(self.last_seq, Ordering::Release);
+        }
+        self.sync();
+    }
+
+    fn append(&mut self, seq: u64, record: &[u8]) {
+        let cursor = Cursor {
+            run_id: self.run_id.to_string(),
+            sequence: seq,
+        };
+        // The ring holds records without cursor; protobuf merges a field
+        // appended after the others, so the cursor is appended here.
+        self.frame.clear();
+        self.frame.extend_from_slice(record);
+        self.frame.push(RECORD_CURSOR_TAG);
+        let _ = cursor.encode_length_delimited(&mut self.frame);
+        let len = u32::try_from(self.frame.len()).unwrap_or(u32::MAX);
+        if self.file.write_all(&len.to_le_bytes()).is_err()
+            || self.file.write_all(&self.frame).is_err()
+        {
+            // A full or failing disk must not stop the daemon: the record
+            // stays in the ring, the journal is best effort.
+            return;
+        }
+        self.size += 4 + u64::from(len);
+        self.last_seq = seq;
+        if self.size >= self.segment_bytes {
+            self.rotate();
+        }
+    }
+
+    fn sync(&mut self) {
+        let _ = self.file.flush();
+        let _ = self.file.get_ref().sync_data();
+        self.written.store(self.last_seq, Ordering::Release);
+    }
+
+    fn rotate(&mut self) {
+        self.sync();
+        let Ok(file) = create(&self.dir, self.index + 1) else {
+            return;
+        };
+        self.index += 1;
+        self.file = file;
+        self.size = 0;
+        self.enforce_bound();
+    }
+
+    /// Deletes the oldest segments while the journal exceeds its bound,
+    /// never the one being written.
+    fn enforce_bound(&self) {
+        let Ok(segments) = list(&self.dir) else {
+            return;
+        };
+        let mut total: u64 = segments.iter().map(|(_, _, size)| size).sum();
+        for (index, path, size) in segments {
+            if total <= self.max_bytes || index >= self.index {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total -= size;
+            }
+        }
+    }
+}
+
+fn create(dir: &Path, index: u64) -> Result<BufWriter<File>, TelemetryError> {
+    let path = segment_path(dir, index);
+    let file = File::options()
+        .create_new(true)
+        .append(true)
+        .open(&path)
+        .map_err(|source| TelemetryError::Journal { path, source })?;
+    Ok(BufWriter::with_capacity(64 * 1024, file))
+}

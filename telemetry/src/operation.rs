@@ -1,0 +1,239 @@
+//! Servicing operation lifecycle: a root span `servicing_operation` (fields
+//! `operation_id`, `kind`, `rpc`) and the operation-started and -completed
+//! records that tell a subscriber where an operation begins and ends.
+//!
+//! ```no_run
+//! use trident_proto::v1::{RebootStatus, ServicingKind, StatusCode};
+//! use trident_telemetry::operation::{Completion, Operation, OperationSpec};
+//! let op = Operation::start(OperationSpec { kind: ServicingKind::CleanInstall, rpc: "Install", parent: None });
+//! {
+//!     let _in_op = op.span().enter(); // records inside belong to the operation
+//!     // ... servicing ...
+//! }
+//! op.complete(Completion { result: StatusCode::Success, reboot_status: RebootStatus::RebootRequired, error: None });
+//! ```
+
+use std::sync::Arc;
+
+use trident_proto::v1::{
+    Cursor, OperationEvent, OperationRecord, OperationSummary, RebootStatus, Record, RecordKind,
+    ServicingKind, StatusCode, TridentError, TridentErrorKind, record,
+};
+
+use crate::bus::ring::Entry;
+use crate::bus::{Bus, Effect};
+use crate::ids::{self, TraceParent};
+
+/// Target of the operation's root span and lifecycle log lines.
+pub const OPERATION_TARGET: &str = "trident::operation";
+/// Name of the operation's root span.
+pub const OPERATION_SPAN_NAME: &str = "servicing_operation";
+
+/// What is starting.
+#[derive(Clone, Debug)]
+pub struct OperationSpec {
+    /// Kind of servicing (may be refined later; reported at start).
+    pub kind: ServicingKind,
+    /// Name of the RPC that started it, e.g. "Install", "UpdateStage".
+    pub rpc: &'static str,
+    /// The caller's trace position (W3C `traceparent` of the request, see
+    /// [`TraceParent::from_metadata`]); the root span becomes its child.
+    pub parent: Option<TraceParent>,
+}
+
+/// How it ended.
+#[derive(Clone, Debug)]
+pub struct Completion {
+    /// Success or failure.
+    pub result: StatusCode,
+    /// Whether a reboot is needed or started.
+    pub reboot_status: RebootStatus,
+    /// The error, when it failed.
+    pub error: Option<TridentError>,
+}
+
+/// A running servicing operation. Complete it with
+/// [`complete`](Operation::complete); dropping it uncompleted reports a
+/// failure (internal error), so a subscriber always sees the end.
+#[derive(Debug)]
+pub struct Operation {
+    id: String,
+    trace_id: u128,
+    kind: ServicingKind,
+    rpc: &'static str,
+    span: tracing::Span,
+    bus: Option<Bus>,
+    started_cursor: Option<Cursor>,
+    completed: bool,
+}
+
+impl Operation {
+    /// Starts an operation: opens its root span and publishes its started
+    /// record (with a fresh operation id).
+    pub fn start(spec: OperationSpec) -> Operation {
+        let id = uuid::Uuid::new_v4().to_string();
+        let trace_id = spec.parent.map_or_else(ids::new_trace_id, |p| p.trace_id);
+        let parent_span_id = spec
+            .parent
+            .map(|p| p.parent_span_id_hex())
+            .unwrap_or_default();
+        let span = tracing::info_span!(
+            target: OPERATION_TARGET,
+            parent: None,
+            "servicing_operation",
+            operation_id = %id,
+            kind = spec.kind.as_str_name(),
+            rpc = spec.rpc,
+            trace_id = %ids::trace_id_hex(trace_id),
+            parent_span_id = %parent_span_id,
+            otel.status_code = tracing::field::Empty,
+            result = tracing::field::Empty,
+        );
+        // OTLP export (when on): the exported root span continues the caller's
+        // trace, or takes this trace id, so bus and export agree.
+        crate::otlp::link_operation_span(&span, trace_id, spec.parent.as_ref());
+        let mut op = Operation {
+            id,
+            trace_id,
+            kind: spec.kind,
+            rpc: spec.rpc,
+            span,
+            bus: Bus::current(),
+            started_cursor: None,
+            completed: false,
+        };
+        let record = op.record(
+            OperationEvent::Started,
+            StatusCode::Unspecified,
+            RebootStatus::Unspecified,
+            None,
+        );
+        let summary = OperationSummary {
+            operation_id: op.id.clone(),
+            kind: op.kind as i32,
+            rpc: op.rpc.to_owned(),
+            running: true,
+            trace_id: record.trace_id.clone(),
+            started: Some(crate::record::now()),
+            ..OperationSummary::default()
+        };
+        op.started_cursor = op.publish(record, Effect::Started(summary));
+        tracing::info!(target: OPERATION_TARGET, parent: &op.span, rpc = op.rpc, "servicing operation started");
+        op
+    }
+
+    /// The operation id (UUID text).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The W3C trace id (32 hex) of the operation's root span.
+    pub fn trace_id(&self) -> String {
+        ids::trace_id_hex(self.trace_id)
+    }
+
+    /// The operation's root span; enter it (or `instrument` futures with
+    /// it) so records belong to the operation.
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+
+    /// Bus cursor of the operation-started record (for
+    /// `ServicingResponse.Started.cursor`); `None` without a bus layer.
+    pub fn started_cursor(&self) -> Option<&Cursor> {
+        self.started_cursor.as_ref()
+    }
+
+    /// Publishes the completed record (its journal write is fsynced) and
+    /// closes the root span.
+    pub fn complete(mut self, completion: Completion) {
+        self.finish(completion);
+    }
+
+    fn finish(&mut self, completion: Completion) {
+        if self.completed {
+            return;
+        }
+        self.completed = true;
+        let failed = completion.result != StatusCode::Success;
+        self.span.record("result", completion.result.as_str_name());
+        if failed {
+            self.span.record("otel.status_code", "ERROR");
+            let message = completion
+                .error
+                .as_ref()
+                .map(|e| e.error_message.as_str())
+                .unwrap_or("");
+            tracing::error!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, error = message, "servicing operation failed");
+        } else {
+            tracing::info!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, "servicing operation completed");
+        }
+        let record = self.record(
+            OperationEvent::Completed,
+            completion.result,
+            completion.reboot_status,
+            completion.error,
+        );
+        let summary = OperationSummary {
+            operation_id: self.id.clone(),
+            running: false,
+            result: record.result,
+            reboot_status: record.reboot_status,
+            completed: Some(crate::record::now()),
+            ..OperationSummary::default()
+        };
+        self.publish(record, Effect::Completed(summary));
+    }
+
+    fn record(
+        &self,
+        event: OperationEvent,
+        result: StatusCode,
+        reboot_status: RebootStatus,
+        error: Option<TridentError>,
+    ) -> OperationRecord {
+        OperationRecord {
+            event: event as i32,
+            operation_id: self.id.clone(),
+            kind: self.kind as i32,
+            rpc: self.rpc.to_owned(),
+            result: result as i32,
+            reboot_status: reboot_status as i32,
+            trace_id: self.trace_id(),
+            error,
+        }
+    }
+
+    fn publish(&self, record: OperationRecord, effect: Effect<'_>) -> Option<Cursor> {
+        let bus = self.bus.as_ref()?;
+        let record = Record {
+            cursor: None,
+            timestamp: Some(crate::record::now()),
+            record: Some(record::Record::Operation(record)),
+        };
+        let entry = Entry {
+            kind: RecordKind::Operation as u8,
+            level: 0,
+            operation: Some(Arc::from(self.id.as_str())),
+            bytes: crate::record::encode(&record),
+        };
+        Some(bus.cursor(bus.publish(entry, effect)))
+    }
+}
+
+impl Drop for Operation {
+    fn drop(&mut self) {
+        self.finish(Completion {
+            result: StatusCode::Failure,
+            reboot_status: RebootStatus::Unspecified,
+            error: Some(TridentError {
+                kind: TridentErrorKind::InternalError as i32,
+                subkind: "operation-abandoned".to_owned(),
+                message: "the servicing operation ended without reporting its completion"
+                    .to_owned(),
+                error_message: "servicing operation abandoned".to_owned(),
+                ..TridentError::default()
+            }),
+        });
+    }
+}
