@@ -1,0 +1,369 @@
+//! Export settings: daemon flags first, then the standard `OTEL_*` variables.
+//!
+//! Export is off unless an endpoint is given, by `--otlp-endpoint` or by
+//! `OTEL_EXPORTER_OTLP_ENDPOINT`.
+
+use std::time::Duration;
+
+use opentelemetry_sdk::trace::Sampler;
+
+/// Env var: collector endpoint (same as `--otlp-endpoint`); export is off without one.
+pub const ENV_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+/// Env var: `grpc` (default) or `http/protobuf` (same as `--otlp-protocol`).
+pub const ENV_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+/// Env var: export timeout in milliseconds (same as `--otlp-timeout`).
+pub const ENV_OTLP_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
+/// Env var: overrides `service.name` (default `tridentd`).
+pub const ENV_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+/// Env var: extra resource attributes, `key=value,key=value` (percent-encoded values).
+pub const ENV_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
+/// Env var: trace sampler name (`always_on`, `always_off`, `traceidratio`,
+/// `parentbased_always_on` (default), `parentbased_always_off`, `parentbased_traceidratio`).
+pub const ENV_TRACES_SAMPLER: &str = "OTEL_TRACES_SAMPLER";
+/// Env var: the sampler's argument (the ratio of the `*traceidratio` samplers).
+pub const ENV_TRACES_SAMPLER_ARG: &str = "OTEL_TRACES_SAMPLER_ARG";
+
+/// `service.name` unless `OTEL_SERVICE_NAME` says otherwise.
+pub const DEFAULT_SERVICE_NAME: &str = "tridentd";
+/// Bound on one export request (connect + send + answer).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Spans / log records queued for export at most; beyond that they are dropped and counted.
+pub const DEFAULT_MAX_QUEUE: usize = 4096;
+/// Records per export request at most.
+pub const DEFAULT_MAX_BATCH: usize = 512;
+/// How often queued spans and logs are sent.
+pub const DEFAULT_BATCH_DELAY: Duration = Duration::from_secs(1);
+/// How often metrics are collected and sent.
+pub const DEFAULT_METRICS_INTERVAL: Duration = Duration::from_secs(10);
+/// Bound on the flush at daemon shutdown.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Wire protocol of the export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// OTLP/gRPC (tonic), the default.
+    Grpc,
+    /// OTLP/HTTP with protobuf bodies (hyper).
+    HttpProtobuf,
+}
+
+impl OtlpProtocol {
+    /// Parses the `OTEL_EXPORTER_OTLP_PROTOCOL` spelling.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        match text.trim() {
+            "grpc" => Ok(Self::Grpc),
+            "http/protobuf" => Ok(Self::HttpProtobuf),
+            other => Err(ConfigError::Protocol(other.to_string())),
+        }
+    }
+
+    /// The `OTEL_EXPORTER_OTLP_PROTOCOL` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Grpc => "grpc",
+            Self::HttpProtobuf => "http/protobuf",
+        }
+    }
+}
+
+/// Bad export settings.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("unsupported OTLP protocol {0:?} (use \"grpc\" or \"http/protobuf\")")]
+    Protocol(String),
+    #[error("OTLP endpoint {0:?} is not an http:// or https:// URL")]
+    Endpoint(String),
+    #[error("{ENV_OTLP_TIMEOUT}={0:?} is not a number of milliseconds")]
+    Timeout(String),
+    #[error("unknown {ENV_TRACES_SAMPLER} {0:?}")]
+    Sampler(String),
+    #[error("{ENV_TRACES_SAMPLER_ARG}={0:?} is not a ratio between 0 and 1")]
+    SamplerArg(String),
+}
+
+/// What the daemon's flags say; `None` means "ask the environment".
+#[derive(Debug, Clone, Default)]
+pub struct OtlpFlags {
+    pub endpoint: Option<String>,
+    pub protocol: Option<String>,
+    pub timeout: Option<Duration>,
+}
+
+/// Resolved export settings.
+#[derive(Debug, Clone)]
+pub struct OtlpConfig {
+    pub endpoint: String,
+    pub protocol: OtlpProtocol,
+    pub timeout: Duration,
+    pub service_name: String,
+    /// From `OTEL_RESOURCE_ATTRIBUTES`, in order.
+    pub extra_resource: Vec<(String, String)>,
+    pub sampler: SamplerChoice,
+    pub max_queue: usize,
+    pub max_batch: usize,
+    pub batch_delay: Duration,
+    pub metrics_interval: Duration,
+    pub shutdown_timeout: Duration,
+}
+
+/// The configured trace sampler, kept printable for the startup log.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SamplerChoice {
+    AlwaysOn,
+    AlwaysOff,
+    Ratio(f64),
+    ParentBasedAlwaysOn,
+    ParentBasedAlwaysOff,
+    ParentBasedRatio(f64),
+}
+
+impl SamplerChoice {
+    fn parse(name: &str, arg: Option<&str>) -> Result<Self, ConfigError> {
+        let ratio = || -> Result<f64, ConfigError> {
+            match arg {
+                None => Ok(1.0),
+                Some(text) => text
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .ok_or_else(|| ConfigError::SamplerArg(text.to_string())),
+            }
+        };
+        Ok(match name.trim() {
+            "always_on" => Self::AlwaysOn,
+            "always_off" => Self::AlwaysOff,
+            "traceidratio" => Self::Ratio(ratio()?),
+            "parentbased_always_on" => Self::ParentBasedAlwaysOn,
+            "parentbased_always_off" => Self::ParentBasedAlwaysOff,
+            "parentbased_traceidratio" => Self::ParentBasedRatio(ratio()?),
+            other => return Err(ConfigError::Sampler(other.to_string())),
+        })
+    }
+
+    /// The SDK sampler.
+    pub fn to_sampler(&self) -> Sampler {
+        match *self {
+            Self::AlwaysOn => Sampler::AlwaysOn,
+            Self::AlwaysOff => Sampler::AlwaysOff,
+            Self::Ratio(r) => Sampler::TraceIdRatioBased(r),
+            Self::ParentBasedAlwaysOn => Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
+            Self::ParentBasedAlwaysOff => Sampler::ParentBased(Box::new(Sampler::AlwaysOff)),
+            Self::ParentBasedRatio(r) => {
+                Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(r)))
+            }
+        }
+    }
+}
+
+impl OtlpConfig {
+    /// Flags win over the environment; `Ok(None)` when export is off (no endpoint).
+    /// `env` looks a variable up (`std::env::var` in the daemon, a map in tests).
+    pub fn resolve(
+        flags: &OtlpFlags,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, ConfigError> {
+        let non_empty = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let Some(endpoint) = flags
+            .endpoint
+            .clone()
+            .filter(|e| !e.trim().is_empty())
+            .or_else(|| non_empty(ENV_OTLP_ENDPOINT))
+        else {
+            return Ok(None);
+        };
+        let endpoint = endpoint.trim().trim_end_matches('/').to_string();
+        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(ConfigError::Endpoint(endpoint));
+        }
+        let protocol = match flags
+            .protocol
+            .clone()
+            .or_else(|| non_empty(ENV_OTLP_PROTOCOL))
+        {
+            Some(text) => OtlpProtocol::parse(&text)?,
+            None => OtlpProtocol::Grpc,
+        };
+        let timeout = match (flags.timeout, non_empty(ENV_OTLP_TIMEOUT)) {
+            (Some(t), _) => t,
+            (None, Some(ms)) => Duration::from_millis(
+                ms.trim()
+                    .parse()
+                    .map_err(|_| ConfigError::Timeout(ms.clone()))?,
+            ),
+            (None, None) => DEFAULT_TIMEOUT,
+        };
+        let sampler = match non_empty(ENV_TRACES_SAMPLER) {
+            Some(name) => {
+                SamplerChoice::parse(&name, non_empty(ENV_TRACES_SAMPLER_ARG).as_deref())?
+            }
+            None => SamplerChoice::ParentBasedAlwaysOn,
+        };
+        Ok(Some(Self {
+            endpoint,
+            protocol,
+            timeout,
+            service_name: non_empty(ENV_SERVICE_NAME)
+                .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string()),
+            extra_resource: non_empty(ENV_RESOURCE_ATTRIBUTES)
+                .map(|text| parse_resource_attributes(&text))
+                .unwrap_or_default(),
+            sampler,
+            max_queue: DEFAULT_MAX_QUEUE,
+            max_batch: DEFAULT_MAX_BATCH,
+            batch_delay: DEFAULT_BATCH_DELAY,
+            metrics_interval: DEFAULT_METRICS_INTERVAL,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+        }))
+    }
+
+    /// The URL of one signal: gRPC takes the endpoint as is, OTLP/HTTP appends `/v1/<signal>`.
+    pub fn signal_url(&self, signal: &str) -> String {
+        match self.protocol {
+            OtlpProtocol::Grpc => self.endpoint.clone(),
+            OtlpProtocol::HttpProtobuf => format!("{}/v1/{signal}", self.endpoint),
+        }
+    }
+}
+
+/// `OTEL_RESOURCE_ATTRIBUTES` syntax: `k=v,k2=v2`, values percent-encoded; bad pairs skipped.
+pub fn parse_resource_attributes(text: &str) -> Vec<(String, String)> {
+    text.split(',')
+        .filter_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            let key = key.trim();
+            (!key.is_empty()).then(|| (key.to_string(), percent_decode(value.trim())))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied(),
+            bytes.get(i + 2).copied(),
+        ) {
+            (b'%', Some(h), Some(l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn export_is_off_without_an_endpoint() {
+        let config = OtlpConfig::resolve(&OtlpFlags::default(), env(&[])).unwrap();
+        assert!(config.is_none());
+    }
+
+    #[test]
+    fn standard_variables_turn_export_on_with_grpc_by_default() {
+        let config = OtlpConfig::resolve(
+            &OtlpFlags::default(),
+            env(&[
+                (ENV_OTLP_ENDPOINT, "http://collector:4317/"),
+                (ENV_SERVICE_NAME, "edge-node"),
+                (
+                    ENV_RESOURCE_ATTRIBUTES,
+                    "deployment.environment=prod,team=a%2Cb,bad",
+                ),
+                (ENV_TRACES_SAMPLER, "parentbased_traceidratio"),
+                (ENV_TRACES_SAMPLER_ARG, "0.25"),
+            ]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(config.endpoint, "http://collector:4317");
+        assert_eq!(config.protocol, OtlpProtocol::Grpc);
+        assert_eq!(config.service_name, "edge-node");
+        assert_eq!(
+            config.extra_resource,
+            vec![
+                ("deployment.environment".into(), "prod".into()),
+                ("team".into(), "a,b".into())
+            ]
+        );
+        assert_eq!(config.sampler, SamplerChoice::ParentBasedRatio(0.25));
+    }
+
+    #[test]
+    fn flags_win_over_the_environment() {
+        let flags = OtlpFlags {
+            endpoint: Some("http://127.0.0.1:4318".into()),
+            protocol: Some("http/protobuf".into()),
+            timeout: Some(Duration::from_millis(700)),
+        };
+        let config = OtlpConfig::resolve(
+            &flags,
+            env(&[
+                (ENV_OTLP_ENDPOINT, "http://other:4317"),
+                (ENV_OTLP_PROTOCOL, "grpc"),
+            ]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(config.protocol, OtlpProtocol::HttpProtobuf);
+        assert_eq!(config.timeout, Duration::from_millis(700));
+        assert_eq!(
+            config.signal_url("traces"),
+            "http://127.0.0.1:4318/v1/traces"
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_clear_errors() {
+        let bad = |pairs: &[(&str, &str)]| {
+            OtlpConfig::resolve(&OtlpFlags::default(), env(pairs))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(bad(&[(ENV_OTLP_ENDPOINT, "collector:4317")]).contains("not an http"));
+        assert!(
+            bad(&[
+                (ENV_OTLP_ENDPOINT, "http://c:1"),
+                (ENV_OTLP_PROTOCOL, "http/json")
+            ])
+            .contains("unsupported OTLP protocol")
+        );
+        assert!(
+            bad(&[
+                (ENV_OTLP_ENDPOINT, "http://c:1"),
+                (ENV_TRACES_SAMPLER, "sometimes")
+            ])
+            .contains("unknown OTEL_TRACES_SAMPLER")
+        );
+        assert!(
+            bad(&[
+                (ENV_OTLP_ENDPOINT, "http://c:1"),
+                (ENV_TRACES_SAMPLER, "traceidratio"),
+                (ENV_TRACES_SAMPLER_ARG, "2")
+            ])
+            .contains("ratio")
+        );
+    }
+}

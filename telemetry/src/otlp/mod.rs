@@ -1,0 +1,343 @@
+//! Optional OTLP export of the daemon's traces, logs and metrics.
+//!
+//! Off unless an endpoint is configured. When on:
+//! - spans go through `tracing-opentelemetry`, events through
+//!   `opentelemetry-appender-tracing`, metrics through an OTel meter
+//!   (instruments in [`crate::metrics`]);
+//! - each signal has a bounded queue drained by the SDK's own threads; the
+//!   network I/O runs on a dedicated one-thread Tokio runtime, so a collector
+//!   that is down or slow never touches the servicing path;
+//! - losses are counted (`trident.export.drops`) and told once per outage;
+//! - shutdown flushes from a helper thread with a bounded wait.
+//!
+//! Integration: `OtlpExport::start` once at startup, add
+//! [`OtlpExport::layer`] to the subscriber, call
+//! [`ids::link_operation_span`] for each operation root span, and
+//! [`OtlpExport::shutdown`] on exit.
+
+pub mod config;
+pub mod filter;
+pub mod health;
+mod http_client;
+pub mod ids;
+mod pipeline;
+pub mod resource;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use opentelemetry::metrics::MeterProvider as _;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
+use opentelemetry_otlp::{
+    LogExporter, MetricExporter, Protocol, SpanExporter, WithExportConfig, WithHttpConfig,
+};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::logs::{BatchLogProcessor, SdkLoggerProvider};
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
+use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use tracing::Subscriber;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::{FilterExt, LevelFilter, filter_fn};
+use tracing_subscriber::registry::LookupSpan;
+
+pub use config::{OtlpConfig, OtlpFlags, OtlpProtocol};
+pub use health::{DropReason, ExportHealth, Signal};
+pub use ids::link_operation_span;
+pub use resource::ServiceIdentity;
+
+use crate::bus::Bus;
+use crate::metrics::{ServicingMetrics, bus_observer};
+use http_client::RuntimeHttpClient;
+use pipeline::{AccountedExporter, BoundedLogProcessor, BoundedSpanProcessor, QueueGauge};
+
+/// Instrumentation scope name of everything the daemon exports.
+pub const SCOPE_NAME: &str = "tridentd";
+/// How often the watcher turns outage state changes into log lines.
+const NOTICE_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Export could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error("cannot start the export runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("cannot build the OTLP {signal} exporter: {source}")]
+    Exporter {
+        signal: &'static str,
+        #[source]
+        source: opentelemetry_otlp::ExporterBuildError,
+    },
+}
+
+/// A running export: providers, its runtime, its health.
+#[derive(Debug)]
+pub struct OtlpExport {
+    config: OtlpConfig,
+    tracer_provider: SdkTracerProvider,
+    logger_provider: SdkLoggerProvider,
+    meter_provider: SdkMeterProvider,
+    health: Arc<ExportHealth>,
+    runtime: Option<tokio::runtime::Runtime>,
+    metrics: Option<Arc<ServicingMetrics>>,
+}
+
+impl OtlpExport {
+    /// Starts exporting per `config`. Nothing is sent until the subscriber
+    /// carries [`Self::layer`]; connections are made lazily, so a collector
+    /// that is down does not fail the start.
+    pub fn start(config: OtlpConfig, identity: &ServiceIdentity) -> Result<Self, OtlpError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("otlp-export")
+            .enable_all()
+            .build()
+            .map_err(OtlpError::Runtime)?;
+        let health = Arc::new(ExportHealth::default());
+        let resource = resource::build_resource(identity, &config.extra_resource);
+        // Channels and clients bind to the runtime they are built in.
+        let built = {
+            let _context = runtime.enter();
+            build_providers(&config, resource, &health, runtime.handle())
+        };
+        let (tracer_provider, logger_provider, meter_provider) = match built {
+            Ok(providers) => providers,
+            Err(error) => {
+                runtime.shutdown_background();
+                return Err(error);
+            }
+        };
+        let watcher_health = Arc::clone(&health);
+        let endpoint = config.endpoint.clone();
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(NOTICE_INTERVAL);
+            loop {
+                tick.tick().await;
+                watcher_health.announce(&endpoint);
+            }
+        });
+        Ok(Self {
+            config,
+            tracer_provider,
+            logger_provider,
+            meter_provider,
+            health,
+            runtime: Some(runtime),
+            metrics: None,
+        })
+    }
+
+    /// The exporting layers (spans and events), filtered: internals never,
+    /// events at INFO and above.
+    pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + use<S>
+    where
+        S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
+    {
+        let tracer = self.tracer_provider.tracer(SCOPE_NAME);
+        let spans = tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_threads(false)
+            .with_filter(filter_fn(filter::exportable));
+        let logs = OpenTelemetryTracingBridge::new(&self.logger_provider)
+            .with_filter(filter_fn(filter::exportable).and(LevelFilter::INFO));
+        spans.and_then(logs)
+    }
+
+    /// Starts the daemon's metrics: instruments on this export's meter, fed
+    /// from every record of `bus` by a subscription read on the export
+    /// runtime, plus the bus's and the export's own drop gauges.
+    pub fn attach_bus(&mut self, bus: &Bus) {
+        let meter = self.meter_provider.meter(SCOPE_NAME);
+        let metrics = Arc::new(ServicingMetrics::new(
+            &meter,
+            Some(bus_observer::bus_gauges(bus)),
+            Some(Arc::clone(&self.health)),
+        ));
+        if let Some(runtime) = &self.runtime {
+            bus_observer::spawn(bus, Arc::clone(&metrics), runtime.handle());
+        }
+        self.metrics = Some(metrics);
+    }
+
+    /// The meter provider the daemon's instruments live on.
+    pub fn meter_provider(&self) -> &SdkMeterProvider {
+        &self.meter_provider
+    }
+
+    /// Drop counters and outage state.
+    pub fn health(&self) -> &Arc<ExportHealth> {
+        &self.health
+    }
+
+    /// The resolved settings (for the startup log).
+    pub fn config(&self) -> &OtlpConfig {
+        &self.config
+    }
+
+    /// Flushes and stops, waiting at most the configured shutdown timeout.
+    /// The SDK's shutdown blocks (and deadlocks when called from a
+    /// current-thread runtime), so it runs on its own thread; past the
+    /// bound it is abandoned. Returns false when the bound was hit.
+    pub fn shutdown(mut self) -> bool {
+        let timeout = self.config.shutdown_timeout;
+        let tracer_provider = self.tracer_provider.clone();
+        let logger_provider = self.logger_provider.clone();
+        let meter_provider = self.meter_provider.clone();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("otlp-shutdown".into())
+            .spawn(move || {
+                // Each provider gets the whole bound; they flush one after the other,
+                // the waiter below bounds the total.
+                let _ = tracer_provider.shutdown_with_timeout(timeout);
+                let _ = logger_provider.shutdown_with_timeout(timeout);
+                let _ = meter_provider.shutdown_with_timeout(timeout);
+                let _ = done_tx.send(());
+            });
+        let finished = spawned.is_ok() && done_rx.recv_timeout(timeout).is_ok();
+        self.health.announce(&self.config.endpoint);
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        finished
+    }
+}
+
+impl Drop for OtlpExport {
+    fn drop(&mut self) {
+        // Dropping a runtime inside async code panics; never wait here.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+type Providers = (SdkTracerProvider, SdkLoggerProvider, SdkMeterProvider);
+
+fn build_providers(
+    config: &OtlpConfig,
+    resource: Resource,
+    health: &Arc<ExportHealth>,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Providers, OtlpError> {
+    let batch = || {
+        BatchConfigBuilder::default()
+            .with_max_queue_size(config.max_queue)
+            .with_max_export_batch_size(config.max_batch)
+            .with_scheduled_delay(config.batch_delay)
+            .build()
+    };
+    let exporter_error = |signal| move |source| OtlpError::Exporter { signal, source };
+    let http_client = || {
+        RuntimeHttpClient::new(
+            opentelemetry_http::hyper::HyperClient::with_default_connector(config.timeout, None),
+            runtime.clone(),
+        )
+    };
+
+    let span_exporter = match config.protocol {
+        OtlpProtocol::Grpc => SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(config.signal_url("traces"))
+            .with_timeout(config.timeout)
+            .build(),
+        OtlpProtocol::HttpProtobuf => SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_http_client(http_client())
+            .with_endpoint(config.signal_url("traces"))
+            .with_timeout(config.timeout)
+            .build(),
+    }
+    .map_err(exporter_error("traces"))?;
+    let log_exporter = match config.protocol {
+        OtlpProtocol::Grpc => LogExporter::builder()
+            .with_tonic()
+            .with_endpoint(config.signal_url("logs"))
+            .with_timeout(config.timeout)
+            .build(),
+        OtlpProtocol::HttpProtobuf => LogExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_http_client(http_client())
+            .with_endpoint(config.signal_url("logs"))
+            .with_timeout(config.timeout)
+            .build(),
+    }
+    .map_err(exporter_error("logs"))?;
+    let metric_exporter = match config.protocol {
+        OtlpProtocol::Grpc => MetricExporter::builder()
+            .with_tonic()
+            .with_endpoint(config.signal_url("metrics"))
+            .with_timeout(config.timeout)
+            .with_temporality(Temporality::Cumulative)
+            .build(),
+        OtlpProtocol::HttpProtobuf => MetricExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_http_client(http_client())
+            .with_endpoint(config.signal_url("metrics"))
+            .with_timeout(config.timeout)
+            .with_temporality(Temporality::Cumulative)
+            .build(),
+    }
+    .map_err(exporter_error("metrics"))?;
+
+    let span_queue = QueueGauge::new(config.max_queue);
+    let span_processor = BoundedSpanProcessor {
+        inner: BatchSpanProcessor::builder(AccountedExporter {
+            inner: span_exporter,
+            queue: Some(span_queue.clone()),
+            health: Arc::clone(health),
+            signal: Signal::Traces,
+        })
+        .with_batch_config(batch())
+        .build(),
+        queue: span_queue,
+        health: Arc::clone(health),
+    };
+    let tracer_provider = SdkTracerProvider::builder()
+        .with_span_processor(span_processor)
+        .with_sampler(config.sampler.to_sampler())
+        .with_id_generator(ids::HintedIdGenerator::default())
+        .with_resource(resource.clone())
+        .build();
+
+    let log_queue = QueueGauge::new(config.max_queue);
+    let log_batch = opentelemetry_sdk::logs::BatchConfigBuilder::default()
+        .with_max_queue_size(config.max_queue)
+        .with_max_export_batch_size(config.max_batch)
+        .with_scheduled_delay(config.batch_delay)
+        .build();
+    let log_processor = BoundedLogProcessor {
+        inner: BatchLogProcessor::builder(AccountedExporter {
+            inner: log_exporter,
+            queue: Some(log_queue.clone()),
+            health: Arc::clone(health),
+            signal: Signal::Logs,
+        })
+        .with_batch_config(log_batch)
+        .build(),
+        queue: log_queue,
+        health: Arc::clone(health),
+    };
+    let logger_provider = SdkLoggerProvider::builder()
+        .with_log_processor(log_processor)
+        .with_resource(resource.clone())
+        .build();
+
+    let reader = PeriodicReader::builder(AccountedExporter {
+        inner: metric_exporter,
+        queue: None,
+        health: Arc::clone(health),
+        signal: Signal::Metrics,
+    })
+    .with_interval(config.metrics_interval)
+    .build();
+    let meter_provider = SdkMeterProvider::builder()
+        .with_reader(reader)
+        .with_resource(resource)
+        .build();
+    Ok((tracer_provider, logger_provider, meter_provider))
+}
