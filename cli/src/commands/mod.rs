@@ -1,7 +1,21 @@
 //! One module per command; [`run`] dispatches.
 
+pub mod commit;
 pub mod completions;
+pub mod follow;
+pub mod get;
+pub mod install;
+pub mod logs;
+pub mod progress;
+pub mod rebuild_raid;
+pub mod rollback;
+pub mod servicing;
+pub mod stream_disk;
+pub mod traces;
+pub mod update;
+pub mod validate;
 pub mod version;
+pub mod watch;
 
 use std::path::PathBuf;
 
@@ -39,6 +53,17 @@ pub async fn run(cli: Cli) -> CliResult<Exit> {
         output: cli.output,
     };
     match cli.command {
+        Command::Install(args) => install::run(&ctx, &args).await,
+        Command::Update(args) => update::run(&ctx, &args).await,
+        Command::Commit(args) => commit::run(&ctx, &args).await,
+        Command::Rollback(args) => rollback::run(&ctx, &args).await,
+        Command::RebuildRaid(args) => rebuild_raid::run(&ctx, &args).await,
+        Command::StreamDisk(args) => stream_disk::run(&ctx, &args).await,
+        Command::Validate(args) => validate::run(&ctx, &args).await,
+        Command::Get(args) => get::run(&ctx, &args).await,
+        Command::Watch(args) => watch::run(&ctx, &args).await,
+        Command::Logs(args) => logs::run(&ctx, &args).await,
+        Command::Traces(args) => traces::run(&ctx, &args).await,
         Command::Version => version::run(&ctx).await,
         Command::Completions(args) => completions::run(&args),
         other => Err(CliError::Usage(format!(

@@ -1,1 +1,10 @@
-//! Live progress: a state model fed by stream events, and pure renderers.
+//! Live progress: a state model fed by stream events, and pure renderers
+//! (tty frames, plain lines, JSON lines) tested without a terminal.
+
+pub mod error;
+pub mod event;
+pub mod format;
+pub mod json;
+pub mod model;
+pub mod plain;
+pub mod tty;

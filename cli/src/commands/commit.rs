@@ -1,0 +1,18 @@
+//! `trident commit`: CommitService (v1).
+
+use trident_proto::v1::CommitRequest;
+use trident_proto::v1::commit_service_client::CommitServiceClient;
+
+use super::Ctx;
+use super::servicing::{self, reboot};
+use crate::args::ServicingArgs;
+use crate::exit::{CliResult, Exit};
+
+pub async fn run(ctx: &Ctx, args: &ServicingArgs) -> CliResult<Exit> {
+    servicing::run(ctx, args, "commit", false, |channel, trace| async move {
+        CommitServiceClient::new(channel)
+            .commit(trace.request(CommitRequest { reboot: reboot() }))
+            .await
+    })
+    .await
+}

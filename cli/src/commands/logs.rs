@@ -1,0 +1,202 @@
+//! `trident logs`: the daemon's log records, like journalctl. With
+//! --cursor-file the file is updated as records are shown, so the next run
+//! resumes exactly after the last record printed.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+use tokio_stream::StreamExt;
+use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use trident_proto::v1::{
+    Cursor, LogRecord, RecordKind, WatchOptions, WatchRequest, field, record, stream_event,
+};
+
+use super::Ctx;
+use super::progress::max_level;
+use crate::args::{LogsArgs, OutputFormat};
+use crate::cursor;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::render::event::system_time;
+use crate::render::format;
+
+/// Lines shown by `logs -f` without -n (journalctl's default).
+const FOLLOW_DEFAULT_LINES: u32 = 10;
+const RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
+    let format = ctx.format(args.output, OutputFormat::Human);
+    let since = args.since.as_deref().map(parse_since).transpose()?;
+    let mut after = match (&args.after_cursor, &args.cursor_file) {
+        (Some(text), _) => Some(cursor::parse(text)?),
+        (None, Some(path)) => cursor::read_file(path)?,
+        (None, None) => None,
+    };
+    let tail = match (args.lines, args.follow, &args.operation) {
+        (Some(n), _, _) => Some(n),
+        (None, true, None) => Some(FOLLOW_DEFAULT_LINES),
+        (None, false, None) => Some(u32::MAX),
+        (None, _, Some(_)) => None,
+    };
+    let min_level = args.level.and_then(max_level).map_or(0, |l| l as i32);
+    let mut first = true;
+    loop {
+        let options = WatchOptions {
+            after: after.clone(),
+            tail: if after.is_none() && first { tail } else { None },
+            snapshot: !args.follow,
+            min_level,
+            target_prefixes: args.target.clone(),
+            operation_id: args.operation.clone().unwrap_or_default(),
+            ..WatchOptions::default()
+        };
+        first = false;
+        let result = stream_logs(ctx, options, format, since, &mut after, args).await;
+        match result {
+            Ok(()) if !args.follow => return Ok(Exit::Success),
+            Ok(()) => eprintln!("trident: the log stream ended; reconnecting"),
+            Err(err @ CliError::Connect { .. }) if !args.follow => return Err(err),
+            Err(err @ (CliError::Usage(_) | CliError::File { .. })) => return Err(err),
+            Err(CliError::Rpc { status, what })
+                if !args.follow || status.code() != tonic::Code::Unavailable =>
+            {
+                return Err(CliError::Rpc { status, what });
+            }
+            Err(err) => eprintln!("trident: {err}; reconnecting"),
+        }
+        tokio::time::sleep(RECONNECT_DELAY).await;
+    }
+}
+
+async fn stream_logs(
+    ctx: &Ctx,
+    options: WatchOptions,
+    format: OutputFormat,
+    since: Option<SystemTime>,
+    after: &mut Option<Cursor>,
+    args: &LogsArgs,
+) -> CliResult<()> {
+    let mut stream = TelemetryServiceClient::new(ctx.channel().await?)
+        .watch(WatchRequest {
+            options: Some(options),
+            kinds: vec![RecordKind::Log as i32],
+        })
+        .await
+        .map_err(|s| CliError::rpc("Watch", s))?
+        .into_inner();
+    while let Some(response) = stream.next().await {
+        let response = response.map_err(|s| CliError::rpc("Watch", s))?;
+        let mut out = String::new();
+        for event in &response.events {
+            match &event.event {
+                Some(stream_event::Event::Record(rec)) => {
+                    *after = rec.cursor.clone().or(after.take());
+                    let Some(record::Record::Log(log)) = &rec.record else { continue };
+                    let at = system_time(rec.timestamp.as_ref());
+                    if let (Some(since), Some(at)) = (since, at)
+                        && at < since {
+                            continue;
+                        }
+                    out.push_str(&log_line(log, rec.cursor.as_ref(), at, format));
+                }
+                Some(stream_event::Event::Gap(gap)) => {
+                    *after = gap.last_missing.clone().or(after.take());
+                    out.push_str(&match format {
+                        OutputFormat::Json => format!("{}\n", json!({"type": "gap", "count": gap.count,
+                            "first_missing": gap.first_missing.as_ref().map(cursor::format),
+                            "last_missing": gap.last_missing.as_ref().map(cursor::format)})),
+                        _ => format!("-- gap: {} records not delivered ({:?}) --\n", gap.count, gap.reason()),
+                    });
+                }
+                Some(stream_event::Event::RunChange(change)) => out.push_str(&match format {
+                    OutputFormat::Json => format!("{}\n", json!({"type": "run_change",
+                        "previous_run_id": change.previous_run_id, "current_run_id": change.current_run_id})),
+                    _ => format!("-- daemon restarted: run {} --\n", change.current_run_id),
+                }),
+                _ => {}
+            }
+        }
+        if !out.is_empty() {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|e| CliError::Local(format!("cannot write to stdout: {e}")))?;
+        }
+        // The cursor file moves only after the lines are out.
+        if let (Some(path), Some(c)) = (&args.cursor_file, after.as_ref()) {
+            cursor::write_file(path, c)?;
+        }
+    }
+    Ok(())
+}
+
+fn log_line(
+    log: &LogRecord,
+    c: Option<&Cursor>,
+    at: Option<SystemTime>,
+    format: OutputFormat,
+) -> String {
+    match format {
+        OutputFormat::Json | OutputFormat::Yaml => {
+            let fields: serde_json::Map<String, serde_json::Value> = log
+                .fields
+                .iter()
+                .map(|f| {
+                    let v = match &f.value {
+                        Some(field::Value::Text(t)) => json!(t),
+                        Some(field::Value::Signed(n)) => json!(n),
+                        Some(field::Value::Unsigned(n)) => json!(n),
+                        Some(field::Value::Real(n)) => json!(n),
+                        Some(field::Value::Boolean(b)) => json!(b),
+                        None => serde_json::Value::Null,
+                    };
+                    (f.name.clone(), v)
+                })
+                .collect();
+            format!(
+                "{}\n",
+                json!({
+                    "cursor": c.map(cursor::format),
+                    "timestamp": at.map(format::timestamp),
+                    "level": format::level(log.level()),
+                    "target": log.target,
+                    "module": log.module,
+                    "message": log.message,
+                    "location": format::location(log.location.as_ref()),
+                    "fields": fields,
+                    "trace_id": log.trace_id,
+                    "span_id": log.span_id,
+                    "operation_id": log.operation_id,
+                })
+            )
+        }
+        OutputFormat::Human => {
+            let when = at.map(format::timestamp).unwrap_or_default();
+            let op = if log.operation_id.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", format::short_id(&log.operation_id))
+            };
+            format!(
+                "{when} {:<5} {}: {}{op}\n",
+                format::level(log.level()).to_ascii_uppercase(),
+                log.target,
+                log.message.trim_end()
+            )
+        }
+    }
+}
+
+/// RFC 3339 time, or a duration ago ("10m", "2h").
+fn parse_since(text: &str) -> CliResult<SystemTime> {
+    if let Ok(t) = humantime::parse_rfc3339_weak(text) {
+        return Ok(t);
+    }
+    if let Ok(ago) = humantime::parse_duration(text) {
+        return Ok(SystemTime::now() - ago);
+    }
+    Err(CliError::Usage(format!(
+        "--since {text:?}: expected an RFC 3339 time (2026-01-02T15:04:05Z) or a duration ago (10m)"
+    )))
+}

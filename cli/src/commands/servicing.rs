@@ -1,0 +1,231 @@
+//! What every servicing command shares: loading the Host Configuration,
+//! running the servicing stream through the live view, resuming through
+//! Watch if the stream breaks, writing -s/-e files, and the exit code.
+
+use std::future::Future;
+use std::path::Path;
+
+use tokio_stream::StreamExt;
+use tonic::Streaming;
+use tonic::transport::Channel;
+use trident_proto::v1::{Cursor, RebootHandling, RebootManagement, ServicingResponse};
+
+use super::Ctx;
+use super::follow::{Dedup, Followed, follow_operation};
+use super::progress::Progress;
+use crate::args::{AllowedOperation, OutputFormat, ServicingArgs};
+use crate::client::TraceParent;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::render::error::ErrorView;
+use crate::render::event::Event;
+
+/// Reads and syntax-checks a Host Configuration file (exit 4 on failure).
+pub fn load_config(path: &Path) -> CliResult<String> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::ConfigLoad {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    serde_saphyr::from_str::<serde_json::Value>(&text).map_err(|e| CliError::ConfigLoad {
+        path: path.to_path_buf(),
+        detail: format!(
+            "not valid YAML: {}",
+            e.to_string().lines().next().unwrap_or_default()
+        ),
+    })?;
+    Ok(text)
+}
+
+/// The reboot management of CLI-driven servicing: like upstream, Trident
+/// handles the reboot.
+pub fn reboot() -> Option<RebootManagement> {
+    Some(RebootManagement {
+        handling: RebootHandling::TridentHandlesReboot as i32,
+    })
+}
+
+/// Which of stage/finalize the user allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steps {
+    Both,
+    StageOnly,
+    FinalizeOnly,
+    Nothing,
+}
+
+impl Steps {
+    pub fn from_allowed(allowed: &[AllowedOperation]) -> Steps {
+        let stage = allowed.contains(&AllowedOperation::Stage);
+        let finalize = allowed.contains(&AllowedOperation::Finalize);
+        match (stage, finalize) {
+            (true, true) => Steps::Both,
+            (true, false) => Steps::StageOnly,
+            (false, true) => Steps::FinalizeOnly,
+            (false, false) => Steps::Nothing,
+        }
+    }
+}
+
+/// Runs one servicing RPC. `open` starts the stream on a channel, with the
+/// CLI's trace context. `config_rpc` says whether INVALID_ARGUMENT refers to
+/// the Host Configuration (exit 4).
+pub async fn run<F, Fut>(
+    ctx: &Ctx,
+    args: &ServicingArgs,
+    what: &'static str,
+    config_rpc: bool,
+    open: F,
+) -> CliResult<Exit>
+where
+    F: FnOnce(Channel, TraceParent) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
+{
+    let channel = ctx.channel().await?;
+    let trace = TraceParent::generate();
+    let stream = match open(channel, trace).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => {
+            let err = if config_rpc && status.code() == tonic::Code::InvalidArgument {
+                CliError::ConfigInvalid(format!(
+                    "{what} failed: the daemon rejected the Host Configuration: {}",
+                    status.message()
+                ))
+            } else {
+                CliError::rpc(what, status)
+            };
+            write_error_file(args, &error_view_of(&err))?;
+            return Err(err);
+        }
+    };
+    let mut progress = Progress::new(args.progress, ctx.verbosity);
+    let result = drive(ctx, &mut progress, stream).await;
+    progress.finish();
+    let exit = match result {
+        Ok(()) => progress.model.exit().unwrap_or(Exit::ServicingFailed),
+        Err(err) => {
+            write_error_file(args, &error_view_of(&err))?;
+            return Err(err);
+        }
+    };
+    let error = progress.model.outcome.as_ref().and_then(|o| {
+        (exit != Exit::Success).then(|| match (&progress.model.error, &o.error) {
+            (Some(report), _) => Some(ErrorView::from(report)),
+            (None, Some(e)) => Some(ErrorView::from(e)),
+            (None, None) => None,
+        })?
+    });
+    if let Some(view) = &error {
+        write_error_file(args, view)?;
+    }
+    if let Some(path) = &args.status {
+        let status = super::get::host_status(ctx).await?;
+        let text = crate::output::encode(&status, OutputFormat::Yaml)?;
+        crate::output::emit(&text, Some(path))?;
+    }
+    match exit {
+        Exit::Success => Ok(Exit::Success),
+        Exit::RebootUnsuccessful => Err(CliError::RebootUnsuccessful(
+            "the reboot Trident was to perform did not happen".into(),
+        )),
+        _ => Err(CliError::ServicingFailed),
+    }
+}
+
+/// Reads the servicing stream to its Completed; on a break, resumes
+/// through Watch.
+async fn drive(
+    ctx: &Ctx,
+    progress: &mut Progress,
+    mut stream: Streaming<ServicingResponse>,
+) -> CliResult<()> {
+    let mut started: Option<(String, Option<Cursor>)> = None;
+    let mut dedup = Dedup::default();
+    let mut ticker = tokio::time::interval(std::time::Duration::from_millis(200));
+    let reason = loop {
+        tokio::select! {
+            message = stream.next() => match message {
+                None => break "the servicing stream ended before the operation completed".to_string(),
+                Some(Err(status)) => {
+                    // Refused before it started (busy, invalid): not a break.
+                    if started.is_none() {
+                        return Err(CliError::rpc("servicing", status));
+                    }
+                    break crate::exit::describe_status(&status);
+                }
+                Some(Ok(response)) => {
+                    let Some(event) = Event::from_servicing(&response) else { continue };
+                    if let Event::Started { operation_id, cursor, .. } = &event {
+                        started = Some((operation_id.clone(), cursor.clone()));
+                    }
+                    dedup.note(&event);
+                    progress.feed(&event);
+                    if matches!(event, Event::Completed { .. }) {
+                        return Ok(());
+                    }
+                }
+            },
+            _ = ticker.tick() => progress.tick(),
+        }
+    };
+    let Some((operation_id, cursor)) = started.filter(|(id, _)| !id.is_empty()) else {
+        return Err(CliError::StreamLost(format!(
+            "{reason}, and the daemon gave no operation id to resume with"
+        )));
+    };
+    progress.feed(&Event::Reconnecting {
+        attempt: 0,
+        reason: reason.clone(),
+    });
+    match follow_operation(ctx, progress, &operation_id, cursor, dedup).await? {
+        Followed::Completed => Ok(()),
+        Followed::Interrupted => Err(CliError::StreamLost(format!(
+            "operation {operation_id} was interrupted: the daemon stopped before it completed"
+        ))),
+    }
+}
+
+/// An error view for a failure that happened outside the stream.
+fn error_view_of(err: &CliError) -> ErrorView {
+    let (category, subkind) = match err {
+        CliError::Connect { .. } => ("execution-environment-misconfiguration", "connect-daemon"),
+        CliError::ConfigLoad { .. } | CliError::ConfigInvalid(_) => {
+            ("invalid-input", "load-host-configuration")
+        }
+        CliError::Rpc { status, .. } if status.code() == tonic::Code::Unavailable => {
+            ("servicing", "daemon-busy")
+        }
+        _ => ("servicing", "client"),
+    };
+    ErrorView {
+        message: err.to_string(),
+        error: subkind.to_string(),
+        category: category.to_string(),
+        location: String::new(),
+        cause: None,
+        causes: Vec::new(),
+        context: Vec::new(),
+        operation_id: None,
+        trace_id: None,
+        timestamp: Some(crate::render::format::timestamp(
+            std::time::SystemTime::now(),
+        )),
+        recent_logs: Vec::new(),
+    }
+}
+
+/// Upstream's -e/--error: the fatal error as YAML.
+fn write_error_file(args: &ServicingArgs, view: &ErrorView) -> CliResult<()> {
+    let Some(path) = &args.error else {
+        return Ok(());
+    };
+    let text = crate::output::encode(view, OutputFormat::Yaml)?;
+    crate::output::emit(&text, Some(path))
+}
+
+/// Writes the -e file for an error raised before the stream (then returns
+/// the error), so scripts find the error file on every failure path.
+pub fn fail(args: &ServicingArgs, err: CliError) -> CliError {
+    match write_error_file(args, &error_view_of(&err)) {
+        Ok(()) => err,
+        Err(write_err) => write_err,
+    }
+}

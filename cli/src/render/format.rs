@@ -1,0 +1,142 @@
+//! Small text formatters shared by the renderers and data commands.
+
+use std::time::{Duration, SystemTime};
+
+use trident_proto::v1::{
+    LogLevel, PhaseState, ProgressUnit, RebootStatus, ServicingKind, StatusCode, TridentErrorKind,
+};
+
+/// "4.2s", "1m05s", "2h03m".
+pub fn duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs < 60 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if secs < 3600 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60)
+    }
+}
+
+/// An amount in the phase's unit.
+pub fn amount(unit: ProgressUnit, n: u64) -> String {
+    match unit {
+        ProgressUnit::Bytes => indicatif::BinaryBytes(n).to_string(),
+        _ => n.to_string(),
+    }
+}
+
+/// A rate in the phase's unit per second.
+pub fn rate(unit: ProgressUnit, per_sec: f64) -> String {
+    match unit {
+        ProgressUnit::Bytes => format!("{}/s", indicatif::BinaryBytes(per_sec as u64)),
+        _ => format!("{per_sec:.1}/s"),
+    }
+}
+
+/// RFC 3339 with milliseconds, UTC.
+pub fn timestamp(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+pub fn level(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Error => "error",
+        LogLevel::Warn => "warn",
+        LogLevel::Info | LogLevel::Unspecified => "info",
+        LogLevel::Debug => "debug",
+        LogLevel::Trace => "trace",
+    }
+}
+
+/// Upstream's kebab-case error category.
+pub fn category(kind: TridentErrorKind) -> &'static str {
+    match kind {
+        TridentErrorKind::ExecutionEnvironmentMisconfigurationError => {
+            "execution-environment-misconfiguration"
+        }
+        TridentErrorKind::HealthChecksError => "health-checks",
+        TridentErrorKind::InitializationError => "initialization",
+        TridentErrorKind::InternalError => "internal",
+        TridentErrorKind::InvalidInputError => "invalid-input",
+        TridentErrorKind::ServicingError => "servicing",
+        TridentErrorKind::UnsupportedConfigurationError => "unsupported-configuration",
+        TridentErrorKind::Unspecified => "unspecified",
+    }
+}
+
+pub fn servicing_kind(kind: ServicingKind) -> &'static str {
+    match kind {
+        ServicingKind::Unspecified => "unspecified",
+        ServicingKind::NoneRequired => "none-required",
+        ServicingKind::RuntimeUpdate => "runtime-update",
+        ServicingKind::AbUpdate => "ab-update",
+        ServicingKind::CleanInstall => "clean-install",
+        ServicingKind::ManualRollbackAb => "manual-rollback-ab",
+        ServicingKind::ManualRollbackRuntime => "manual-rollback-runtime",
+    }
+}
+
+pub fn status(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::Success => "success",
+        StatusCode::Failure => "failure",
+        StatusCode::Unspecified => "unspecified",
+    }
+}
+
+pub fn reboot(status: RebootStatus) -> &'static str {
+    match status {
+        RebootStatus::Unspecified => "unspecified",
+        RebootStatus::RebootNotRequired => "not-required",
+        RebootStatus::RebootRequired => "required",
+        RebootStatus::RebootStarted => "started",
+    }
+}
+
+pub fn phase_state(state: PhaseState) -> &'static str {
+    match state {
+        PhaseState::Unspecified => "unspecified",
+        PhaseState::Pending => "pending",
+        PhaseState::Running => "running",
+        PhaseState::Done => "done",
+        PhaseState::Failed => "failed",
+    }
+}
+
+pub fn unit(unit: ProgressUnit) -> &'static str {
+    match unit {
+        ProgressUnit::Bytes => "bytes",
+        ProgressUnit::Items => "items",
+        ProgressUnit::Unspecified => "unspecified",
+    }
+}
+
+/// "path:line", or "" when unknown.
+pub fn location(location: Option<&trident_proto::v1::FileLocation>) -> String {
+    match location {
+        Some(l) if !l.path.is_empty() => format!("{}:{}", l.path, l.line),
+        _ => String::new(),
+    }
+}
+
+/// Shortens an id for display ("3f2a9c1e…").
+pub fn short_id(id: &str) -> String {
+    if id.len() > 8 {
+        format!("{}…", &id[..8])
+    } else {
+        id.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(Duration::from_millis(4200)), "4.2s");
+        assert_eq!(duration(Duration::from_secs(65)), "1m05s");
+        assert_eq!(duration(Duration::from_secs(7380)), "2h03m");
+    }
+}

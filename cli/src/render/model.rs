@@ -1,0 +1,418 @@
+//! The state of the progress view, fed by [`Event`]s. Renderers read it and
+//! never look at the stream, so they are pure and tested without a terminal.
+//!
+//! Rates and ETAs are computed here, client-side, from the records' own
+//! timestamps (not the wall clock), so a replayed stream renders the same.
+
+use std::collections::VecDeque;
+use std::time::{Duration, SystemTime};
+
+use trident_proto::v1::{
+    ErrorReport, LogLevel, PhaseState, ProgressUnit, RebootStatus, ServicingKind, StatusCode,
+    TridentError,
+};
+
+use super::event::{Event, LogLine};
+use crate::exit::Exit;
+
+/// Log lines kept per phase (the view shows the last few).
+pub const LOG_LINES_KEPT: usize = 20;
+/// Log lines kept in arrival order across phases.
+pub const RECENT_LOGS_KEPT: usize = 256;
+/// Samples kept per phase for the rate.
+const RATE_WINDOW: Duration = Duration::from_secs(10);
+
+/// The operation being shown.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OperationView {
+    pub id: String,
+    pub trace_id: String,
+    pub kind: ServicingKind,
+    pub rpc: String,
+    pub started: Option<SystemTime>,
+}
+
+/// How the operation ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub status: StatusCode,
+    pub reboot_status: RebootStatus,
+    pub error: Option<TridentError>,
+    pub at: Option<SystemTime>,
+}
+
+/// One phase and its counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseView {
+    pub id: String,
+    pub parent: String,
+    pub name: String,
+    pub unit: ProgressUnit,
+    pub current: u64,
+    pub total: Option<u64>,
+    pub state: PhaseState,
+    pub started: Option<SystemTime>,
+    pub updated: Option<SystemTime>,
+    /// (time, current) samples inside the rate window, oldest first.
+    samples: VecDeque<(SystemTime, u64)>,
+    /// Log lines that arrived while this phase was the running one.
+    pub logs: VecDeque<LogLine>,
+    /// Nesting depth (0 for top-level phases).
+    pub depth: usize,
+}
+
+impl PhaseView {
+    /// Units per second over the last samples, if measurable.
+    pub fn rate(&self) -> Option<f64> {
+        let (t0, c0) = *self.samples.front()?;
+        let (t1, c1) = *self.samples.back()?;
+        let secs = t1.duration_since(t0).ok()?.as_secs_f64();
+        (secs > 0.0 && c1 >= c0).then(|| (c1 - c0) as f64 / secs)
+    }
+
+    /// Time left at the current rate, when the total is known.
+    pub fn eta(&self) -> Option<Duration> {
+        let total = self.total?;
+        let rate = self.rate()?;
+        if rate <= 0.0 || self.state != PhaseState::Running {
+            return None;
+        }
+        Some(Duration::from_secs_f64(
+            total.saturating_sub(self.current) as f64 / rate,
+        ))
+    }
+
+    /// Fraction done in [0, 1], when the total is known.
+    pub fn fraction(&self) -> Option<f64> {
+        let total = self.total?;
+        if total == 0 {
+            return Some(1.0);
+        }
+        Some((self.current as f64 / total as f64).clamp(0.0, 1.0))
+    }
+
+    /// Wall time the phase took (or has taken so far, as of its last update).
+    pub fn elapsed(&self) -> Option<Duration> {
+        self.updated?.duration_since(self.started?).ok()
+    }
+}
+
+/// A line the client shows about the stream itself.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    Gap {
+        count: u64,
+        first: u64,
+        last: u64,
+        reason: String,
+    },
+    RunChange {
+        previous: String,
+        current: String,
+    },
+    Dropped {
+        total: u64,
+    },
+    Reconnecting {
+        attempt: u32,
+        reason: String,
+    },
+    Resumed {
+        after: Option<String>,
+    },
+}
+
+/// The whole view state.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    pub operation: Option<OperationView>,
+    pub phases: Vec<PhaseView>,
+    /// Log lines outside any phase, last few.
+    pub loose_logs: VecDeque<LogLine>,
+    /// Number of log lines seen (kept or not).
+    pub log_count: u64,
+    /// The last log lines in arrival order, each with its index (1-based);
+    /// the plain renderer prints the ones it has not printed yet.
+    pub recent_logs: VecDeque<(u64, LogLine)>,
+    pub notices: Vec<Notice>,
+    pub error: Option<ErrorReport>,
+    pub outcome: Option<Outcome>,
+    /// Time of the newest input, the view's "now" when rendering a replay.
+    pub last_seen: Option<SystemTime>,
+    /// Log lines at a level more verbose than this are counted but not kept.
+    pub max_level: Option<LogLevel>,
+}
+
+impl Model {
+    /// An empty model that keeps log lines up to `max_level` (None: all).
+    pub fn new(max_level: Option<LogLevel>) -> Self {
+        Model {
+            max_level,
+            ..Model::default()
+        }
+    }
+
+    /// Feeds one event.
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::Started {
+                timestamp,
+                operation_id,
+                trace_id,
+                kind,
+                rpc,
+                ..
+            } => {
+                self.touch(*timestamp);
+                let op = self.operation.get_or_insert_with(OperationView::default);
+                // Merge: the servicing stream knows id/trace, the bus record
+                // also knows kind and rpc.
+                if !operation_id.is_empty() {
+                    op.id.clone_from(operation_id);
+                }
+                if !trace_id.is_empty() {
+                    op.trace_id.clone_from(trace_id);
+                }
+                if *kind != ServicingKind::Unspecified {
+                    op.kind = *kind;
+                }
+                if !rpc.is_empty() {
+                    op.rpc.clone_from(rpc);
+                }
+                if op.started.is_none() {
+                    op.started = *timestamp;
+                }
+            }
+            Event::Log(line) => {
+                self.touch(line.timestamp);
+                self.log_count += 1;
+                if self.keeps(line.level) {
+                    if self.recent_logs.len() == RECENT_LOGS_KEPT {
+                        self.recent_logs.pop_front();
+                    }
+                    self.recent_logs.push_back((self.log_count, line.clone()));
+                    let target = match self.running_phase_index() {
+                        Some(i) => &mut self.phases[i].logs,
+                        None => &mut self.loose_logs,
+                    };
+                    push_bounded(target, line.clone());
+                }
+            }
+            Event::Progress {
+                timestamp, record, ..
+            } => {
+                self.touch(timestamp.or(super::event::system_time(record.updated.as_ref())));
+                self.apply_progress(record, *timestamp);
+            }
+            Event::Error { report, .. } => {
+                self.touch(super::event::system_time(report.timestamp.as_ref()));
+                self.error = Some((**report).clone());
+            }
+            Event::Completed {
+                timestamp,
+                status,
+                reboot_status,
+                error,
+                ..
+            } => {
+                self.touch(*timestamp);
+                self.outcome = Some(Outcome {
+                    status: *status,
+                    reboot_status: *reboot_status,
+                    error: error.as_deref().cloned(),
+                    at: *timestamp,
+                });
+            }
+            Event::Gap(gap) => self.notices.push(Notice::Gap {
+                count: gap.count,
+                first: gap.first_missing.as_ref().map_or(0, |c| c.sequence),
+                last: gap.last_missing.as_ref().map_or(0, |c| c.sequence),
+                reason: gap_reason(gap.reason()),
+            }),
+            Event::RunChange(change) => self.notices.push(Notice::RunChange {
+                previous: change.previous_run_id.clone(),
+                current: change.current_run_id.clone(),
+            }),
+            Event::Drops { total } => {
+                let shown = self.notices.iter().rev().find_map(|n| match n {
+                    Notice::Dropped { total } => Some(*total),
+                    _ => None,
+                });
+                if *total > 0 && shown != Some(*total) {
+                    self.notices.push(Notice::Dropped { total: *total });
+                }
+            }
+            Event::Reconnecting { attempt, reason } => self.notices.push(Notice::Reconnecting {
+                attempt: *attempt,
+                reason: reason.clone(),
+            }),
+            Event::Resumed { after } => self.notices.push(Notice::Resumed {
+                after: after.as_ref().map(crate::cursor::format),
+            }),
+        }
+    }
+
+    fn keeps(&self, level: LogLevel) -> bool {
+        match self.max_level {
+            None => true,
+            // Unspecified counts as info.
+            Some(max) => {
+                let level = if level == LogLevel::Unspecified {
+                    LogLevel::Info
+                } else {
+                    level
+                };
+                (level as i32) <= (max as i32)
+            }
+        }
+    }
+
+    fn touch(&mut self, at: Option<SystemTime>) {
+        if let Some(at) = at
+            && self.last_seen.is_none_or(|seen| at > seen)
+        {
+            self.last_seen = Some(at);
+        }
+    }
+
+    fn apply_progress(
+        &mut self,
+        record: &trident_proto::v1::ProgressRecord,
+        timestamp: Option<SystemTime>,
+    ) {
+        let updated = super::event::system_time(record.updated.as_ref()).or(timestamp);
+        let index = match self.phases.iter().position(|p| p.id == record.phase_id) {
+            Some(i) => i,
+            None => {
+                let depth = self
+                    .phases
+                    .iter()
+                    .find(|p| p.id == record.parent_phase_id)
+                    .map_or(0, |p| p.depth + 1);
+                let phase = PhaseView {
+                    id: record.phase_id.clone(),
+                    parent: record.parent_phase_id.clone(),
+                    name: record.name.clone(),
+                    unit: record.unit(),
+                    current: 0,
+                    total: None,
+                    state: PhaseState::Pending,
+                    started: super::event::system_time(record.started.as_ref()).or(updated),
+                    updated: None,
+                    samples: VecDeque::new(),
+                    logs: VecDeque::new(),
+                    depth,
+                };
+                // Children sit right after their parent's subtree.
+                let at = self.insert_position(&record.parent_phase_id);
+                self.phases.insert(at, phase);
+                at
+            }
+        };
+        let phase = &mut self.phases[index];
+        // A replay after a resume may repeat an older state: never go back.
+        if let (Some(new), Some(old)) = (updated, phase.updated)
+            && new < old
+        {
+            return;
+        }
+        if is_final(phase.state) && !is_final(record.state()) {
+            return;
+        }
+        if !record.name.is_empty() {
+            phase.name.clone_from(&record.name);
+        }
+        phase.current = record.current;
+        phase.total = record.total;
+        phase.state = record.state();
+        phase.updated = updated;
+        if let Some(at) = updated {
+            phase.samples.push_back((at, record.current));
+            while phase.samples.len() > 2
+                && phase
+                    .samples
+                    .front()
+                    .and_then(|(t, _)| at.duration_since(*t).ok())
+                    .is_some_and(|age| age > RATE_WINDOW)
+            {
+                phase.samples.pop_front();
+            }
+        }
+    }
+
+    fn insert_position(&self, parent: &str) -> usize {
+        if parent.is_empty() {
+            return self.phases.len();
+        }
+        let Some(p) = self.phases.iter().position(|x| x.id == parent) else {
+            return self.phases.len();
+        };
+        let depth = self.phases[p].depth;
+        let mut at = p + 1;
+        while at < self.phases.len() && self.phases[at].depth > depth {
+            at += 1;
+        }
+        at
+    }
+
+    /// The innermost running phase (the last running one in view order).
+    pub fn running_phase_index(&self) -> Option<usize> {
+        self.phases
+            .iter()
+            .rposition(|p| p.state == PhaseState::Running)
+    }
+
+    /// The phase that failed last, if any.
+    pub fn failed_phase(&self) -> Option<&PhaseView> {
+        self.phases
+            .iter()
+            .rev()
+            .find(|p| p.state == PhaseState::Failed)
+    }
+
+    /// Time since the operation started, as of `now`.
+    pub fn elapsed(&self, now: SystemTime) -> Option<Duration> {
+        let started = self.operation.as_ref()?.started?;
+        let end = self.outcome.as_ref().and_then(|o| o.at).unwrap_or(now);
+        end.duration_since(started).ok()
+    }
+}
+
+impl Model {
+    /// The exit code the finished operation maps to (None while running).
+    pub fn exit(&self) -> Option<Exit> {
+        let outcome = self.outcome.as_ref()?;
+        Some(match outcome.status {
+            StatusCode::Success => Exit::Success,
+            _ if is_reboot_failure(outcome.error.as_ref()) => Exit::RebootUnsuccessful,
+            _ => Exit::ServicingFailed,
+        })
+    }
+}
+
+/// Upstream exits 3 when the reboot Trident was to perform did not happen;
+/// the daemon reports that as a failure whose subkind names the reboot.
+fn is_reboot_failure(error: Option<&TridentError>) -> bool {
+    error.is_some_and(|e| e.subkind.contains("reboot"))
+}
+
+fn is_final(state: PhaseState) -> bool {
+    matches!(state, PhaseState::Done | PhaseState::Failed)
+}
+
+fn push_bounded(lines: &mut VecDeque<LogLine>, line: LogLine) {
+    if lines.len() == LOG_LINES_KEPT {
+        lines.pop_front();
+    }
+    lines.push_back(line);
+}
+
+fn gap_reason(reason: trident_proto::v1::GapReason) -> String {
+    match reason {
+        trident_proto::v1::GapReason::SubscriberLagged => "client fell behind",
+        trident_proto::v1::GapReason::Evicted => "evicted from the daemon's buffer",
+        trident_proto::v1::GapReason::PreviousRun => "not in the journal of the previous run",
+        trident_proto::v1::GapReason::Unspecified => "unknown reason",
+    }
+    .to_string()
+}
