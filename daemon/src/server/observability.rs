@@ -15,6 +15,31 @@ pub const DEFAULT_FILTER: &str = "info,h2=warn,hyper=warn,tower=warn,tonic=warn"
 #[must_use = "dropping the guard ends logging set-up (exporters flush on drop)"]
 pub struct ObservabilityGuard {
     _private: (),
+    /// The telemetry bus; its journal is flushed and closed on drop.
+    bus: Option<trident_telemetry::Bus>,
+}
+
+impl Drop for ObservabilityGuard {
+    fn drop(&mut self) {
+        if let Some(bus) = &self.bus {
+            bus.shutdown();
+        }
+    }
+}
+
+/// The telemetry bus from the daemon's flags, journaling to STATE_DIR/journal.
+/// An unusable journal directory keeps the bus in memory only (said on stderr).
+fn telemetry_bus(config: &Config) -> trident_telemetry::Bus {
+    let bus_config = trident_telemetry::BusConfig {
+        ring_records: config.bus_ring_records,
+        ring_bytes: config.bus_ring_bytes,
+        journal_dir: Some(config.journal_dir()),
+        ..trident_telemetry::BusConfig::default()
+    };
+    trident_telemetry::Bus::new(bus_config.clone()).unwrap_or_else(|error| {
+        eprintln!("tridentd: telemetry journal unavailable, keeping records in memory only: {error}");
+        trident_telemetry::Bus::in_memory(bus_config)
+    })
 }
 
 fn filter(config: &Config) -> EnvFilter {
@@ -34,10 +59,16 @@ pub fn init(config: &Config) -> ObservabilityGuard {
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(true);
+    let bus = telemetry_bus(config);
     // `try_init` fails only if a subscriber is already set (e.g. in tests).
-    let _ = tracing_subscriber::registry()
+    let installed = tracing_subscriber::registry()
         .with(filter(config))
         .with(fmt)
-        .try_init();
-    ObservabilityGuard { _private: () }
+        .with(bus.layer())
+        .try_init()
+        .is_ok();
+    ObservabilityGuard {
+        _private: (),
+        bus: installed.then_some(bus),
+    }
 }

@@ -47,15 +47,19 @@ impl ServiceRegistry {
 }
 
 /// Adds every Trident service. Other parts of the daemon register here.
-fn add_services(registry: &mut ServiceRegistry, _ctx: &ServerContext) {
+fn add_services(registry: &mut ServiceRegistry, ctx: &ServerContext) {
     registry.add(v1::version_service_server::VersionServiceServer::new(
         Version,
     ));
 
-    // --- Telemetry (telemetry helper): replace `Pending` with the bus-backed service.
-    registry.add(v1::telemetry_service_server::TelemetryServiceServer::new(
-        Pending,
-    ));
+    // --- Telemetry: the bus installed by observability::init (or an
+    // in-memory one when the daemon runs without it, e.g. in-process tests).
+    let bus = trident_telemetry::Bus::current()
+        .unwrap_or_else(|| trident_telemetry::Bus::in_memory(Default::default()));
+    let flushed = bus.clone();
+    ctx.shutdown_hooks
+        .register("telemetry-journal", move || async move { flushed.flush() });
+    registry.add(bus.service());
 
     // --- Servicing (engine helper): replace each `Pending` with the engine's handlers.
     registry.add(v1::streaming_service_server::StreamingServiceServer::new(

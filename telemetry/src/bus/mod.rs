@@ -123,6 +123,25 @@ impl Bus {
             }
             None => (None, None),
         };
+        Ok(Bus::assemble(run_id, config, journal, history))
+    }
+
+    /// A bus without journal (whatever `journal_dir` says): records live in
+    /// the ring only. Cannot fail.
+    pub fn in_memory(config: BusConfig) -> Bus {
+        let config = BusConfig {
+            journal_dir: None,
+            ..config
+        };
+        Bus::assemble(Arc::from(uuid::Uuid::new_v4().to_string()), config, None, None)
+    }
+
+    fn assemble(
+        run_id: Arc<str>,
+        config: BusConfig,
+        journal: Option<Journal>,
+        history: Option<JournalHistory>,
+    ) -> Bus {
         let mut operations = OperationTable::new(config.tracked_operations);
         let mut last_error = None;
         if let Some(history) = &history {
@@ -132,7 +151,7 @@ impl Bus {
             last_error = history.last_error();
         }
         let ring = Ring::new(config.ring_records, config.ring_bytes);
-        Ok(Bus {
+        Bus {
             inner: Arc::new(BusInner {
                 run_id,
                 started: SystemTime::now(),
@@ -146,7 +165,7 @@ impl Bus {
                 journal,
                 history,
             }),
-        })
+        }
     }
 
     /// The bus of the current `tracing` dispatcher, if its subscriber has
