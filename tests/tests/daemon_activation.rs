@@ -1,0 +1,140 @@
+//! systemd integration: socket activation (LISTEN_FDS), refusal of unusable
+//! fds, sd_notify READY/STOPPING, and `systemd-analyze verify` of the units.
+
+use std::{path::Path, process::Command, time::Duration};
+
+use nix::sys::signal::Signal;
+use trident_e2e::{Daemon, bin_path};
+
+#[tokio::test]
+async fn first_connection_on_an_activated_socket_starts_the_daemon_and_is_answered()
+-> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let socket = dir.path().join("activated.sock");
+    // systemd-socket-activate binds the socket and execs tridentd with it
+    // on fd 3 once the first client connects; --socket is then ignored.
+    let mut daemon = Daemon::builder()
+        .socket(&socket)
+        .wrapper([
+            "systemd-socket-activate".as_ref(),
+            "-l".as_ref(),
+            socket.as_os_str(),
+        ])
+        .spawn()
+        .await?;
+    let version = trident_e2e::version(&socket).await?;
+    assert_eq!(version.version, env!("CARGO_PKG_VERSION"));
+    let stderr = daemon.stderr();
+    assert!(stderr.contains("fd 3, socket activation"), "{stderr}");
+
+    // systemd owns the socket file: a clean exit must leave it in place.
+    daemon.signal(Signal::SIGTERM)?;
+    let status = daemon
+        .wait_exit(Duration::from_secs(15))
+        .await?
+        .expect("exit");
+    assert_eq!(status.code(), Some(0), "{}", daemon.stderr());
+    assert!(socket.exists());
+    Ok(())
+}
+
+/// Starts tridentd with LISTEN_* naming fd 3 = `fd3` (a shell redirection).
+fn start_with_fd3(fd3: &str) -> anyhow::Result<std::process::Output> {
+    let script = format!(
+        "exec 3{fd3}; export LISTEN_PID=$$ LISTEN_FDS=1; exec \"$0\" --socket /nonexistent/never-bound.sock"
+    );
+    Ok(Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(bin_path("tridentd"))
+        .output()?)
+}
+
+#[test]
+fn a_passed_fd_that_is_not_a_socket_is_refused_naming_the_fd() -> anyhow::Result<()> {
+    let output = start_with_fd3("</dev/null")?;
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("socket activation: fd 3 passed by systemd is not a socket (/dev/null)"),
+        "{stderr}"
+    );
+    Ok(())
+}
+
+#[test]
+fn listen_fds_for_another_pid_are_ignored() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let socket = dir.path().join("manual.sock");
+    // LISTEN_PID=1 is not us: manual mode binds --socket; the daemon exits
+    // right away because the socket group does not exist (no need to stop it).
+    let output = Command::new(bin_path("tridentd"))
+        .args(["--socket-group", "no-such-group-e2e", "--socket"])
+        .arg(&socket)
+        .env("LISTEN_PID", "1")
+        .env("LISTEN_FDS", "1")
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown group"), "{stderr}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn sd_notify_ready_after_bind_and_stopping_on_shutdown() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let notify_path = dir.path().join("notify.sock");
+    let notify = tokio::net::UnixDatagram::bind(&notify_path)?;
+    let mut daemon = Daemon::builder()
+        .env("NOTIFY_SOCKET", &notify_path)
+        .spawn()
+        .await?;
+    let mut buf = vec![0u8; 4096];
+    let len = tokio::time::timeout(Duration::from_secs(10), notify.recv(&mut buf)).await??;
+    let message = String::from_utf8_lossy(&buf[..len]).into_owned();
+    assert!(message.lines().any(|line| line == "READY=1"), "{message:?}");
+    // READY is sent only after the socket exists.
+    assert!(daemon.socket_path().exists());
+
+    daemon.signal(Signal::SIGTERM)?;
+    let len = tokio::time::timeout(Duration::from_secs(10), notify.recv(&mut buf)).await??;
+    let message = String::from_utf8_lossy(&buf[..len]).into_owned();
+    assert!(
+        message.lines().any(|line| line == "STOPPING=1"),
+        "{message:?}"
+    );
+    daemon.wait_exit(Duration::from_secs(15)).await?;
+    Ok(())
+}
+
+#[test]
+fn systemd_units_pass_systemd_analyze_verify() -> anyhow::Result<()> {
+    let units = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/systemd");
+    let dir = tempfile::tempdir()?;
+    for unit in ["tridentd.socket", "tridentd.service"] {
+        let text = std::fs::read_to_string(units.join(unit))?;
+        // verify checks that ExecStart= exists; point it at the built binary.
+        let text = text.replace(
+            "ExecStart=/usr/bin/tridentd",
+            &format!("ExecStart={}", bin_path("tridentd").display()),
+        );
+        std::fs::write(dir.path().join(unit), text)?;
+    }
+    let output = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(dir.path().join("tridentd.socket"))
+        .arg(dir.path().join("tridentd.service"))
+        .env("SYSTEMD_LOG_LEVEL", "notice")
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Only complaints about our own units count (the host's other units
+    // may produce noise in a container).
+    let ours: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("tridentd."))
+        .collect();
+    assert!(
+        output.status.success() && ours.is_empty(),
+        "systemd-analyze verify:\n{stderr}"
+    );
+    Ok(())
+}
