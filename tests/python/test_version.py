@@ -1,0 +1,42 @@
+"""A stock grpcio client (stubs generated from proto/) talks to tridentd over
+its Unix socket: Version and the standard health check."""
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+
+def test_version_answers_crate_version_and_git_commit(stubs, daemon):
+    from trident.v1 import version_pb2, version_pb2_grpc
+
+    with daemon.channel() as channel:
+        client = version_pb2_grpc.VersionServiceStub(channel)
+        response = client.Version(version_pb2.VersionRequest(), timeout=10)
+    assert response.version.count(".") == 2, response
+    assert response.git_commit, response
+
+
+def test_health_check_reports_serving_overall_and_for_version_service(stubs, daemon):
+    with daemon.channel() as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "trident.v1.VersionService"):
+            response = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert response.status == health_pb2.HealthCheckResponse.SERVING, service
+
+
+def test_servicing_state_answers_or_names_what_is_missing(stubs, daemon):
+    """An RPC of the preview surface answers either for real or with
+    UNIMPLEMENTED naming what is missing, never "unknown service"."""
+    from trident.v1preview import status_pb2, status_pb2_grpc
+
+    with daemon.channel() as channel:
+        client = status_pb2_grpc.StatusServiceStub(channel)
+        try:
+            client.GetServicingState(status_pb2.GetServicingStateRequest(), timeout=10)
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.UNIMPLEMENTED, error
+            assert "not built yet" in error.details(), error.details()
+
+
+def test_sigterm_exits_zero_and_removes_socket(daemon):
+    assert daemon.stop() == 0, daemon.stderr()
+    assert not daemon.socket.exists()
