@@ -1,0 +1,181 @@
+//! The one error type of this crate.
+
+use std::io;
+
+use crate::gpt::GptError;
+use crate::metadata::MetadataError;
+
+/// Coarse class of a [`CosiError`], so callers (the daemon) can map errors to
+/// their own categories without matching every variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The image (or the request naming it) is wrong: bad URL, bad hash,
+    /// malformed or corrupt archive, image does not fit the target.
+    InvalidImage,
+    /// Reading the source or writing the target failed (I/O, network).
+    Io,
+}
+
+/// Which size of a region did not match `metadata.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeKind {
+    Compressed,
+    Uncompressed,
+}
+
+impl std::fmt::Display for SizeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SizeKind::Compressed => "compressed",
+            SizeKind::Uncompressed => "uncompressed",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CosiError {
+    #[error("unsupported image URL {url:?}: only file:// and http(s):// are supported")]
+    UnsupportedUrl { url: String },
+    #[error("cannot open {url}: {source}")]
+    Open {
+        url: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot download {url}: {reason}")]
+    Http { url: String, reason: String },
+    #[error("expected image hash {value:?} is neither 96 lowercase hex digits nor \"ignored\"")]
+    InvalidExpectedHash { value: String },
+    #[error("reading {url}: {source}")]
+    Read {
+        url: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{url} is not a COSI file: {reason}")]
+    NotCosi { url: String, reason: String },
+    #[error("{url}: malformed tar archive at byte {offset}: {reason}")]
+    Tar {
+        url: String,
+        offset: u64,
+        reason: String,
+    },
+    #[error(transparent)]
+    Metadata(#[from] MetadataError),
+    #[error("metadata.json has SHA-384 {actual}, expected {expected}")]
+    MetadataHashMismatch { expected: String, actual: String },
+    #[error("{path}: SHA-384 of the compressed image is {actual}, metadata.json says {expected}")]
+    HashMismatch {
+        path: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{path}: archive ends after {actual} of {expected} compressed bytes")]
+    Truncated {
+        path: String,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("{path}: {kind} size is {actual} bytes, metadata.json says {expected}")]
+    SizeMismatch {
+        path: String,
+        kind: SizeKind,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("{path}: cannot decompress ZSTD data: {reason}")]
+    Decompress { path: String, reason: String },
+    #[error("{path}: region image listed in metadata.json is missing from the archive")]
+    MissingRegion { path: String },
+    #[error("{path}: region appears out of order (expected {expected} first)")]
+    RegionOrder { path: String, expected: String },
+    #[error("{path}: {source}")]
+    Gpt {
+        path: String,
+        #[source]
+        source: GptError,
+    },
+    #[error("image needs a disk of {needed} bytes but {target} has only {available} bytes")]
+    TargetTooSmall {
+        target: String,
+        needed: u64,
+        available: u64,
+    },
+    #[error(
+        "{path}: region of {region_size} bytes is larger than partition {number} ({partition_size} bytes)"
+    )]
+    RegionTooLarge {
+        path: String,
+        number: u32,
+        region_size: u64,
+        partition_size: u64,
+    },
+    #[error("{path}: partition {number} is not in the primary GPT")]
+    PartitionNotInGpt { path: String, number: u32 },
+    #[error("{target}: {action}: {source}")]
+    Target {
+        target: String,
+        action: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl CosiError {
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            CosiError::Open { .. }
+            | CosiError::Http { .. }
+            | CosiError::Read { .. }
+            | CosiError::Target { .. } => ErrorClass::Io,
+            _ => ErrorClass::InvalidImage,
+        }
+    }
+
+    /// Short kebab-case name of the variant, usable as an error subkind.
+    pub fn subkind(&self) -> &'static str {
+        match self {
+            CosiError::UnsupportedUrl { .. } => "unsupported-image-url",
+            CosiError::Open { .. } => "open-image",
+            CosiError::Http { .. } => "download-image",
+            CosiError::InvalidExpectedHash { .. } => "invalid-image-hash",
+            CosiError::Read { .. } => "read-image",
+            CosiError::NotCosi { .. } => "not-cosi",
+            CosiError::Tar { .. } => "malformed-archive",
+            CosiError::Metadata(_) => "invalid-metadata",
+            CosiError::MetadataHashMismatch { .. } => "metadata-hash-mismatch",
+            CosiError::HashMismatch { .. } => "image-hash-mismatch",
+            CosiError::Truncated { .. } => "image-truncated",
+            CosiError::SizeMismatch { .. } => "image-size-mismatch",
+            CosiError::Decompress { .. } => "image-decompress",
+            CosiError::MissingRegion { .. } => "image-missing-region",
+            CosiError::RegionOrder { .. } => "image-region-order",
+            CosiError::Gpt { .. } => "invalid-gpt",
+            CosiError::TargetTooSmall { .. } => "target-too-small",
+            CosiError::RegionTooLarge { .. } => "region-larger-than-partition",
+            CosiError::PartitionNotInGpt { .. } => "partition-not-in-gpt",
+            CosiError::Target { .. } => "write-target",
+        }
+    }
+
+    /// Recovers a `CosiError` that travelled through `std::io::Read` (see
+    /// [`crate::RegionReader`]'s `Read` impl); other I/O errors become `Read`.
+    pub fn from_io(url: &str, err: io::Error) -> CosiError {
+        if err.get_ref().is_some_and(|e| e.is::<CosiError>()) {
+            if let Some(inner) = err.into_inner()
+                && let Ok(cosi) = inner.downcast::<CosiError>()
+            {
+                return *cosi;
+            }
+            // Unreachable in practice: `is` said it was a CosiError.
+            return CosiError::Read {
+                url: url.to_owned(),
+                source: io::Error::other("lost wrapped error"),
+            };
+        }
+        CosiError::Read {
+            url: url.to_owned(),
+            source: err,
+        }
+    }
+}

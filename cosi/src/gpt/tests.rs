@@ -1,0 +1,105 @@
+use uuid::Uuid;
+
+use super::*;
+use crate::metadata::{PART_TYPE_ESP, PART_TYPE_LINUX_DATA};
+
+fn specs() -> Vec<PartitionSpec> {
+    vec![
+        PartitionSpec {
+            type_guid: Uuid::parse_str(PART_TYPE_ESP).unwrap(),
+            unique_guid: Uuid::from_u128(1),
+            name: "esp".into(),
+            size: Some(8 << 20),
+            attributes: 0,
+        },
+        PartitionSpec {
+            type_guid: Uuid::parse_str(PART_TYPE_LINUX_DATA).unwrap(),
+            unique_guid: Uuid::from_u128(2),
+            name: "root-a".into(),
+            size: None,
+            attributes: 0,
+        },
+    ]
+}
+
+fn disk_with(gpt: &Gpt, size: u64) -> Vec<u8> {
+    let mut disk = vec![0u8; size as usize];
+    let primary = gpt.primary_bytes();
+    disk[..primary.len()].copy_from_slice(&primary);
+    let (off, backup) = gpt.backup_bytes();
+    disk[off as usize..off as usize + backup.len()].copy_from_slice(&backup);
+    disk
+}
+
+#[test]
+fn built_gpt_round_trips_through_parse_for_both_lba_sizes() {
+    for lba in [512u64, 4096] {
+        let size = 64 << 20;
+        let gpt = Gpt::build(size, lba, Uuid::from_u128(9), &specs()).unwrap();
+        let parsed = Gpt::parse_primary(&gpt.primary_bytes(), lba).unwrap();
+        assert_eq!(parsed, gpt);
+        let esp = parsed.partition(1).unwrap();
+        assert_eq!(esp.start_offset(lba), 1 << 20);
+        assert_eq!(esp.size_bytes(lba), 8 << 20);
+        assert_eq!(esp.name, "esp");
+        let root = parsed.partition(2).unwrap();
+        assert_eq!(root.start_offset(lba), 9 << 20);
+        assert_eq!(root.last_lba, parsed.last_usable_lba);
+        let disk = disk_with(&gpt, size);
+        gpt.check_backup(&disk).unwrap();
+    }
+}
+
+#[test]
+fn primary_region_is_34_lbas_for_512_byte_sectors() {
+    let gpt = Gpt::build(64 << 20, 512, Uuid::nil(), &specs()).unwrap();
+    assert_eq!(gpt.primary_bytes().len(), 34 * 512);
+}
+
+#[test]
+fn corrupt_header_or_entries_fail_crc_checks() {
+    let gpt = Gpt::build(64 << 20, 512, Uuid::nil(), &specs()).unwrap();
+    let mut bytes = gpt.primary_bytes();
+    bytes[512 + 40] ^= 1;
+    assert!(matches!(
+        Gpt::parse_primary(&bytes, 512),
+        Err(GptError::HeaderCrc { .. })
+    ));
+    let mut bytes = gpt.primary_bytes();
+    bytes[1024 + 100] ^= 1;
+    assert!(matches!(
+        Gpt::parse_primary(&bytes, 512),
+        Err(GptError::EntriesCrc { .. })
+    ));
+    let mut bytes = gpt.primary_bytes();
+    bytes[510] = 0;
+    assert!(matches!(
+        Gpt::parse_primary(&bytes, 512),
+        Err(GptError::Mbr(_))
+    ));
+}
+
+#[test]
+fn relocating_to_a_larger_disk_moves_backup_and_keeps_partitions() {
+    let gpt = Gpt::build(32 << 20, 512, Uuid::nil(), &specs()).unwrap();
+    let bigger = gpt.for_disk_size(48 << 20).unwrap();
+    assert_eq!(bigger.partitions(), gpt.partitions());
+    assert_eq!(bigger.alternate_lba, (48 << 20) / 512 - 1);
+    let disk = disk_with(&bigger, 48 << 20);
+    bigger.check_backup(&disk).unwrap();
+    Gpt::parse_primary(&disk, 512).unwrap();
+    assert!(matches!(
+        gpt.for_disk_size(16 << 20),
+        Err(GptError::DiskTooSmall { .. })
+    ));
+}
+
+#[test]
+fn partitions_that_do_not_fit_are_rejected() {
+    let mut s = specs();
+    s[0].size = Some(1 << 30);
+    assert!(matches!(
+        Gpt::build(64 << 20, 512, Uuid::nil(), &s),
+        Err(GptError::DiskTooSmall { .. })
+    ));
+}

@@ -1,0 +1,310 @@
+//! Streaming, hash-verifying COSI reader.
+//!
+//! The archive is read strictly front to back, so it works on an HTTP body
+//! as well as on a file, and never holds more than one buffer of a region in
+//! memory. `metadata.json` is checked against the caller's expected hash
+//! before any region is handed out; each region is checked against the
+//! SHA-384 and sizes in the metadata as it is read (see [`RegionReader`]).
+
+mod region;
+mod transport;
+
+use std::io::Read;
+
+use sha2::{Digest, Sha384};
+
+use crate::error::CosiError;
+use crate::hash::ExpectedHash;
+use crate::metadata::{Disk, Metadata, RegionType};
+use crate::tar::{EntryKind, TarError, TarReader};
+
+pub use region::{RegionInfo, RegionKind, RegionReader};
+
+/// Name of the first entry of every COSI file.
+pub const MARKER_ENTRY: &str = "cosi-marker";
+/// Name of the second entry.
+pub const METADATA_ENTRY: &str = "metadata.json";
+/// `metadata.json` larger than this is rejected rather than buffered.
+const MAX_METADATA_BYTES: u64 = 16 << 20;
+/// Default zstd decoder window limit when metadata omits `compression`.
+const DEFAULT_MAX_WINDOW_LOG: u32 = 27;
+
+/// An opened COSI file whose metadata passed hash and validation checks.
+pub struct CosiSource {
+    url: String,
+    tar: TarReader<Box<dyn Read + Send>>,
+    metadata: Metadata,
+    metadata_sha384: String,
+    disk: Disk,
+    /// Length of the whole stream, when the transport knows it.
+    len: Option<u64>,
+    /// Index into `disk.gptRegions` of the next region expected in the tar.
+    next_index: usize,
+    /// The region being read, if any (kept here so a region the caller did
+    /// not read to the end is still verified before moving on).
+    current: Option<region::State>,
+}
+
+impl std::fmt::Debug for CosiSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CosiSource")
+            .field("url", &self.url)
+            .field("metadata_sha384", &self.metadata_sha384)
+            .field("next_index", &self.next_index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CosiSource {
+    /// Opens `url` (`file:///path`, an absolute path, or `http(s)://...`),
+    /// checks the marker, reads and verifies `metadata.json`.
+    pub fn open(url: &str, expected: &ExpectedHash) -> Result<Self, CosiError> {
+        let opened = transport::open(url)?;
+        Self::from_reader(url, opened.reader, opened.len, expected)
+    }
+
+    /// Like [`CosiSource::open`] over an already open stream; `name` is
+    /// used in error messages.
+    pub fn from_reader(
+        name: &str,
+        reader: Box<dyn Read + Send>,
+        len: Option<u64>,
+        expected: &ExpectedHash,
+    ) -> Result<Self, CosiError> {
+        let mut tar = TarReader::new(reader);
+        let marker = next_entry(name, &mut tar)?.ok_or_else(|| CosiError::NotCosi {
+            url: name.to_owned(),
+            reason: "the archive is empty".to_owned(),
+        })?;
+        if marker.path != MARKER_ENTRY {
+            return Err(CosiError::NotCosi {
+                url: name.to_owned(),
+                reason: format!(
+                    "first entry is {:?}, expected {MARKER_ENTRY:?}",
+                    marker.path
+                ),
+            });
+        }
+        let meta = next_entry(name, &mut tar)?.ok_or_else(|| CosiError::NotCosi {
+            url: name.to_owned(),
+            reason: format!("the archive ends before {METADATA_ENTRY}"),
+        })?;
+        if meta.path != METADATA_ENTRY || meta.kind != EntryKind::File {
+            return Err(CosiError::NotCosi {
+                url: name.to_owned(),
+                reason: format!(
+                    "second entry is {:?}, expected {METADATA_ENTRY:?}",
+                    meta.path
+                ),
+            });
+        }
+        if meta.size > MAX_METADATA_BYTES {
+            return Err(CosiError::NotCosi {
+                url: name.to_owned(),
+                reason: format!(
+                    "{METADATA_ENTRY} is {} bytes, limit {MAX_METADATA_BYTES}",
+                    meta.size
+                ),
+            });
+        }
+        let mut json = vec![0u8; meta.size as usize];
+        read_entry_exact(name, &mut tar, &mut json)?;
+        let actual = hex::encode(Sha384::digest(&json));
+        if let ExpectedHash::Sha384(want) = expected
+            && *want != actual
+        {
+            return Err(CosiError::MetadataHashMismatch {
+                expected: want.clone(),
+                actual,
+            });
+        }
+        let metadata = Metadata::from_json(&json)?;
+        metadata.validate()?;
+        let disk = metadata.disk.clone().ok_or_else(|| {
+            CosiError::Metadata(crate::metadata::MetadataError::Invalid {
+                location: "disk".to_owned(),
+                reason: "is required since COSI 1.2".to_owned(),
+            })
+        })?;
+        Ok(CosiSource {
+            url: name.to_owned(),
+            tar,
+            metadata,
+            metadata_sha384: actual,
+            disk,
+            len,
+            next_index: 0,
+            current: None,
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// Lowercase hex SHA-384 of `metadata.json`.
+    pub fn metadata_sha384(&self) -> &str {
+        &self.metadata_sha384
+    }
+
+    /// The metadata hash in the `Completed.image_hash` form `sha384:<hex>`.
+    pub fn image_hash(&self) -> String {
+        format!("sha384:{}", self.metadata_sha384)
+    }
+
+    /// Length of the COSI file, when the transport reported it.
+    pub fn stream_len(&self) -> Option<u64> {
+        self.len
+    }
+
+    /// The disk layout (validation guarantees it is present).
+    pub fn disk(&self) -> &Disk {
+        &self.disk
+    }
+
+    /// Sum of the uncompressed sizes of all regions.
+    pub fn total_uncompressed(&self) -> u64 {
+        self.disk()
+            .gpt_regions
+            .iter()
+            .map(|r| r.image.uncompressed_size)
+            .sum()
+    }
+
+    fn max_window_log(&self) -> u32 {
+        self.metadata
+            .compression
+            .map_or(DEFAULT_MAX_WINDOW_LOG, |c| c.max_window_log)
+    }
+
+    /// Advances to the next region image in the archive (in `gptRegions`
+    /// order), skipping unknown entries. A region the caller did not read to
+    /// its end is hash-checked (without decompressing) first. Returns
+    /// `Ok(None)` once every region was read; errors if the archive ends
+    /// before that.
+    pub fn next_region(&mut self) -> Result<Option<RegionReader<'_>>, CosiError> {
+        if let Some(mut state) = self.current.take() {
+            state.skip_rest(&self.url, &mut self.tar)?;
+        }
+        let Some(expected) = self.disk.gpt_regions.get(self.next_index).cloned() else {
+            return Ok(None);
+        };
+        loop {
+            let Some(entry) = next_entry(&self.url, &mut self.tar)? else {
+                return Err(CosiError::MissingRegion {
+                    path: expected.image.path,
+                });
+            };
+            if entry.path == expected.image.path {
+                if entry.size != expected.image.compressed_size {
+                    return Err(CosiError::SizeMismatch {
+                        path: entry.path,
+                        kind: crate::error::SizeKind::Compressed,
+                        expected: expected.image.compressed_size,
+                        actual: entry.size,
+                    });
+                }
+                break;
+            }
+            let later = self.disk.gpt_regions[self.next_index..]
+                .iter()
+                .any(|r| r.image.path == entry.path);
+            if later {
+                return Err(CosiError::RegionOrder {
+                    path: entry.path,
+                    expected: expected.image.path,
+                });
+            }
+            // Unknown entries are ignored, as the spec requires.
+        }
+        let index = self.next_index;
+        self.next_index += 1;
+        let kind = match (expected.region_type, expected.number) {
+            (RegionType::PrimaryGpt, _) => RegionKind::PrimaryGpt,
+            (RegionType::Partition, n) => RegionKind::Partition {
+                number: n.unwrap_or(0),
+            },
+        };
+        let filesystem = self.metadata.filesystem_for_path(&expected.image.path);
+        let info = RegionInfo {
+            index,
+            kind,
+            mount_point: filesystem.map(|f| f.mount_point.clone()),
+            part_type: filesystem.map(|f| f.part_type.clone()),
+            fs_type: filesystem.map(|f| f.fs_type.clone()),
+            image: expected.image,
+        };
+        let state = region::State::new(info, self.max_window_log())?;
+        self.current = Some(state);
+        Ok(self
+            .current
+            .as_mut()
+            .map(|state| RegionReader::new(&self.url, &mut self.tar, state)))
+    }
+
+    /// Reads (and hash-checks) every remaining region without writing it
+    /// anywhere; errors like [`CosiSource::next_region`] does.
+    pub fn verify_remaining(&mut self) -> Result<(), CosiError> {
+        while self.next_region()?.is_some() {}
+        Ok(())
+    }
+}
+
+fn tar_error(url: &str, at: u64, err: TarError) -> CosiError {
+    match err {
+        TarError::Malformed { offset, reason } => CosiError::Tar {
+            url: url.to_owned(),
+            offset,
+            reason,
+        },
+        TarError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => CosiError::Tar {
+            url: url.to_owned(),
+            offset: at,
+            reason: "archive ends inside an entry".to_owned(),
+        },
+        TarError::Io(source) => CosiError::Read {
+            url: url.to_owned(),
+            source,
+        },
+    }
+}
+
+fn next_entry(
+    url: &str,
+    tar: &mut TarReader<Box<dyn Read + Send>>,
+) -> Result<Option<crate::tar::EntryHeader>, CosiError> {
+    tar.next_entry()
+        .map_err(|e| tar_error(url, tar.offset(), e))
+}
+
+fn read_entry_exact(
+    url: &str,
+    tar: &mut TarReader<Box<dyn Read + Send>>,
+    buf: &mut [u8],
+) -> Result<(), CosiError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match tar.read_data(&mut buf[filled..]) {
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(CosiError::Truncated {
+                    path: METADATA_ENTRY.to_owned(),
+                    expected: buf.len() as u64,
+                    actual: filled as u64,
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(CosiError::Read {
+                    url: url.to_owned(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
