@@ -89,7 +89,7 @@ impl WatchFilter {
             return false;
         }
         if let Some(op) = &self.operation
-            && crate::journal::operation_of_record(record) != &**op
+            && crate::record::operation_of(record) != &**op
         {
             return false;
         }

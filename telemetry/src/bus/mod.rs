@@ -133,7 +133,12 @@ impl Bus {
             journal_dir: None,
             ..config
         };
-        Bus::assemble(Arc::from(uuid::Uuid::new_v4().to_string()), config, None, None)
+        Bus::assemble(
+            Arc::from(uuid::Uuid::new_v4().to_string()),
+            config,
+            None,
+            None,
+        )
     }
 
     fn assemble(

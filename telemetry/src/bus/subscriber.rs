@@ -109,6 +109,7 @@ impl Subscriber {
                             after: after.sequence,
                             before: None,
                             operation_id: filter.operation().map(str::to_owned),
+                            exclude_run: None,
                         }),
                         flush: false,
                         previous_run: true,
@@ -135,18 +136,21 @@ impl Subscriber {
             match state.operations.first_seq(op) {
                 Some(first) => first,
                 None => {
-                    // An operation of an earlier run: its records are on disk.
+                    // Not started in this run: an operation of an earlier
+                    // run (its records are on disk), or records that carry
+                    // the id without a lifecycle (scan what the ring holds).
                     if journal_dir.is_some() {
                         preludes.push_back(Prelude::Replay {
                             request: Box::new(ReplayRequest {
                                 operation_id: Some(op.to_owned()),
+                                exclude_run: Some(bus.run_id().to_owned()),
                                 ..ReplayRequest::default()
                             }),
                             flush: false,
                             previous_run: false,
                         });
                     }
-                    head + 1
+                    oldest
                 }
             }
         } else if options.snapshot {
@@ -167,6 +171,7 @@ impl Subscriber {
                     after: start - 1,
                     before: Some(oldest),
                     operation_id: Some(op.to_owned()),
+                    exclude_run: None,
                 }),
                 flush: true,
                 previous_run: false,

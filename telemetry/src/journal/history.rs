@@ -122,18 +122,8 @@ pub(crate) struct ReplayRequest {
     pub before: Option<u64>,
     /// Only records of this operation.
     pub operation_id: Option<String>,
-}
-
-/// The operation a record belongs to ("" when none).
-pub(crate) fn operation_of(record: &Record) -> &str {
-    match &record.record {
-        Some(record::Record::Log(r)) => &r.operation_id,
-        Some(record::Record::Span(r)) => &r.operation_id,
-        Some(record::Record::Progress(r)) => &r.operation_id,
-        Some(record::Record::Error(r)) => &r.operation_id,
-        Some(record::Record::Operation(r)) => &r.operation_id,
-        None => "",
-    }
+    /// No records of this run.
+    pub exclude_run: Option<String>,
 }
 
 /// Reads the journaled records matching a request, in journal order.
@@ -150,13 +140,14 @@ pub(crate) fn replay(dir: &Path, request: &ReplayRequest) -> Vec<Record> {
             let Some(cursor) = &record.cursor else {
                 return;
             };
-            let in_run = request.run_id.as_deref().is_none_or(|r| r == cursor.run_id);
+            let in_run = request.run_id.as_deref().is_none_or(|r| r == cursor.run_id)
+                && request.exclude_run.as_deref() != Some(cursor.run_id.as_str());
             let in_range = cursor.sequence > request.after
                 && request.before.is_none_or(|b| cursor.sequence < b);
             let in_operation = request
                 .operation_id
                 .as_deref()
-                .is_none_or(|o| o == operation_of(&record));
+                .is_none_or(|o| o == crate::record::operation_of(&record));
             if in_run && in_range && in_operation {
                 found.push(record);
             }

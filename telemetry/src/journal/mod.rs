@@ -15,7 +15,7 @@ mod segments;
 mod writer;
 
 pub use history::JournalHistory;
-pub(crate) use history::{ReplayRequest, operation_of as operation_of_record, replay};
+pub(crate) use history::{ReplayRequest, replay};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -56,3 +56,16 @@ pub fn kind_of(record: &Record) -> RecordKind {
         None => RecordKind::Unspecified,
     }
 }
+
+/// The servicing operation a record belongs to ("" when none).
+pub fn operation_of(record: &Record) -> &str {
+    use trident_proto::v1::record::Record as R;
+    match &record.record {
+        Some(R::Log(r)) => &r.operation_id,
+        Some(R::Span(r)) => &r.operation_id,
+        Some(R::Progress(r)) => &r.operation_id,
+        Some(R::Error(r)) => &r.operation_id,
+        Some(R::Operation(r)) => &r.operation_id,
+        None => "",
+    }
+}
