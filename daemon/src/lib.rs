@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod server;
+pub mod servicing;
 
 pub use server::idle::{Activity, ActivityGuard};
 pub use server::shutdown::ShutdownHooks;

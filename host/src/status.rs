@@ -162,6 +162,38 @@ pub struct HostStatus {
     /// active volume; addition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_hash: Option<String>,
+    /// Hash of the image staged on the inactive volume (A/B update) or on
+    /// volume A (install), until commit makes it `imageHash`; addition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staged_image_hash: Option<String>,
+    /// Where each partition lives (device, GPT entry number, byte range);
+    /// addition, the machine-readable form of `partitionPaths`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub layout: BTreeMap<String, PartitionLayout>,
+}
+
+/// One partition created by install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PartitionLayout {
+    /// Id of the disk in the Host Configuration.
+    pub disk_id: String,
+    /// Block device or disk-image file.
+    pub device: String,
+    /// 1-based GPT entry number.
+    pub number: u32,
+    /// Byte offset of the partition on the device.
+    pub offset: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+impl PartitionLayout {
+    /// The `partitionPaths` form: `<device>@<offset>+<size>` (a byte range
+    /// of the device; disk-image files have no per-partition nodes).
+    pub fn path(&self) -> String {
+        format!("{}@{}+{}", self.device, self.offset, self.size)
+    }
 }
 
 impl HostStatus {

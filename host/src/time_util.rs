@@ -27,3 +27,12 @@ pub fn proto_to_rfc3339(ts: &prost_types::Timestamp) -> String {
         .map(to_rfc3339)
         .unwrap_or_default()
 }
+
+/// Now, as a protobuf Timestamp.
+pub fn now_proto() -> prost_types::Timestamp {
+    let now = OffsetDateTime::now_utc();
+    prost_types::Timestamp {
+        seconds: now.unix_timestamp(),
+        nanos: i32::try_from(now.nanosecond()).unwrap_or(0),
+    }
+}

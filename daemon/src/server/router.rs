@@ -61,22 +61,19 @@ fn add_services(registry: &mut ServiceRegistry, ctx: &ServerContext) {
         .register("telemetry-journal", move || async move { flushed.flush() });
     registry.add(bus.service());
 
-    // --- Servicing (engine helper): replace each `Pending` with the engine's handlers.
+    // --- Servicing (engine helper). StreamDisk: build it on `servicing.engine()`.
+    let servicing = crate::servicing::api(ctx);
     registry.add(v1::streaming_service_server::StreamingServiceServer::new(
         Pending,
     ));
-    registry.add(v1::update_service_server::UpdateServiceServer::new(Pending));
-    registry.add(v1::commit_service_server::CommitServiceServer::new(Pending));
-    registry.add(v1preview::install_service_server::InstallServiceServer::new(Pending));
-    registry.add(v1preview::commit_service_server::CommitServiceServer::new(
-        Pending,
-    ));
-    registry.add(v1preview::rebuild_raid_service_server::RebuildRaidServiceServer::new(Pending));
-    registry.add(v1preview::rollback_service_server::RollbackServiceServer::new(Pending));
-    registry.add(v1preview::status_service_server::StatusServiceServer::new(
-        Pending,
-    ));
-    registry.add(v1preview::validation_service_server::ValidationServiceServer::new(Pending));
+    registry.add(v1::update_service_server::UpdateServiceServer::new(servicing.clone()));
+    registry.add(v1::commit_service_server::CommitServiceServer::new(servicing.clone()));
+    registry.add(v1preview::install_service_server::InstallServiceServer::new(servicing.clone()));
+    registry.add(v1preview::commit_service_server::CommitServiceServer::new(servicing.clone()));
+    registry.add(v1preview::rebuild_raid_service_server::RebuildRaidServiceServer::new(servicing.clone()));
+    registry.add(v1preview::rollback_service_server::RollbackServiceServer::new(servicing.clone()));
+    registry.add(v1preview::status_service_server::StatusServiceServer::new(servicing.clone()));
+    registry.add(v1preview::validation_service_server::ValidationServiceServer::new(servicing));
 }
 
 /// Builds the routes: Trident services, health (SERVING for "" and each

@@ -1,0 +1,212 @@
+//! Commit after the reboot: which volume booted (boot record), health
+//! checks, then provisioned — or ab-update-health-check-failed with the
+//! next boot pointed back at the old volume.
+
+use trident_host::status::{AbVolume, HostStatus, ServicingState};
+use trident_host::{ContextExt, Subkind, TridentError};
+use trident_proto::v1::{RebootHandling, ServicingKind};
+use trident_telemetry::progress::{Phase, Unit};
+
+use super::next_status;
+use crate::servicing::runner::{RebootRequest, StepContext, StepError, StepOutcome, StepResult};
+use crate::servicing::scripts::{ScriptEnv, ServicingType, run_health_checks};
+
+/// What a commit in the current state expects.
+struct Expectation {
+    volume: AbVolume,
+    servicing_type: ServicingType,
+    kind: ServicingKind,
+}
+
+fn expectation(status: &HostStatus) -> Result<Option<Expectation>, TridentError> {
+    let active = status.ab_active_volume;
+    let exp = |volume, servicing_type, kind| {
+        Ok(Some(Expectation {
+            volume,
+            servicing_type,
+            kind,
+        }))
+    };
+    match (status.servicing_state, active) {
+        (ServicingState::CleanInstallFinalized, _) => exp(
+            AbVolume::VolumeA,
+            ServicingType::CleanInstall,
+            ServicingKind::CleanInstall,
+        ),
+        (ServicingState::AbUpdateFinalized, Some(a)) => {
+            exp(a.other(), ServicingType::AbUpdate, ServicingKind::AbUpdate)
+        }
+        (ServicingState::ManualRollbackAbFinalized, Some(a)) => exp(
+            a.other(),
+            ServicingType::AbUpdate,
+            ServicingKind::ManualRollbackAb,
+        ),
+        (ServicingState::Provisioned | ServicingState::AbUpdateHealthCheckFailed, _) => Ok(None),
+        (state, _) => Err(TridentError::new(
+            Subkind::InvalidServicingState,
+            format!("Nothing to commit: the host is '{state}' (finalize first)"),
+        )),
+    }
+}
+
+/// Volume the host runs on now (a pending simulated reboot happens first).
+fn booted(ctx: &StepContext) -> Result<Option<AbVolume>, TridentError> {
+    ctx.engine.boot.complete_pending_reboot()
+}
+
+/// Commit.
+pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
+    let current = ctx.engine.host_status()?;
+    let booted = booted(&ctx)?;
+    let Some(exp) = expectation(&current)? else {
+        if current.servicing_state == ServicingState::AbUpdateHealthCheckFailed
+            && booted == current.ab_active_volume
+        {
+            // Back on the old volume after a failed update: provisioned again.
+            let mut status = next_status(&current);
+            status.servicing_state = ServicingState::Provisioned;
+            status.staged_image_hash = None;
+            return Ok(StepOutcome {
+                status: Some(status),
+                servicing_kind: Some(ServicingKind::AbUpdate),
+                ..StepOutcome::default()
+            });
+        }
+        tracing::info!(state = %current.servicing_state, "nothing to commit");
+        return Ok(StepOutcome {
+            servicing_kind: Some(ServicingKind::NoneRequired),
+            ..StepOutcome::default()
+        });
+    };
+    let check = Phase::start(
+        "check-root",
+        "Check the booted volume",
+        Unit::Items,
+        Some(1),
+    );
+    if booted != Some(exp.volume) {
+        let error = TridentError::new(
+            Subkind::BootedWrongVolume,
+            format!(
+                "Expected to boot {} but the boot record says {}",
+                exp.volume,
+                booted.map_or("nothing booted".to_owned(), |v| v.to_string())
+            ),
+        );
+        return Err(roll_back(&ctx, &current, error, handling));
+    }
+    check.set(1);
+    check.done();
+
+    let spec = current.spec.clone().unwrap_or_default();
+    let env = ScriptEnv {
+        servicing_type: exp.servicing_type,
+        operation_id: ctx.operation_id.clone(),
+        target_disks: spec
+            .storage
+            .disks
+            .iter()
+            .map(|d| d.device.clone())
+            .collect(),
+        target_volume: Some(exp.volume.to_string()),
+    };
+    let selected = spec
+        .health
+        .checks
+        .iter()
+        .filter(|c| exp.servicing_type.selected_by(&c.run_on))
+        .count() as u64;
+    let health = Phase::start(
+        "health-checks",
+        "Run health checks",
+        Unit::Items,
+        Some(selected),
+    );
+    if let Err(error) = run_health_checks(&spec.health.checks, &env)
+        .await
+        .context("Health checks after the reboot failed")
+    {
+        return Err(roll_back(&ctx, &current, error, handling));
+    }
+    health.set(selected);
+    health.done();
+
+    let mut status = next_status(&current);
+    status.servicing_state = ServicingState::Provisioned;
+    status.ab_active_volume = Some(exp.volume);
+    if exp.kind == ServicingKind::ManualRollbackAb {
+        // The rolled-back-to configuration is current; the other one is the
+        // new rollback target.
+        std::mem::swap(&mut status.spec, &mut status.spec_old);
+    }
+    if let Some(hash) = status.staged_image_hash.take() {
+        status.image_hash = Some(hash);
+    }
+    tracing::info!(active = %exp.volume, "servicing committed: host provisioned");
+    Ok(StepOutcome {
+        status: Some(status),
+        reboot: None,
+        image_hash: current.staged_image_hash.clone(),
+        servicing_kind: Some(exp.kind),
+    })
+}
+
+/// A failed commit: install stays finalized (error recorded); an A/B
+/// update or rollback becomes ab-update-health-check-failed, with the
+/// previous configuration restored and the next boot pointed back at the
+/// volume that was active, and a reboot requested to get there.
+fn roll_back(
+    ctx: &StepContext,
+    current: &HostStatus,
+    error: TridentError,
+    handling: RebootHandling,
+) -> StepError {
+    let Some(old) = current.ab_active_volume else {
+        return StepError::from(error);
+    };
+    if let Err(e) = ctx.engine.boot.point_next_boot(old, &ctx.operation_id) {
+        return StepError::from(e.context("Pointing the next boot back at the old volume"));
+    }
+    let mut status = next_status(current);
+    status.servicing_state = ServicingState::AbUpdateHealthCheckFailed;
+    if current.servicing_state == ServicingState::AbUpdateFinalized {
+        status.spec = current.spec_old.clone();
+        status.spec_old = None;
+    }
+    status.staged_image_hash = None;
+    tracing::warn!(back_to = %old, "commit failed: next boot points back at the old volume");
+    StepError {
+        error,
+        status: Some(status),
+        reboot: Some(RebootRequest {
+            reason: format!("commit failed: boot back into {old}"),
+            handling,
+        }),
+    }
+}
+
+/// CheckRoot: is the host running on the volume the servicing expects?
+pub async fn check_root_step(ctx: StepContext) -> StepResult {
+    let current = ctx.engine.host_status()?;
+    let booted = booted(&ctx)?;
+    let expected = match expectation(&current)? {
+        Some(exp) => Some(exp.volume),
+        None => current.ab_active_volume,
+    };
+    if expected.is_some() && booted != expected {
+        return Err(TridentError::new(
+            Subkind::BootedWrongVolume,
+            format!(
+                "Expected root on {} but the boot record says {}",
+                expected.map_or("-".to_owned(), |v| v.to_string()),
+                booted.map_or("nothing booted".to_owned(), |v| v.to_string())
+            ),
+        )
+        .into());
+    }
+    tracing::info!(booted = ?booted, "root volume as expected");
+    Ok(StepOutcome {
+        servicing_kind: Some(ServicingKind::NoneRequired),
+        ..StepOutcome::default()
+    })
+}

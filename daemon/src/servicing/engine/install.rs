@@ -1,0 +1,150 @@
+//! Clean install: stage (GPT + images into A volumes) and finalize (next
+//! boot = volume A, reboot).
+
+use std::path::PathBuf;
+
+use trident_host::status::{AbVolume, HostStatus, ServicingState};
+use trident_host::{Subkind, TridentError};
+use trident_proto::v1::{RebootHandling, ServicingKind};
+use trident_telemetry::progress::{Phase, Unit};
+
+use super::layout::{self, Targets};
+use super::{blocking, next_status, script_phase, validate_phase, write};
+use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use crate::servicing::scripts::{ScriptEnv, ServicingType};
+
+/// States from which a clean install may (re)start.
+fn may_install(state: ServicingState) -> bool {
+    matches!(
+        state,
+        ServicingState::NotProvisioned
+            | ServicingState::CleanInstallStaged
+            | ServicingState::CleanInstallFinalized
+    )
+}
+
+/// Stages a clean install; returns the staged Host Status and image hash.
+async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), TridentError> {
+    let hc = validate_phase(yaml)?;
+    let current = ctx.engine.host_status()?;
+    if !may_install(current.servicing_state) {
+        return Err(TridentError::new(
+            Subkind::InvalidServicingState,
+            format!(
+                "A clean install needs a host that is not provisioned; this host is '{}' (use an A/B update)",
+                current.servicing_state
+            ),
+        ));
+    }
+    if let Some(path) = hc.datastore_path() {
+        ctx.engine
+            .switch_datastore(&PathBuf::from(path), &ctx.ids())?;
+    }
+    let env = ScriptEnv {
+        servicing_type: ServicingType::CleanInstall,
+        operation_id: ctx.operation_id.clone(),
+        target_disks: hc.storage.disks.iter().map(|d| d.device.clone()).collect(),
+        target_volume: Some(AbVolume::VolumeA.to_string()),
+    };
+    script_phase("preServicing", &hc.scripts.pre_servicing, &env).await?;
+
+    let partition = Phase::start(
+        "partition",
+        "Create partition tables",
+        Unit::Items,
+        Some(hc.storage.disks.len() as u64),
+    );
+    let hc_for_layout = hc.clone();
+    let layout = blocking(move || layout::create_partition_tables(&hc_for_layout)).await?;
+    partition.set(hc.storage.disks.len() as u64);
+    partition.done();
+
+    let targets = layout::write_targets(&hc, &layout, Targets::Install)?;
+    let image = hc
+        .image
+        .clone()
+        .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
+    let image_hash =
+        blocking(move || write::write_image(&image.url, &image.sha384, &targets)).await?;
+
+    script_phase("postProvision", &hc.scripts.post_provision, &env).await?;
+    script_phase("postConfigure", &hc.scripts.post_configure, &env).await?;
+
+    let mut status = next_status(&current);
+    status.partition_paths = layout
+        .iter()
+        .map(|(id, l)| (id.clone(), l.path()))
+        .collect();
+    status.layout = layout;
+    status.spec = Some(hc);
+    status.spec_old = None;
+    status.servicing_state = ServicingState::CleanInstallStaged;
+    status.ab_active_volume = None;
+    status.image_hash = None;
+    status.staged_image_hash = Some(image_hash.clone());
+    status.install_index = current.install_index + 1;
+    Ok((status, image_hash))
+}
+
+/// Finalizes a staged install: next boot = volume A.
+fn finalize(
+    ctx: &StepContext,
+    current: &HostStatus,
+    handling: RebootHandling,
+) -> Result<StepOutcome, TridentError> {
+    if current.servicing_state != ServicingState::CleanInstallStaged {
+        return Err(TridentError::new(
+            Subkind::InvalidServicingState,
+            format!(
+                "InstallFinalize needs a staged install; the host is '{}'",
+                current.servicing_state
+            ),
+        ));
+    }
+    let phase = Phase::start(
+        "finalize",
+        "Set next boot to volume A",
+        Unit::Items,
+        Some(1),
+    );
+    ctx.engine
+        .boot
+        .set_next_boot(AbVolume::VolumeA, &ctx.operation_id)?;
+    phase.set(1);
+    phase.done();
+    let mut status = next_status(current);
+    status.servicing_state = ServicingState::CleanInstallFinalized;
+    Ok(StepOutcome {
+        status: Some(status),
+        reboot: Some(RebootRequest {
+            reason: "clean install finalized: boot volume A".to_owned(),
+            handling,
+        }),
+        image_hash: current.staged_image_hash.clone(),
+        servicing_kind: Some(ServicingKind::CleanInstall),
+    })
+}
+
+/// InstallStage.
+pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
+    let (status, image_hash) = stage(&ctx, &yaml).await?;
+    Ok(StepOutcome {
+        status: Some(status),
+        reboot: None,
+        image_hash: Some(image_hash),
+        servicing_kind: Some(ServicingKind::CleanInstall),
+    })
+}
+
+/// InstallFinalize.
+pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
+    let current = ctx.engine.host_status()?;
+    Ok(finalize(&ctx, &current, handling)?)
+}
+
+/// Install: stage, commit the staged state, finalize.
+pub async fn install_step(ctx: StepContext, yaml: String, handling: RebootHandling) -> StepResult {
+    let (staged, _) = stage(&ctx, &yaml).await?;
+    ctx.commit_status(&staged).await?;
+    Ok(finalize(&ctx, &staged, handling)?)
+}

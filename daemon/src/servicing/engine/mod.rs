@@ -1,0 +1,223 @@
+//! The servicing engine: shared state (datastore, boot record, reboot,
+//! locks) and the steps of every servicing RPC, one file per flow.
+
+pub mod commit;
+pub mod install;
+pub mod layout;
+pub mod query;
+pub mod rollback;
+pub mod update;
+pub mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use trident_host::datastore::{Datastore, OperationEnd, OperationResult};
+use trident_host::status::HostStatus;
+use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
+
+use super::boot_record::BootRecordFile;
+use super::locks::{ConnectionLock, ServicingLock};
+use super::reboot::{self, Reboot};
+use crate::server::ServerContext;
+use crate::server::idle::Activity;
+
+/// File in the state directory remembering a datastore moved by
+/// `trident.datastorePath`, so a restarted daemon reopens it.
+pub const DATASTORE_REDIRECT_FILE: &str = "datastore-path";
+/// Version recorded in the Host Status.
+pub const TRIDENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Everything the servicing handlers share.
+#[derive(Debug)]
+pub struct Engine {
+    state_dir: PathBuf,
+    datastore_path: Mutex<PathBuf>,
+    datastore: Mutex<Option<Datastore>>,
+    pub boot: BootRecordFile,
+    pub reboot: Box<dyn Reboot>,
+    pub servicing_lock: ServicingLock,
+    pub connection_lock: ConnectionLock,
+    pub activity: Activity,
+}
+
+impl Engine {
+    /// Builds the engine and opens the datastore; operations left running
+    /// by a previous daemon (crash, SIGKILL) are marked interrupted now.
+    pub fn new(ctx: &ServerContext) -> Engine {
+        let state_dir = ctx.config.state_dir.clone();
+        let redirect = std::fs::read_to_string(state_dir.join(DATASTORE_REDIRECT_FILE))
+            .ok()
+            .map(|s| PathBuf::from(s.trim()))
+            .filter(|p| !p.as_os_str().is_empty());
+        let engine = Engine {
+            boot: BootRecordFile::new(&state_dir),
+            reboot: reboot::from_mode(ctx.config.reboot, ctx.config.reboot_requests_path()),
+            datastore_path: Mutex::new(redirect.unwrap_or_else(|| ctx.config.datastore_path())),
+            datastore: Mutex::new(None),
+            state_dir,
+            servicing_lock: ServicingLock::default(),
+            connection_lock: ConnectionLock::default(),
+            activity: ctx.activity.clone(),
+        };
+        // Errors are reported again on every request that needs the datastore.
+        if let Err(error) = engine.with_datastore(|_| Ok(())) {
+            tracing::error!(error = %error.report(), "datastore unavailable at start");
+        }
+        if let Err(error) = engine.boot.complete_pending_reboot() {
+            tracing::warn!(error = %error.report(), "boot record unreadable at start");
+        }
+        engine
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    pub fn datastore_path(&self) -> PathBuf {
+        self.datastore_path
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn slot(&self) -> MutexGuard<'_, Option<Datastore>> {
+        self.datastore
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the open datastore, opening it (and recovering
+    /// interrupted operations) on first use. Calls are short; they run on
+    /// the async worker under a std mutex.
+    pub fn with_datastore<R>(
+        &self,
+        f: impl FnOnce(&mut Datastore) -> Result<R, TridentError>,
+    ) -> Result<R, TridentError> {
+        let mut slot = self.slot();
+        if slot.is_none() {
+            let path = self.datastore_path();
+            let mut ds = Datastore::open(&path)?;
+            let interrupted = ds.recover_interrupted()?;
+            for op in interrupted {
+                tracing::warn!(
+                    operation_id = %op.id,
+                    rpc = %op.rpc,
+                    "operation of a previous daemon run was interrupted; marked failed"
+                );
+            }
+            *slot = Some(ds);
+        }
+        match slot.as_mut() {
+            Some(ds) => f(ds),
+            None => Err(TridentError::of(Subkind::OpenDatastore)),
+        }
+    }
+
+    /// The current Host Status.
+    pub fn host_status(&self) -> Result<HostStatus, TridentError> {
+        self.with_datastore(|ds| ds.host_status())
+    }
+
+    /// Moves servicing to the datastore at `path` (trident.datastorePath of
+    /// an install). The old file keeps its history; the move is remembered
+    /// in STATE_DIR/datastore-path.
+    /// The running operation `op` is closed in the old datastore (result
+    /// success: its work continues in the new one) and reopened in the new.
+    pub fn switch_datastore(&self, path: &Path, op: &OperationIds<'_>) -> Result<(), TridentError> {
+        if path == self.datastore_path() {
+            return Ok(());
+        }
+        let mut ds = Datastore::open(path).context("Switching to trident.datastorePath")?;
+        ds.operation_started(op.id, op.kind, op.rpc, op.trace_id)?;
+        self.with_datastore(|old| {
+            let end = OperationEnd {
+                result: OperationResult::Success,
+                error: None,
+            };
+            old.commit(None, Some(op.id), Some(&end))
+        })?;
+        std::fs::write(
+            self.state_dir.join(DATASTORE_REDIRECT_FILE),
+            path.to_string_lossy().as_bytes(),
+        )
+        .structured(Subkind::Io)
+        .context("Remembering trident.datastorePath")?;
+        *self.slot() = Some(ds);
+        *self
+            .datastore_path
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = path.to_path_buf();
+        tracing::info!(path = %path.display(), "datastore moved to trident.datastorePath");
+        Ok(())
+    }
+}
+
+/// Identity of a running operation, as recorded in the datastore.
+#[derive(Debug, Clone, Copy)]
+pub struct OperationIds<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    pub rpc: &'a str,
+    pub trace_id: &'a str,
+}
+
+/// A fresh Host Status row based on `current`, stamped with our version.
+pub fn next_status(current: &HostStatus) -> HostStatus {
+    let mut next = current.clone();
+    next.trident_version = TRIDENT_VERSION.to_owned();
+    next
+}
+
+/// Runs blocking work (disk I/O) on the blocking pool inside the current
+/// span, so its progress and logs belong to the operation.
+pub async fn blocking<R: Send + 'static>(
+    f: impl FnOnce() -> Result<R, TridentError> + Send + 'static,
+) -> Result<R, TridentError> {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f))
+        .await
+        .structured(Subkind::TaskFailed)?
+}
+
+/// Runs one script group as a progress phase (skipped when no script of
+/// the group is selected for this servicing).
+pub async fn script_phase(
+    group: &'static str,
+    scripts: &[trident_host::config::Script],
+    env: &super::scripts::ScriptEnv,
+) -> Result<(), TridentError> {
+    let selected = scripts
+        .iter()
+        .filter(|s| env.servicing_type.selected_by(&s.run_on))
+        .count();
+    if selected == 0 {
+        return Ok(());
+    }
+    let phase = trident_telemetry::progress::Phase::start(
+        format!("scripts/{group}"),
+        format!("Run {group} scripts"),
+        trident_telemetry::progress::Unit::Items,
+        Some(selected as u64),
+    );
+    super::scripts::run_scripts(group, scripts, env)
+        .await
+        .with_context(|| format!("Running {group} scripts"))?;
+    phase.set(selected as u64);
+    phase.done();
+    Ok(())
+}
+
+/// Parses the request's Host Configuration as the "validate" phase.
+pub fn validate_phase(yaml: &str) -> Result<trident_host::config::HostConfiguration, TridentError> {
+    let phase = trident_telemetry::progress::Phase::start(
+        "validate",
+        "Validate Host Configuration",
+        trident_telemetry::progress::Unit::Items,
+        Some(1),
+    );
+    let hc = trident_host::config::parse(yaml)?;
+    phase.set(1);
+    phase.done();
+    Ok(hc)
+}

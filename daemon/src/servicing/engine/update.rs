@@ -1,0 +1,212 @@
+//! A/B update: stage (new image into the inactive volume of each pair; the
+//! active volume is never opened for writing) and finalize (next boot =
+//! inactive volume, reboot).
+
+use trident_host::config::HostConfiguration;
+use trident_host::status::{AbVolume, HostStatus, ServicingState};
+use trident_host::{ResultExt, Subkind, TridentError};
+use trident_proto::v1::{RebootHandling, ServicingKind};
+use trident_telemetry::progress::{Phase, Unit};
+
+use super::layout::{self, Targets};
+use super::{blocking, next_status, script_phase, validate_phase, write};
+use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use crate::servicing::scripts::{ScriptEnv, ServicingType};
+
+/// What a new configuration asks of a provisioned host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Identical configuration.
+    None,
+    /// Same image, other settings changed (runtime update; unsupported).
+    Runtime,
+    /// Another image.
+    AbUpdate,
+}
+
+fn json(hc: &HostConfiguration) -> Result<serde_json::Value, TridentError> {
+    serde_json::to_value(hc).structured(Subkind::SerializeHostStatus)
+}
+
+/// Compares `new` with the provisioned configuration.
+pub fn classify(
+    current: &HostConfiguration,
+    new: &HostConfiguration,
+) -> Result<Change, TridentError> {
+    let same_image = match (&current.image, &new.image) {
+        (Some(a), Some(b)) => a == b && a.sha384 != trident_host::config::HASH_IGNORED,
+        _ => false,
+    };
+    Ok(if !same_image {
+        Change::AbUpdate
+    } else if json(current)? == json(new)? {
+        Change::None
+    } else {
+        Change::Runtime
+    })
+}
+
+/// The active volume and the provisioned configuration of a host that
+/// can take an A/B update.
+fn provisioned(current: &HostStatus) -> Result<(AbVolume, &HostConfiguration), TridentError> {
+    let ok_state = matches!(
+        current.servicing_state,
+        ServicingState::Provisioned | ServicingState::AbUpdateStaged
+    );
+    let (Some(active), Some(spec), true) =
+        (current.ab_active_volume, current.spec.as_ref(), ok_state)
+    else {
+        return Err(TridentError::new(
+            Subkind::InvalidServicingState,
+            format!(
+                "An A/B update needs a provisioned host; this host is '{}'",
+                current.servicing_state
+            ),
+        ));
+    };
+    // While staged, `spec` is the staged config and `specOld` the running one.
+    let running = if current.servicing_state == ServicingState::AbUpdateStaged {
+        current.spec_old.as_ref().unwrap_or(spec)
+    } else {
+        spec
+    };
+    Ok((active, running))
+}
+
+/// UpdateStage (and the first half of Update). `Ok(None)`: nothing to do.
+async fn stage(
+    ctx: &StepContext,
+    yaml: &str,
+) -> Result<Option<(HostStatus, String)>, TridentError> {
+    let hc = validate_phase(yaml)?;
+    let current = ctx.engine.host_status()?;
+    let (active, running) = provisioned(&current)?;
+    let running = running.clone();
+    match classify(&running, &hc)? {
+        Change::None => {
+            tracing::info!("the Host Configuration is already provisioned: nothing to update");
+            return Ok(None);
+        }
+        Change::Runtime => {
+            return Err(TridentError::new(
+                Subkind::UnsupportedFeature,
+                "The new Host Configuration keeps the image but changes other settings: \
+                 runtime updates are not supported (change image to do an A/B update)",
+            ));
+        }
+        Change::AbUpdate => {}
+    }
+    if serde_json::to_value(&running.storage).ok() != serde_json::to_value(&hc.storage).ok() {
+        return Err(TridentError::new(
+            Subkind::UnsupportedFeature,
+            "The new Host Configuration changes 'storage': storage changes need a clean install",
+        ));
+    }
+    let inactive = active.other();
+    let env = ScriptEnv {
+        servicing_type: ServicingType::AbUpdate,
+        operation_id: ctx.operation_id.clone(),
+        target_disks: hc.storage.disks.iter().map(|d| d.device.clone()).collect(),
+        target_volume: Some(inactive.to_string()),
+    };
+    script_phase("preServicing", &hc.scripts.pre_servicing, &env).await?;
+    let targets =
+        layout::write_targets(&hc, &current.layout, Targets::AbUpdate { volume: inactive })?;
+    if targets.is_empty() {
+        return Err(TridentError::new(
+            Subkind::InvalidHostConfiguration,
+            "No filesystem is on an A/B volume pair: nothing can be updated",
+        ));
+    }
+    tracing::info!(active = %active, target = %inactive, "staging A/B update into the inactive volume");
+    let image = hc
+        .image
+        .clone()
+        .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
+    let image_hash =
+        blocking(move || write::write_image(&image.url, &image.sha384, &targets)).await?;
+    script_phase("postProvision", &hc.scripts.post_provision, &env).await?;
+    script_phase("postConfigure", &hc.scripts.post_configure, &env).await?;
+
+    let mut status = next_status(&current);
+    status.spec_old = Some(running);
+    status.spec = Some(hc);
+    status.servicing_state = ServicingState::AbUpdateStaged;
+    status.staged_image_hash = Some(image_hash.clone());
+    Ok(Some((status, image_hash)))
+}
+
+fn finalize(
+    ctx: &StepContext,
+    current: &HostStatus,
+    handling: RebootHandling,
+) -> Result<StepOutcome, TridentError> {
+    let (ServicingState::AbUpdateStaged, Some(active)) =
+        (current.servicing_state, current.ab_active_volume)
+    else {
+        return Err(TridentError::new(
+            Subkind::InvalidServicingState,
+            format!(
+                "UpdateFinalize needs a staged A/B update; the host is '{}'",
+                current.servicing_state
+            ),
+        ));
+    };
+    let phase = Phase::start(
+        "finalize",
+        "Switch next boot to the updated volume",
+        Unit::Items,
+        Some(1),
+    );
+    ctx.engine
+        .boot
+        .set_next_boot(active.other(), &ctx.operation_id)?;
+    phase.set(1);
+    phase.done();
+    let mut status = next_status(current);
+    status.servicing_state = ServicingState::AbUpdateFinalized;
+    Ok(StepOutcome {
+        status: Some(status),
+        reboot: Some(RebootRequest {
+            reason: format!("A/B update finalized: boot {}", active.other()),
+            handling,
+        }),
+        image_hash: current.staged_image_hash.clone(),
+        servicing_kind: Some(ServicingKind::AbUpdate),
+    })
+}
+
+fn nothing_to_do() -> StepOutcome {
+    StepOutcome {
+        servicing_kind: Some(ServicingKind::NoneRequired),
+        ..StepOutcome::default()
+    }
+}
+
+/// UpdateStage.
+pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
+    Ok(match stage(&ctx, &yaml).await? {
+        Some((status, hash)) => StepOutcome {
+            status: Some(status),
+            reboot: None,
+            image_hash: Some(hash),
+            servicing_kind: Some(ServicingKind::AbUpdate),
+        },
+        None => nothing_to_do(),
+    })
+}
+
+/// UpdateFinalize.
+pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
+    let current = ctx.engine.host_status()?;
+    Ok(finalize(&ctx, &current, handling)?)
+}
+
+/// Update: stage, commit the staged state, finalize.
+pub async fn update_step(ctx: StepContext, yaml: String, handling: RebootHandling) -> StepResult {
+    let Some((staged, _)) = stage(&ctx, &yaml).await? else {
+        return Ok(nothing_to_do());
+    };
+    ctx.commit_status(&staged).await?;
+    Ok(finalize(&ctx, &staged, handling)?)
+}

@@ -1,0 +1,169 @@
+//! Writing the filesystem images of a COSI file into the partitions they
+//! map to (by mount point), with download / write / verify progress.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+
+use trident_cosi::{CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind};
+use trident_host::{ResultExt, Subkind, TridentError};
+use trident_telemetry::progress::{Phase, Unit};
+
+use super::layout::WriteTarget;
+
+/// The single mapping of COSI errors to our error model.
+#[track_caller]
+pub fn cosi_error(error: CosiError) -> TridentError {
+    let subkind = match &error {
+        CosiError::MetadataHashMismatch { .. } | CosiError::HashMismatch { .. } => {
+            Subkind::ImageHashMismatch
+        }
+        CosiError::UnsupportedUrl { .. } => Subkind::InvalidImageUrl,
+        CosiError::InvalidExpectedHash { .. } => Subkind::InvalidImageHash,
+        CosiError::Open { .. } | CosiError::Http { .. } | CosiError::Read { .. } => {
+            Subkind::DownloadImage
+        }
+        CosiError::Target { .. } => Subkind::WriteImage,
+        CosiError::TargetTooSmall { .. } | CosiError::RegionTooLarge { .. } => {
+            Subkind::ImageDoesNotMatchConfiguration
+        }
+        _ => Subkind::InvalidImage,
+    };
+    let message = format!("{} ({})", subkind.default_message(), error.subkind());
+    TridentError::with_source(subkind, message, error)
+}
+
+/// Reports write progress of one region to its phase.
+struct PhaseProgress<'a>(&'a Phase);
+
+impl trident_cosi::Progress for PhaseProgress<'_> {
+    fn on_bytes(&mut self, n: u64) {
+        self.0.add(n);
+    }
+}
+
+/// Opens `url`, checks that the image provides every mount point in
+/// `targets` and that each fits its partition, then streams each region
+/// into its partition. Regions of other mount points (and the image's own
+/// GPT) are read and verified but not written. Returns `sha384:<hex>` of
+/// the metadata. Blocking: run it in `spawn_blocking` inside the
+/// operation's span.
+pub fn write_image(
+    url: &str,
+    sha384: &str,
+    targets: &BTreeMap<String, WriteTarget>,
+) -> Result<String, TridentError> {
+    let download = Phase::start(
+        "download",
+        "Open and verify image metadata",
+        Unit::Items,
+        Some(1),
+    );
+    let expected = ExpectedHash::parse(sha384).map_err(cosi_error)?;
+    let mut source = CosiSource::open(url, &expected).map_err(cosi_error)?;
+    download.set(1);
+    download.done();
+    tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");
+
+    check_image_matches(&source, targets)?;
+
+    let mut files: HashMap<String, File> = HashMap::new();
+    let mut verified = 0u64;
+    let regions = source.disk().gpt_regions.len() as u64;
+    let verify = Phase::start("verify", "Verify region hashes", Unit::Items, Some(regions));
+    loop {
+        let region = source.next_region().map_err(cosi_error)?;
+        let Some(mut region) = region else { break };
+        let info: RegionInfo = region.info().clone();
+        let target = match (&info.kind, info.mount_point.as_deref()) {
+            (RegionKind::Partition { .. }, Some(mp)) => targets.get(mp),
+            _ => None,
+        };
+        match target {
+            None => {
+                tracing::debug!(region = %info.name(), "not a target: verifying without writing");
+                region.skip().map_err(cosi_error)?;
+            }
+            Some(t) => {
+                let device = &t.layout.device;
+                if !files.contains_key(device) {
+                    let file = OpenOptions::new()
+                        .write(true)
+                        .open(device)
+                        .structured_msg(Subkind::WriteImage, format!("Cannot open {device}"))?;
+                    files.insert(device.clone(), file);
+                }
+                let file = files
+                    .get(device)
+                    .ok_or_else(|| TridentError::of(Subkind::WriteImage))?;
+                let phase = Phase::start(
+                    format!("write/{}", t.partition_id),
+                    format!(
+                        "Write {} to {}",
+                        info.mount_point.as_deref().unwrap_or(""),
+                        t.partition_id
+                    ),
+                    Unit::Bytes,
+                    Some(info.image.uncompressed_size),
+                );
+                let stats = trident_cosi::write_region_at(
+                    &mut region,
+                    file,
+                    Path::new(device),
+                    t.layout.offset,
+                    t.layout.size,
+                    &mut PhaseProgress(&phase),
+                )
+                .map_err(cosi_error)?;
+                phase.done();
+                tracing::info!(
+                    partition = %t.partition_id,
+                    bytes = stats.uncompressed_bytes,
+                    elapsed_ms = stats.elapsed.as_millis() as u64,
+                    "region written and verified"
+                );
+            }
+        }
+        verified += 1;
+        verify.set(verified);
+    }
+    for (device, file) in &files {
+        file.sync_all()
+            .structured_msg(Subkind::WriteImage, format!("fsync {device}"))?;
+    }
+    verify.done();
+    Ok(source.image_hash())
+}
+
+/// Every target mount point must be in the image and fit its partition.
+fn check_image_matches(
+    source: &CosiSource,
+    targets: &BTreeMap<String, WriteTarget>,
+) -> Result<(), TridentError> {
+    let images = &source.metadata().images;
+    for (mount_point, target) in targets {
+        let Some(fs) = images.iter().find(|f| &f.mount_point == mount_point) else {
+            return Err(TridentError::new(
+                Subkind::ImageDoesNotMatchConfiguration,
+                format!(
+                    "The image has no filesystem for mount point '{mount_point}' (it has: {})",
+                    images
+                        .iter()
+                        .map(|f| f.mount_point.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        };
+        if fs.image.uncompressed_size > target.layout.size {
+            return Err(TridentError::new(
+                Subkind::ImageDoesNotMatchConfiguration,
+                format!(
+                    "The '{mount_point}' filesystem image ({} bytes) does not fit partition '{}' ({} bytes)",
+                    fs.image.uncompressed_size, target.partition_id, target.layout.size
+                ),
+            ));
+        }
+    }
+    Ok(())
+}

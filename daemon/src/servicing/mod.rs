@@ -1,0 +1,84 @@
+//! Servicing: the engine (install, A/B update, commit, rollback on
+//! disk-image files or block devices), its locks, the boot record, reboot,
+//! scripts and health checks, and the gRPC handlers of the servicing
+//! services.
+//!
+//! # Writing a step (the runner API)
+//!
+//! A servicing RPC is a *step*: an async function that gets a
+//! [`runner::StepContext`] and returns a [`runner::StepResult`]. The handler
+//! hands it to [`runner::start`], which does everything else:
+//!
+//! ```ignore
+//! use crate::servicing::runner::{self, ServicingRequest, StepContext, StepOutcome, StepResult, RebootRequest};
+//!
+//! async fn stream_disk_step(ctx: StepContext, url: String) -> StepResult {
+//!     // Blocking disk I/O: run it with engine::blocking(..), which keeps
+//!     // the operation's span so logs/progress belong to the operation.
+//!     let hash = engine::blocking(move || {
+//!         let phase = Phase::start("write/disk", "Write disk", Unit::Bytes, Some(total));
+//!         // ... phase.add(n) ...; phase.done();
+//!         Ok(image_hash)
+//!     }).await?;                       // `?` turns a TridentError into a StepError
+//!     let mut status = engine::next_status(&ctx.engine.host_status()?);
+//!     status.servicing_state = ServicingState::CleanInstallFinalized;
+//!     Ok(StepOutcome {
+//!         status: Some(status),        // committed with the operation's end, ONE transaction
+//!         reboot: Some(RebootRequest { reason: "...".into(), handling }), // after the commit
+//!         image_hash: Some(hash),      // Completed.image_hash
+//!         servicing_kind: None,        // defaults to the request's kind
+//!     })
+//! }
+//!
+//! // in the tonic handler:
+//! let meta = ServicingRequest { rpc: "StreamDisk", kind: ServicingKind::CleanInstall,
+//!                               metadata: request.metadata().clone() };
+//! runner::start(&engine, meta, move |ctx| stream_disk_step(ctx, url)).map(Response::new)
+//! ```
+//!
+//! [`runner::start`]:
+//! * takes the global servicing lock or answers UNAVAILABLE at once, naming
+//!   the running operation (id, rpc);
+//! * starts the telemetry operation (`trident_telemetry::operation`) with the
+//!   caller's W3C `traceparent`, records it in the datastore (running);
+//! * runs the step in a spawned task holding the servicing lock and an
+//!   activity guard (idle shutdown waits), inside the operation's span — a
+//!   client that disconnects does not cancel it;
+//! * on success commits `status` (lastError cleared) and the operation end
+//!   in one transaction, then carries out the reboot request; on failure
+//!   (`Err(StepError)`, or any `TridentError` via `?`) records the error as
+//!   last error (with `StepError::status` if the step sets a failure state),
+//!   reports it on the bus (`errors::report`) and returns it in Completed;
+//! * streams Started (operation id, bus cursor, trace id), then the
+//!   operation's Log and Progress records from the bus, then one Completed.
+//!
+//! Steps that need an intermediate state (stage+finalize in one RPC) call
+//! [`runner::StepContext::commit_status`]. Queries take
+//! `engine.connection_lock` in read mode; the runner takes it in write mode
+//! around each state transition (see [`locks`]).
+//!
+//! # Disk-image targets and the boot record
+//!
+//! See [`boot_record`] for how "which volume booted" works without
+//! rebooting anything.
+
+pub mod boot_record;
+pub mod engine;
+pub mod handlers;
+pub mod locks;
+pub mod reboot;
+pub mod runner;
+pub mod scripts;
+pub mod status;
+pub mod stream;
+
+use std::sync::Arc;
+
+pub use handlers::ServicingApi;
+
+use crate::server::ServerContext;
+
+/// Builds the servicing API for the router.
+pub fn api(ctx: &ServerContext) -> ServicingApi {
+    ServicingApi::new(Arc::new(engine::Engine::new(ctx)))
+}

@@ -1,0 +1,257 @@
+//! Servicing scripts (preServicing, postProvision, postConfigure) and
+//! health checks: run with `tokio::process`, stdout/stderr streamed line by
+//! line as log records with `log.target = "script::<name>"`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader, Lines};
+use tokio::process::Command;
+use trident_host::config::{HealthCheck, RunOn, Script};
+use trident_host::{ResultExt, Subkind, TridentError};
+
+/// Interpreter used when a script names none.
+pub const DEFAULT_INTERPRETER: &str = "/bin/sh";
+/// Stderr lines kept for the error message of a failed script.
+const STDERR_TAIL_LINES: usize = 10;
+
+/// Env vars every script gets.
+pub const ENV_SERVICING_TYPE: &str = "TRIDENT_SERVICING_TYPE";
+pub const ENV_OPERATION_ID: &str = "TRIDENT_OPERATION_ID";
+pub const ENV_TARGET_DISKS: &str = "TRIDENT_TARGET_DISKS";
+pub const ENV_SCRIPT_NAME: &str = "TRIDENT_SCRIPT_NAME";
+pub const ENV_TARGET_VOLUME: &str = "TRIDENT_TARGET_VOLUME";
+
+/// Which servicing a script runs in (its `runOn` filter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServicingType {
+    CleanInstall,
+    AbUpdate,
+}
+
+impl ServicingType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CleanInstall => "clean-install",
+            Self::AbUpdate => "ab-update",
+        }
+    }
+
+    pub fn selected_by(self, run_on: &[RunOn]) -> bool {
+        run_on.iter().any(|r| match r {
+            RunOn::All => true,
+            RunOn::CleanInstall => self == Self::CleanInstall,
+            RunOn::AbUpdate => self == Self::AbUpdate,
+        })
+    }
+}
+
+/// What the scripts of one operation share.
+#[derive(Debug, Clone)]
+pub struct ScriptEnv {
+    pub servicing_type: ServicingType,
+    pub operation_id: String,
+    /// Target disk paths (colon-separated in the env var).
+    pub target_disks: Vec<String>,
+    /// The volume being serviced (volume-a / volume-b), if any.
+    pub target_volume: Option<String>,
+}
+
+/// Whether a failure is a script failure or a health-check failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Script,
+    HealthCheck,
+}
+
+/// One thing to run.
+#[derive(Debug)]
+struct Runnable<'a> {
+    role: Role,
+    name: &'a str,
+    interpreter: Option<&'a str>,
+    content: Option<&'a str>,
+    path: Option<&'a str>,
+    arguments: &'a [String],
+    env: &'a BTreeMap<String, String>,
+    timeout: Option<Duration>,
+}
+
+/// Runs the scripts of one group selected for this servicing, in order.
+pub async fn run_scripts(
+    group: &str,
+    scripts: &[Script],
+    env: &ScriptEnv,
+) -> Result<(), TridentError> {
+    for s in scripts
+        .iter()
+        .filter(|s| env.servicing_type.selected_by(&s.run_on))
+    {
+        tracing::info!(group, script = %s.name, "running script");
+        run(
+            &Runnable {
+                role: Role::Script,
+                name: &s.name,
+                interpreter: s.interpreter.as_deref(),
+                content: s.content.as_deref(),
+                path: s.path.as_deref(),
+                arguments: &s.arguments,
+                env: &s.environment_variables,
+                timeout: None,
+            },
+            env,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Runs the health checks selected for this servicing, in order.
+pub async fn run_health_checks(
+    checks: &[HealthCheck],
+    env: &ScriptEnv,
+) -> Result<(), TridentError> {
+    for c in checks
+        .iter()
+        .filter(|c| env.servicing_type.selected_by(&c.run_on))
+    {
+        let timeout = Duration::from_secs(
+            c.timeout_seconds
+                .unwrap_or(trident_host::config::DEFAULT_HEALTH_CHECK_TIMEOUT_SECONDS),
+        );
+        tracing::info!(check = %c.name, timeout_s = timeout.as_secs(), "running health check");
+        run(
+            &Runnable {
+                role: Role::HealthCheck,
+                name: &c.name,
+                interpreter: c.interpreter.as_deref(),
+                content: c.content.as_deref(),
+                path: c.path.as_deref(),
+                arguments: &c.arguments,
+                env: &c.environment_variables,
+                timeout: Some(timeout),
+            },
+            env,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
+    let mut cmd = Command::new(r.interpreter.unwrap_or(DEFAULT_INTERPRETER));
+    match (r.content, r.path) {
+        (Some(content), _) => {
+            cmd.arg("-c").arg(content).arg(r.name);
+        }
+        (None, Some(path)) => {
+            cmd.arg(path);
+        }
+        (None, None) => {
+            return Err(TridentError::new(
+                Subkind::InvalidHostConfiguration,
+                format!("script '{}' has neither content nor path", r.name),
+            ));
+        }
+    }
+    cmd.args(r.arguments)
+        .envs(r.env)
+        .env(ENV_SERVICING_TYPE, env.servicing_type.as_str())
+        .env(ENV_OPERATION_ID, &env.operation_id)
+        .env(ENV_TARGET_DISKS, env.target_disks.join(":"))
+        .env(ENV_SCRIPT_NAME, r.name)
+        .env(
+            ENV_TARGET_VOLUME,
+            env.target_volume.as_deref().unwrap_or(""),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let (failed, timed_out) = match r.role {
+        Role::Script => (Subkind::ScriptFailed, Subkind::ScriptFailed),
+        Role::HealthCheck => (Subkind::HealthCheckFailed, Subkind::HealthCheckTimedOut),
+    };
+    let mut child = cmd
+        .spawn()
+        .structured_msg(failed, format!("Cannot start script '{}'", r.name))?;
+    let target = format!("script::{}", r.name);
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut tail: VecDeque<String> = VecDeque::new();
+    let io = async {
+        let mut out = stdout.map(|s| BufReader::new(s).lines());
+        let mut err = stderr.map(|s| BufReader::new(s).lines());
+        while out.is_some() || err.is_some() {
+            tokio::select! {
+                line = next_line(&mut out), if out.is_some() => {
+                    match line {
+                        Some(line) => tracing::info!(log.target = %target, stream = "stdout", "{line}"),
+                        _ => out = None,
+                    }
+                }
+                line = next_line(&mut err), if err.is_some() => {
+                    match line {
+                        Some(line) => {
+                            tracing::warn!(log.target = %target, stream = "stderr", "{line}");
+                            if tail.len() == STDERR_TAIL_LINES {
+                                tail.pop_front();
+                            }
+                            tail.push_back(line);
+                        }
+                        _ => err = None,
+                    }
+                }
+            }
+        }
+        child.wait().await
+    };
+    let status = match r.timeout {
+        Some(limit) => match tokio::time::timeout(limit, io).await {
+            Ok(status) => status,
+            Err(_) => {
+                return Err(TridentError::new(
+                    timed_out,
+                    format!(
+                        "'{}' did not finish within {}s (killed); last stderr lines: {}",
+                        r.name,
+                        limit.as_secs(),
+                        render_tail(&tail)
+                    ),
+                ));
+            }
+        },
+        None => io.await,
+    }
+    .structured_msg(failed, format!("Waiting for '{}' failed", r.name))?;
+    if status.success() {
+        tracing::info!(script = r.name, "finished successfully");
+        return Ok(());
+    }
+    Err(TridentError::new(
+        failed,
+        format!(
+            "'{}' failed with {}; last stderr lines: {}",
+            r.name,
+            status,
+            render_tail(&tail)
+        ),
+    ))
+}
+
+/// Next line of a stream still open; `None` at its end (or on a read error).
+async fn next_line<R: AsyncBufRead + Unpin>(lines: &mut Option<Lines<R>>) -> Option<String> {
+    match lines {
+        Some(lines) => lines.next_line().await.ok().flatten(),
+        None => std::future::pending().await,
+    }
+}
+
+fn render_tail(tail: &VecDeque<String>) -> String {
+    if tail.is_empty() {
+        "(none)".to_owned()
+    } else {
+        tail.iter().cloned().collect::<Vec<_>>().join(" | ")
+    }
+}
