@@ -245,13 +245,10 @@ pub struct OfflineInitializeArgs {
     /// Path to a Host Status file (YAML) describing the installed system.
     #[arg(index = 1, value_name = "HOST_STATUS")]
     pub hs_path: PathBuf,
-    /// Datastore to create or update.
-    #[arg(
-        long,
-        default_value = "/var/lib/trident/datastore.sqlite",
-        value_name = "PATH"
-    )]
-    pub datastore: PathBuf,
+    /// Datastore to create (default: the Host Status spec's
+    /// trident.datastorePath, else /var/lib/trident/datastore.sqlite).
+    #[arg(long, value_name = "PATH")]
+    pub datastore: Option<PathBuf>,
 }
 
 /// diagnose arguments.

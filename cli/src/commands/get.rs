@@ -150,20 +150,15 @@ pub async fn last_error(ctx: &Ctx) -> CliResult<Option<ErrorView>> {
     Ok(response.error.as_ref().map(ErrorView::from))
 }
 
-/// Upstream's kebab-case servicing state.
+/// Upstream's kebab-case servicing state (the engine's own names).
 pub fn servicing_state(state: ServicingState) -> &'static str {
-    match state {
-        ServicingState::Unspecified => "unspecified",
-        ServicingState::NotProvisioned => "not-provisioned",
-        ServicingState::InstallStaged => "install-staged",
-        ServicingState::UpdateAbStaged => "ab-update-staged",
-        ServicingState::ManualRollbackAbStaged => "manual-rollback-ab-staged",
-        ServicingState::ManualRollbackRuntimeStaged => "manual-rollback-runtime-staged",
-        ServicingState::UpdateRuntimeStaged => "runtime-update-staged",
-        ServicingState::InstallFinalized => "install-finalized",
-        ServicingState::UpdateAbFinalized => "ab-update-finalized",
-        ServicingState::ManualRollbackAbFinalized => "manual-rollback-ab-finalized",
-        ServicingState::Provisioned => "provisioned",
-        ServicingState::UpdateAbHealthCheckFailed => "ab-update-health-check-failed",
-    }
+    trident_host::status::ServicingState::from_proto(state).map_or(
+        match state {
+            ServicingState::InstallStaged => "clean-install-staged",
+            ServicingState::UpdateRuntimeStaged => "runtime-update-staged",
+            ServicingState::ManualRollbackRuntimeStaged => "manual-rollback-runtime-staged",
+            _ => "unspecified",
+        },
+        |s| s.as_str(),
+    )
 }

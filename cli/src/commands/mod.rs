@@ -2,10 +2,12 @@
 
 pub mod commit;
 pub mod completions;
+pub mod diagnose;
 pub mod follow;
 pub mod get;
 pub mod install;
 pub mod logs;
+pub mod offline_initialize;
 pub mod progress;
 pub mod rebuild_raid;
 pub mod rollback;
@@ -22,7 +24,7 @@ use std::path::PathBuf;
 use tonic::transport::Channel;
 
 use crate::args::{Cli, Command, OutputFormat, Verbosity};
-use crate::exit::{CliError, CliResult, Exit};
+use crate::exit::{CliResult, Exit};
 
 /// What every command may need from the global arguments.
 #[derive(Debug, Clone)]
@@ -64,10 +66,9 @@ pub async fn run(cli: Cli) -> CliResult<Exit> {
         Command::Watch(args) => watch::run(&ctx, &args).await,
         Command::Logs(args) => logs::run(&ctx, &args).await,
         Command::Traces(args) => traces::run(&ctx, &args).await,
+        Command::OfflineInitialize(args) => offline_initialize::run(&args),
+        Command::Diagnose(args) => diagnose::run(&ctx, &args).await,
         Command::Version => version::run(&ctx).await,
         Command::Completions(args) => completions::run(&args),
-        other => Err(CliError::Usage(format!(
-            "{other:?}: command not available in this build yet"
-        ))),
     }
 }

@@ -1,0 +1,306 @@
+//! `trident diagnose -o FILE`: one tar archive with
+//! - report.json: versions, host facts, servicing state, last error,
+//!   operation history, and `not_collected` (what could not be had, why);
+//! - records/<operation>.jsonl: the bus records of the last operations
+//!   (from the daemon), or journal/ (the daemon's journal files, copied as
+//!   they are) when the daemon is down;
+//! - datastore.sqlite (+ -wal): the datastore, read directly.
+//!
+//! Works with the daemon down: everything it can read from files it reads.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use tokio_stream::StreamExt;
+use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use trident_proto::v1::version_service_client::VersionServiceClient;
+use trident_proto::v1::{
+    GetBusStatusRequest, ListOperationsRequest, VersionRequest, WatchOptions, WatchRequest,
+};
+
+use super::Ctx;
+use crate::args::DiagnoseArgs;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::render::event::Event;
+use crate::render::json;
+
+/// What goes into the archive, gathered before writing it.
+struct Bundle {
+    report: serde_json::Map<String, Value>,
+    not_collected: Vec<String>,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl Bundle {
+    fn missing(&mut self, what: &str, why: impl std::fmt::Display) {
+        self.not_collected.push(format!("{what}: {why}"));
+    }
+}
+
+pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
+    let mut bundle = Bundle {
+        report: serde_json::Map::new(),
+        not_collected: Vec::new(),
+        files: Vec::new(),
+    };
+    bundle.report.insert(
+        "generated_at".into(),
+        json!(crate::render::format::timestamp(
+            std::time::SystemTime::now()
+        )),
+    );
+    bundle.report.insert(
+        "client_version".into(),
+        json!(super::version::CLIENT_VERSION),
+    );
+    bundle.report.insert("host".into(), host_facts());
+    let daemon_up = collect_from_daemon(ctx, args, &mut bundle).await;
+    let datastore = args
+        .datastore
+        .clone()
+        .unwrap_or_else(|| args.state_dir.join("datastore.sqlite"));
+    collect_datastore(&datastore, &mut bundle);
+    if !daemon_up {
+        collect_journal(&args.state_dir.join("journal"), &mut bundle);
+    }
+    let not_collected = std::mem::take(&mut bundle.not_collected);
+    bundle
+        .report
+        .insert("not_collected".into(), json!(not_collected));
+    let report = serde_json::to_vec_pretty(&Value::Object(bundle.report))
+        .map_err(|e| CliError::Local(format!("cannot encode the report: {e}")))?;
+    write_archive(&args.outfile, &report, &bundle.files)?;
+    eprintln!("trident: wrote support bundle {}", args.outfile.display());
+    for line in &not_collected {
+        eprintln!("trident: not collected: {line}");
+    }
+    Ok(Exit::Success)
+}
+
+fn host_facts() -> Value {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    json!({
+        "hostname": read("/proc/sys/kernel/hostname"),
+        "kernel": read("/proc/sys/kernel/osrelease"),
+        "os_release": read("/etc/os-release"),
+        "uptime": read("/proc/uptime"),
+    })
+}
+
+/// Daemon version, bus status, operations and their records, last error.
+/// Returns whether the daemon answered.
+async fn collect_from_daemon(ctx: &Ctx, args: &DiagnoseArgs, bundle: &mut Bundle) -> bool {
+    let channel = match ctx.channel().await {
+        Ok(channel) => channel,
+        Err(err) => {
+            bundle.missing("daemon", &err);
+            bundle.report.insert(
+                "daemon".into(),
+                json!({ "reachable": false, "error": err.to_string() }),
+            );
+            return false;
+        }
+    };
+    match VersionServiceClient::new(channel.clone())
+        .version(VersionRequest {})
+        .await
+    {
+        Ok(v) => {
+            let v = v.into_inner();
+            bundle.report.insert(
+                "daemon".into(),
+                json!({ "reachable": true, "version": v.version, "git_commit": v.git_commit }),
+            );
+        }
+        Err(s) => bundle.missing("daemon version", crate::exit::describe_status(&s)),
+    }
+    let mut telemetry = TelemetryServiceClient::new(channel);
+    match telemetry.get_bus_status(GetBusStatusRequest {}).await {
+        Ok(s) => {
+            let s = s.into_inner();
+            bundle.report.insert(
+                "bus".into(),
+                json!({ "run_id": s.run_id, "head_sequence": s.head_sequence,
+                        "oldest_sequence": s.oldest_sequence, "ring_records": s.ring_records,
+                        "subscribers": s.subscribers,
+                        "drops": s.drops.map(|d| json!({"logs": d.logs, "spans": d.spans,
+                            "progress": d.progress, "errors": d.errors, "operations": d.operations})) }),
+            );
+        }
+        Err(s) => bundle.missing("bus status", crate::exit::describe_status(&s)),
+    }
+    match super::get::host_status(ctx).await {
+        Ok(status) => {
+            bundle.report.insert(
+                "servicing".into(),
+                serde_json::to_value(status).unwrap_or(Value::Null),
+            );
+        }
+        Err(e) => bundle.missing("servicing state from the daemon", e),
+    }
+    match super::get::last_error(ctx).await {
+        Ok(error) => {
+            bundle.report.insert(
+                "last_error".into(),
+                serde_json::to_value(error).unwrap_or(Value::Null),
+            );
+        }
+        Err(e) => bundle.missing("last error from the daemon", e),
+    }
+    let operations = match telemetry.list_operations(ListOperationsRequest {}).await {
+        Ok(list) => list.into_inner().operations,
+        Err(s) => {
+            bundle.missing(
+                "operation history from the daemon",
+                crate::exit::describe_status(&s),
+            );
+            Vec::new()
+        }
+    };
+    let history: Vec<Value> = operations
+        .iter()
+        .map(|op| {
+            json!({ "operation_id": op.operation_id, "rpc": op.rpc, "running": op.running,
+                    "kind": crate::render::format::servicing_kind(op.kind()),
+                    "result": crate::render::format::status(op.result()),
+                    "reboot_status": crate::render::format::reboot(op.reboot_status()),
+                    "trace_id": op.trace_id })
+        })
+        .collect();
+    bundle.report.insert("operations".into(), json!(history));
+    let skip = operations.len().saturating_sub(args.operations);
+    for op in operations.iter().skip(skip) {
+        let request = WatchRequest {
+            options: Some(WatchOptions {
+                operation_id: op.operation_id.clone(),
+                snapshot: true,
+                ..WatchOptions::default()
+            }),
+            kinds: Vec::new(),
+        };
+        let mut lines = String::new();
+        match telemetry.watch(request).await {
+            Ok(stream) => {
+                let mut stream = stream.into_inner();
+                while let Some(Ok(response)) = stream.next().await {
+                    for event in &response.events {
+                        if let Some(e) = Event::from_stream(event) {
+                            lines.push_str(&json::line(&e));
+                            lines.push('\n');
+                        }
+                    }
+                }
+            }
+            Err(s) => bundle.missing(
+                &format!("records of {}", op.operation_id),
+                crate::exit::describe_status(&s),
+            ),
+        }
+        bundle.files.push((
+            format!("records/{}.jsonl", op.operation_id),
+            lines.into_bytes(),
+        ));
+    }
+    true
+}
+
+/// The datastore file itself, plus servicing state and history read from it.
+fn collect_datastore(path: &Path, bundle: &mut Bundle) {
+    for (suffix, name) in [("", "datastore.sqlite"), ("-wal", "datastore.sqlite-wal")] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        match std::fs::read(PathBuf::from(&file)) {
+            Ok(bytes) => bundle.files.push((name.to_string(), bytes)),
+            Err(e) if suffix.is_empty() => {
+                bundle.missing(&format!("datastore {}", path.display()), e)
+            }
+            Err(_) => {}
+        }
+    }
+    let Ok(store) = trident_host::datastore::Datastore::open_read_only(path) else {
+        return;
+    };
+    if !bundle.report.contains_key("servicing") {
+        match store.host_status() {
+            Ok(hs) => {
+                bundle.report.insert(
+                    "servicing".into(),
+                    serde_json::to_value(&hs).unwrap_or(Value::Null),
+                );
+            }
+            Err(e) => bundle.missing("Host Status from the datastore", e),
+        }
+    }
+    match store.operations(50) {
+        Ok(rows) => {
+            let rows: Vec<Value> = rows
+                .iter()
+                .map(|r| {
+                    json!({ "operation_id": r.id, "kind": r.kind, "rpc": r.rpc,
+                    "started_at": r.started_at, "ended_at": r.ended_at,
+                    "result": r.result.as_str(), "trace_id": r.trace_id,
+                    "error": serde_json::to_value(&r.error).unwrap_or(Value::Null) })
+                })
+                .collect();
+            bundle
+                .report
+                .insert("datastore_operations".into(), json!(rows));
+        }
+        Err(e) => bundle.missing("operation history from the datastore", e),
+    }
+    if !bundle.report.contains_key("last_error")
+        && let Ok(error) = store.last_error()
+    {
+        bundle.report.insert(
+            "last_error".into(),
+            serde_json::to_value(error).unwrap_or(Value::Null),
+        );
+    }
+}
+
+/// The daemon's journal files, as they are (daemon down).
+fn collect_journal(dir: &Path, bundle: &mut Bundle) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            bundle.missing(&format!("journal {}", dir.display()), e);
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        match std::fs::read(entry.path()) {
+            Ok(bytes) => bundle.files.push((format!("journal/{name}"), bytes)),
+            Err(e) => bundle.missing(&format!("journal file {name}"), e),
+        }
+    }
+}
+
+fn write_archive(path: &Path, report: &[u8], files: &[(String, Vec<u8>)]) -> CliResult<()> {
+    let file = std::fs::File::create(path).map_err(|e| CliError::file("cannot create", path, e))?;
+    let mut archive = tar::Builder::new(file);
+    let mut add = |name: &str, data: &[u8]| -> std::io::Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o600);
+        header.set_mtime(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        );
+        header.set_cksum();
+        archive.append_data(&mut header, name, data)
+    };
+    add("report.json", report).map_err(|e| CliError::file("cannot write", path, e))?;
+    for (name, data) in files {
+        add(name, data).map_err(|e| CliError::file("cannot write", path, e))?;
+    }
+    archive
+        .into_inner()
+        .and_then(|f| f.sync_all())
+        .map_err(|e| CliError::file("cannot write", path, e))
+}

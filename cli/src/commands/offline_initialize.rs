@@ -1,0 +1,59 @@
+//! `trident offline-initialize HOST_STATUS`: runs in the CLI without the
+//! daemon (design document, "Offline Initialize"): reads a Host Status
+//! describing a system that Trident did not install, and writes it as the
+//! first record of a new datastore.
+
+use std::path::PathBuf;
+
+use trident_host::datastore::Datastore;
+use trident_host::status::HostStatus;
+
+use crate::args::OfflineInitializeArgs;
+use crate::exit::{CliError, CliResult, Exit};
+
+/// Default datastore path (the daemon's STATE_DIR/datastore.sqlite).
+pub const DEFAULT_DATASTORE: &str = "/var/lib/trident/datastore.sqlite";
+
+pub fn run(args: &OfflineInitializeArgs) -> CliResult<Exit> {
+    let text = std::fs::read_to_string(&args.hs_path).map_err(|e| CliError::ConfigLoad {
+        path: args.hs_path.clone(),
+        detail: e.to_string(),
+    })?;
+    let status: HostStatus = serde_saphyr::from_str(&text).map_err(|e| CliError::ConfigLoad {
+        path: args.hs_path.clone(),
+        detail: format!(
+            "not a valid Host Status: {}",
+            e.to_string().lines().next().unwrap_or_default()
+        ),
+    })?;
+    if let Some(spec) = &status.spec {
+        trident_host::config::validate(spec).map_err(|e| CliError::ConfigLoad {
+            path: args.hs_path.clone(),
+            detail: format!("its spec is not a valid Host Configuration: {e}"),
+        })?;
+    }
+    let path = args.datastore.clone().unwrap_or_else(|| {
+        status
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.datastore_path())
+            .map_or_else(|| PathBuf::from(DEFAULT_DATASTORE), PathBuf::from)
+    });
+    // Like upstream: never overwrite the state of a host Trident already manages.
+    if path.exists() {
+        return Err(CliError::Usage(format!(
+            "datastore {} already exists; offline-initialize only creates a new one",
+            path.display()
+        )));
+    }
+    let mut datastore = Datastore::open(&path).map_err(|e| CliError::Local(format!("{e}")))?;
+    datastore
+        .save_status(&status, None)
+        .map_err(|e| CliError::Local(format!("{e}")))?;
+    eprintln!(
+        "trident: initialized datastore {} (servicing state {})",
+        path.display(),
+        status.servicing_state
+    );
+    Ok(Exit::Success)
+}
