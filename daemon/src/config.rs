@@ -96,6 +96,19 @@ pub struct Config {
     #[arg(long, default_value_t = DEFAULT_BUS_RING_BYTES, value_name = "N")]
     pub bus_ring_bytes: usize,
 
+    /// Export traces, logs and metrics over OTLP to this collector URL
+    /// (off when unset), e.g. http://127.0.0.1:4317.
+    #[arg(long, env = trident_telemetry::otlp::config::ENV_OTLP_ENDPOINT, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+
+    /// OTLP wire protocol: grpc (default) or http/protobuf.
+    #[arg(long, env = trident_telemetry::otlp::config::ENV_OTLP_PROTOCOL, value_name = "PROTOCOL")]
+    pub otlp_protocol: Option<String>,
+
+    /// Bound on one OTLP export request (default 5s).
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub otlp_timeout: Option<Duration>,
+
     /// More log output on stderr (-v debug, -vv trace). RUST_LOG wins when set.
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,
@@ -117,6 +130,15 @@ impl Config {
     /// Reboot-request log: STATE_DIR/reboot-requests.log.
     pub fn reboot_requests_path(&self) -> PathBuf {
         self.state_dir.join(REBOOT_REQUESTS_FILE)
+    }
+
+    /// OTLP export settings from the flags (the `OTEL_*` variables fill the rest).
+    pub fn otlp_flags(&self) -> trident_telemetry::otlp::OtlpFlags {
+        trident_telemetry::otlp::OtlpFlags {
+            endpoint: self.otlp_endpoint.clone(),
+            protocol: self.otlp_protocol.clone(),
+            timeout: self.otlp_timeout,
+        }
     }
 
     /// Idle timeout, `None` when disabled with 0.

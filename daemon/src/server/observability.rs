@@ -19,10 +19,15 @@ pub struct ObservabilityGuard {
     _private: (),
     /// The telemetry bus; its journal is flushed and closed on drop.
     bus: Option<trident_telemetry::Bus>,
+    /// OTLP export when configured; flushed (bounded) on drop.
+    otlp: Option<trident_telemetry::otlp::OtlpExport>,
 }
 
 impl Drop for ObservabilityGuard {
     fn drop(&mut self) {
+        if let Some(otlp) = self.otlp.take() {
+            otlp.shutdown();
+        }
         if let Some(bus) = &self.bus {
             bus.shutdown();
         }
@@ -39,7 +44,9 @@ fn telemetry_bus(config: &Config) -> trident_telemetry::Bus {
         ..trident_telemetry::BusConfig::default()
     };
     trident_telemetry::Bus::new(bus_config.clone()).unwrap_or_else(|error| {
-        eprintln!("tridentd: telemetry journal unavailable, keeping records in memory only: {error}");
+        eprintln!(
+            "tridentd: telemetry journal unavailable, keeping records in memory only: {error}"
+        );
         trident_telemetry::Bus::in_memory(bus_config)
     })
 }
@@ -64,15 +71,29 @@ pub fn init(config: &Config) -> ObservabilityGuard {
         // Colours only on a terminal; the journal and pipes get plain text.
         .with_ansi(std::io::stderr().is_terminal());
     let bus = telemetry_bus(config);
+    let otlp = trident_telemetry::otlp::OtlpExport::from_flags(
+        &config.otlp_flags(),
+        env!("CARGO_PKG_VERSION"),
+        &bus,
+    )
+    .map_err(|error| eprintln!("tridentd: OTLP export off: {error}"))
+    .ok()
+    .flatten();
     // `try_init` fails only if a subscriber is already set (e.g. in tests).
     let installed = tracing_subscriber::registry()
         .with(filter(config))
         .with(fmt)
         .with(bus.layer())
+        .with(otlp.as_ref().map(|export| export.layer()))
         .try_init()
         .is_ok();
+    if let Some(export) = &otlp {
+        let settings = export.config();
+        tracing::info!(endpoint = %settings.endpoint, protocol = settings.protocol.as_str(), "OTLP export on");
+    }
     ObservabilityGuard {
         _private: (),
         bus: installed.then_some(bus),
+        otlp,
     }
 }

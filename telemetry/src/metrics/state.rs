@@ -178,6 +178,7 @@ fn to_system_time(ts: &prost_types::Timestamp) -> Option<SystemTime> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -23,6 +23,17 @@ pub const ENV_TRACES_SAMPLER: &str = "OTEL_TRACES_SAMPLER";
 /// Env var: the sampler's argument (the ratio of the `*traceidratio` samplers).
 pub const ENV_TRACES_SAMPLER_ARG: &str = "OTEL_TRACES_SAMPLER_ARG";
 
+/// Env var: metrics collection/export interval, milliseconds (default 10000).
+pub const ENV_METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
+/// Env var: delay between span exports, milliseconds (default 1000).
+pub const ENV_BSP_SCHEDULE_DELAY: &str = "OTEL_BSP_SCHEDULE_DELAY";
+/// Env var: spans queued for export at most (default 4096).
+pub const ENV_BSP_MAX_QUEUE_SIZE: &str = "OTEL_BSP_MAX_QUEUE_SIZE";
+/// Env var: delay between log exports, milliseconds (default 1000).
+pub const ENV_BLRP_SCHEDULE_DELAY: &str = "OTEL_BLRP_SCHEDULE_DELAY";
+/// Env var: log records queued for export at most (default 4096).
+pub const ENV_BLRP_MAX_QUEUE_SIZE: &str = "OTEL_BLRP_MAX_QUEUE_SIZE";
+
 /// `service.name` unless `OTEL_SERVICE_NAME` says otherwise.
 pub const DEFAULT_SERVICE_NAME: &str = "tridentd";
 /// Bound on one export request (connect + send + answer).
@@ -35,8 +46,6 @@ pub const DEFAULT_MAX_BATCH: usize = 512;
 pub const DEFAULT_BATCH_DELAY: Duration = Duration::from_secs(1);
 /// How often metrics are collected and sent.
 pub const DEFAULT_METRICS_INTERVAL: Duration = Duration::from_secs(10);
-/// Bound on the flush at daemon shutdown.
-pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Wire protocol of the export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,8 +82,8 @@ pub enum ConfigError {
     Protocol(String),
     #[error("OTLP endpoint {0:?} is not an http:// or https:// URL")]
     Endpoint(String),
-    #[error("{ENV_OTLP_TIMEOUT}={0:?} is not a number of milliseconds")]
-    Timeout(String),
+    #[error("{0}={1:?} is not a positive whole number")]
+    Number(&'static str, String),
     #[error("unknown {ENV_TRACES_SAMPLER} {0:?}")]
     Sampler(String),
     #[error("{ENV_TRACES_SAMPLER_ARG}={0:?} is not a ratio between 0 and 1")]
@@ -99,9 +108,11 @@ pub struct OtlpConfig {
     /// From `OTEL_RESOURCE_ATTRIBUTES`, in order.
     pub extra_resource: Vec<(String, String)>,
     pub sampler: SamplerChoice,
-    pub max_queue: usize,
+    pub span_queue: usize,
+    pub log_queue: usize,
     pub max_batch: usize,
-    pub batch_delay: Duration,
+    pub span_delay: Duration,
+    pub log_delay: Duration,
     pub metrics_interval: Duration,
     pub shutdown_timeout: Duration,
 }
@@ -184,14 +195,27 @@ impl OtlpConfig {
             Some(text) => OtlpProtocol::parse(&text)?,
             None => OtlpProtocol::Grpc,
         };
-        let timeout = match (flags.timeout, non_empty(ENV_OTLP_TIMEOUT)) {
-            (Some(t), _) => t,
-            (None, Some(ms)) => Duration::from_millis(
-                ms.trim()
-                    .parse()
-                    .map_err(|_| ConfigError::Timeout(ms.clone()))?,
-            ),
-            (None, None) => DEFAULT_TIMEOUT,
+        // A standard numeric variable, or `default` when unset.
+        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
+            match non_empty(name) {
+                None => Ok(default),
+                Some(text) => text
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(ConfigError::Number(name, text)),
+            }
+        };
+        let millis = |name: &'static str, default: Duration| -> Result<Duration, ConfigError> {
+            Ok(Duration::from_millis(number(
+                name,
+                default.as_millis() as u64,
+            )?))
+        };
+        let timeout = match flags.timeout {
+            Some(t) => t,
+            None => millis(ENV_OTLP_TIMEOUT, DEFAULT_TIMEOUT)?,
         };
         let sampler = match non_empty(ENV_TRACES_SAMPLER) {
             Some(name) => {
@@ -209,11 +233,14 @@ impl OtlpConfig {
                 .map(|text| parse_resource_attributes(&text))
                 .unwrap_or_default(),
             sampler,
-            max_queue: DEFAULT_MAX_QUEUE,
+            span_queue: number(ENV_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE as u64)? as usize,
+            log_queue: number(ENV_BLRP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE as u64)? as usize,
             max_batch: DEFAULT_MAX_BATCH,
-            batch_delay: DEFAULT_BATCH_DELAY,
-            metrics_interval: DEFAULT_METRICS_INTERVAL,
-            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            span_delay: millis(ENV_BSP_SCHEDULE_DELAY, DEFAULT_BATCH_DELAY)?,
+            log_delay: millis(ENV_BLRP_SCHEDULE_DELAY, DEFAULT_BATCH_DELAY)?,
+            metrics_interval: millis(ENV_METRIC_EXPORT_INTERVAL, DEFAULT_METRICS_INTERVAL)?,
+            // The final flush waits for one export at most.
+            shutdown_timeout: timeout,
         }))
     }
 
@@ -262,6 +289,7 @@ fn percent_decode(text: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::collections::HashMap;
 
@@ -343,6 +371,13 @@ mod tests {
                 .to_string()
         };
         assert!(bad(&[(ENV_OTLP_ENDPOINT, "collector:4317")]).contains("not an http"));
+        assert!(
+            bad(&[
+                (ENV_OTLP_ENDPOINT, "http://c:1"),
+                (ENV_METRIC_EXPORT_INTERVAL, "soon")
+            ])
+            .contains("OTEL_METRIC_EXPORT_INTERVAL=\"soon\" is not a positive whole number")
+        );
         assert!(
             bad(&[
                 (ENV_OTLP_ENDPOINT, "http://c:1"),

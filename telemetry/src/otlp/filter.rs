@@ -18,6 +18,7 @@ pub const INTERNAL_TARGETS: &[&str] = &[
     "tracing_opentelemetry",
     "opentelemetry_appender_tracing",
     "trident_telemetry::otlp",
+    "tridentd::otlp",
     "trident_telemetry::bus",
 ];
 
@@ -37,6 +38,7 @@ pub fn exportable(metadata: &Metadata<'_>) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -48,6 +50,7 @@ mod tests {
             "opentelemetry_sdk",
             "hyper_util::client::legacy",
             "trident_telemetry::otlp::health",
+            "tridentd::otlp",
         ] {
             assert!(is_internal_target(target), "{target}");
         }

@@ -9,8 +9,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// Target of the export's own notices (filtered out of the export itself).
-pub const NOTICE_TARGET: &str = "trident_telemetry::otlp";
+/// Target of the export's own notices: on the bus and stderr, never exported
+/// (a daemon-side name, as the bus keeps `trident_telemetry` internals out).
+pub const NOTICE_TARGET: &str = "tridentd::otlp";
 
 /// Which signal lost data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +176,7 @@ impl ExportHealth {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -128,6 +128,28 @@ impl OtlpExport {
         })
     }
 
+    /// What the daemon does at startup: settings from its flags and the
+    /// process environment; when an endpoint is set, starts the export with
+    /// the bus's run id as `service.instance.id` and metrics fed from `bus`.
+    /// `Ok(None)`: export is off.
+    pub fn from_flags(
+        flags: &OtlpFlags,
+        service_version: &str,
+        bus: &Bus,
+    ) -> Result<Option<Self>, OtlpError> {
+        let Some(config) = OtlpConfig::resolve(flags, |name| std::env::var(name).ok())? else {
+            return Ok(None);
+        };
+        let identity = ServiceIdentity {
+            service_name: config.service_name.clone(),
+            service_version: service_version.to_string(),
+            instance_id: bus.run_id().to_string(),
+        };
+        let mut export = Self::start(config, &identity)?;
+        export.attach_bus(bus);
+        Ok(Some(export))
+    }
+
     /// The exporting layers (spans and events), filtered: internals never,
     /// events at INFO and above.
     pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + use<S>
@@ -221,13 +243,6 @@ fn build_providers(
     health: &Arc<ExportHealth>,
     runtime: &tokio::runtime::Handle,
 ) -> Result<Providers, OtlpError> {
-    let batch = || {
-        BatchConfigBuilder::default()
-            .with_max_queue_size(config.max_queue)
-            .with_max_export_batch_size(config.max_batch)
-            .with_scheduled_delay(config.batch_delay)
-            .build()
-    };
     let exporter_error = |signal| move |source| OtlpError::Exporter { signal, source };
     let http_client = || {
         RuntimeHttpClient::new(
@@ -284,7 +299,12 @@ fn build_providers(
     }
     .map_err(exporter_error("metrics"))?;
 
-    let span_queue = QueueGauge::new(config.max_queue);
+    let span_batch = BatchConfigBuilder::default()
+        .with_max_queue_size(config.span_queue)
+        .with_max_export_batch_size(config.max_batch.min(config.span_queue))
+        .with_scheduled_delay(config.span_delay)
+        .build();
+    let span_queue = QueueGauge::new(config.span_queue);
     let span_processor = BoundedSpanProcessor {
         inner: BatchSpanProcessor::builder(AccountedExporter {
             inner: span_exporter,
@@ -292,7 +312,7 @@ fn build_providers(
             health: Arc::clone(health),
             signal: Signal::Traces,
         })
-        .with_batch_config(batch())
+        .with_batch_config(span_batch)
         .build(),
         queue: span_queue,
         health: Arc::clone(health),
@@ -304,11 +324,11 @@ fn build_providers(
         .with_resource(resource.clone())
         .build();
 
-    let log_queue = QueueGauge::new(config.max_queue);
+    let log_queue = QueueGauge::new(config.log_queue);
     let log_batch = opentelemetry_sdk::logs::BatchConfigBuilder::default()
-        .with_max_queue_size(config.max_queue)
-        .with_max_export_batch_size(config.max_batch)
-        .with_scheduled_delay(config.batch_delay)
+        .with_max_queue_size(config.log_queue)
+        .with_max_export_batch_size(config.max_batch.min(config.log_queue))
+        .with_scheduled_delay(config.log_delay)
         .build();
     let log_processor = BoundedLogProcessor {
         inner: BatchLogProcessor::builder(AccountedExporter {

@@ -213,6 +213,7 @@ impl<E: PushMetricExporter> PushMetricExporter for AccountedExporter<E> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
