@@ -7,6 +7,7 @@
 //! primary/backup structures at positioned offsets.
 
 mod build;
+mod verify;
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -14,6 +15,7 @@ use std::os::unix::fs::FileExt;
 use uuid::Uuid;
 
 pub use build::PartitionSpec;
+pub use verify::VerifyError;
 
 const SIGNATURE: &[u8; 8] = b"EFI PART";
 const REVISION_1_0: u32 = 0x0001_0000;

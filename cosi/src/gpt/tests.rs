@@ -1,3 +1,5 @@
+use std::os::unix::fs::FileExt;
+
 use uuid::Uuid;
 
 use super::*;
@@ -102,4 +104,25 @@ fn partitions_that_do_not_fit_are_rejected() {
         Gpt::build(64 << 20, 512, Uuid::nil(), &s),
         Err(GptError::DiskTooSmall { .. })
     ));
+}
+
+#[test]
+fn read_and_verify_accepts_a_written_disk_and_rejects_a_stale_backup() {
+    let size = 16u64 << 20;
+    let gpt = Gpt::build(size, 512, Uuid::from_u128(3), &specs()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.img");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    file.set_len(size).unwrap();
+    gpt.write_primary(&file).unwrap();
+    gpt.write_backup(&file).unwrap();
+    assert_eq!(Gpt::read_and_verify(&file, 512, size).unwrap(), gpt);
+    file.write_all_at(&[1], size - 512 + 40).unwrap();
+    assert!(Gpt::read_and_verify(&file, 512, size).is_err());
 }

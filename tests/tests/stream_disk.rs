@@ -1,0 +1,235 @@
+//! StreamDisk over gRPC against a real tridentd writing disk-image files.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use futures::StreamExt;
+use trident_cosi::writer::{self, Corruption, FixtureOutput, FixtureSpec};
+use trident_e2e::Daemon;
+use trident_proto::v1::{
+    Completed, PhaseState, StatusCode, StreamDiskRequest, TridentErrorKind, servicing_response,
+    streaming_service_client::StreamingServiceClient,
+};
+
+const DISK: u64 = 24 << 20;
+const FILL: u8 = 0xEE;
+
+struct Setup {
+    dir: tempfile::TempDir,
+    cosi: FixtureOutput,
+    expected: PathBuf,
+}
+
+fn setup(corruption: Option<Corruption>) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = dir.path().join("expected.img");
+    let spec = FixtureSpec::new(DISK, 7);
+    writer::write_disk_image(&spec, &expected).unwrap();
+    let spec = FixtureSpec { corruption, ..spec };
+    let cosi = writer::write_cosi(&spec, &dir.path().join("image.cosi")).unwrap();
+    Setup {
+        dir,
+        cosi,
+        expected,
+    }
+}
+
+fn disk_file(dir: &Path, name: &str, size: u64) -> PathBuf {
+    let p = dir.join(name);
+    fs::write(&p, vec![FILL; size as usize]).unwrap();
+    p
+}
+
+fn untouched(p: &Path) -> bool {
+    fs::read(p).unwrap().iter().all(|&b| b == FILL)
+}
+
+/// Final state of each progress phase, and the Completed message.
+#[derive(Debug)]
+struct Outcome {
+    completed: Completed,
+    phases: BTreeMap<String, (u64, Option<u64>, PhaseState)>,
+}
+
+async fn stream_disk(disks: &[&Path], url: String, hash: Option<String>) -> Outcome {
+    let mut builder = Daemon::builder().args(["--inactivity-timeout", "0"]);
+    for d in disks {
+        builder = builder.arg("--disk").arg(d);
+    }
+    let daemon = builder.spawn().await.unwrap();
+    let mut client = StreamingServiceClient::new(daemon.channel().await.unwrap());
+    let request = StreamDiskRequest {
+        image_url: url,
+        image_hash: hash,
+        reboot: None,
+    };
+    let mut stream = client.stream_disk(request).await.unwrap().into_inner();
+    let mut phases = BTreeMap::new();
+    let mut completed = None;
+    while let Some(item) = stream.next().await {
+        match item.unwrap().response {
+            Some(servicing_response::Response::Progress(p)) => {
+                let state = p.state();
+                phases.insert(p.phase_id, (p.current, p.total, state));
+            }
+            Some(servicing_response::Response::Completed(c)) => completed = Some(c),
+            _ => {}
+        }
+    }
+    Outcome {
+        completed: completed.expect("stream ended without Completed"),
+        phases,
+    }
+}
+
+fn url(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+fn assert_regions_equal(s: &Setup, target: &Path) {
+    let got = fs::read(target).unwrap();
+    let expected = fs::read(&s.expected).unwrap();
+    for r in &s.cosi.regions {
+        let range = r.offset as usize..(r.offset + r.uncompressed_size) as usize;
+        assert!(got[range.clone()] == expected[range], "{} differs", r.path);
+    }
+    // Backup GPT: the last 33 LBAs.
+    let tail = expected.len() - 33 * 512;
+    assert!(got[tail..] == expected[tail..], "backup GPT differs");
+}
+
+fn assert_failed(o: &Outcome, kind: TridentErrorKind, subkind: &str) {
+    assert_eq!(
+        o.completed.status(),
+        StatusCode::Failure,
+        "{:?}",
+        o.completed
+    );
+    let err = o.completed.error.as_ref().unwrap();
+    assert_eq!(err.kind(), kind, "{err:?}");
+    assert_eq!(err.subkind, subkind, "{err:?}");
+}
+
+#[tokio::test]
+async fn stream_disk_writes_every_region_to_the_smallest_disk_that_fits() {
+    let s = setup(None);
+    let small = disk_file(s.dir.path(), "small.img", DISK - (1 << 20));
+    let fits = disk_file(s.dir.path(), "fits.img", DISK);
+    let big = disk_file(s.dir.path(), "big.img", DISK + (16 << 20));
+    let o = stream_disk(
+        &[&big, &small, &fits],
+        url(&s.cosi.path),
+        Some(s.cosi.metadata_sha384.clone()),
+    )
+    .await;
+    assert_eq!(
+        o.completed.status(),
+        StatusCode::Success,
+        "{:?}",
+        o.completed
+    );
+    assert_eq!(
+        o.completed.image_hash.as_deref(),
+        Some(format!("sha384:{}", s.cosi.metadata_sha384).as_str())
+    );
+    assert_regions_equal(&s, &fits);
+    assert!(untouched(&small) && untouched(&big));
+
+    let total: u64 = s.cosi.regions.iter().map(|r| r.uncompressed_size).sum();
+    assert_eq!(o.phases["download"], (total, Some(total), PhaseState::Done));
+    for r in &s.cosi.regions {
+        let id = match r.number {
+            None => "write/primary-gpt".to_owned(),
+            Some(n) => format!("write/partition-{n}"),
+        };
+        let size = r.uncompressed_size;
+        assert_eq!(o.phases[&id], (size, Some(size), PhaseState::Done), "{id}");
+    }
+    assert_eq!(o.phases["validate"].2, PhaseState::Done);
+    assert_eq!(o.phases["verify"].2, PhaseState::Done);
+}
+
+#[tokio::test]
+async fn wrong_metadata_hash_fails_as_invalid_input_and_leaves_the_disk_unchanged() {
+    let s = setup(None);
+    let target = disk_file(s.dir.path(), "t.img", DISK);
+    let o = stream_disk(&[&target], url(&s.cosi.path), Some("ab".repeat(48))).await;
+    assert_failed(
+        &o,
+        TridentErrorKind::InvalidInputError,
+        "image-hash-mismatch",
+    );
+    assert!(untouched(&target));
+}
+
+#[tokio::test]
+async fn corrupt_region_fails_as_image_hash_mismatch() {
+    let s = setup(Some(Corruption::FlipByte { region: 2 }));
+    let target = disk_file(s.dir.path(), "t.img", DISK);
+    let o = stream_disk(&[&target], url(&s.cosi.path), None).await;
+    assert_failed(
+        &o,
+        TridentErrorKind::InvalidInputError,
+        "image-hash-mismatch",
+    );
+    assert_eq!(o.phases["write/partition-2"].2, PhaseState::Failed);
+}
+
+#[tokio::test]
+async fn truncated_image_fails_as_invalid_image() {
+    let s = setup(Some(Corruption::Truncate { region: 1 }));
+    let target = disk_file(s.dir.path(), "t.img", DISK);
+    let o = stream_disk(&[&target], url(&s.cosi.path), None).await;
+    assert_failed(&o, TridentErrorKind::InvalidInputError, "invalid-image");
+    let msg = &o.completed.error.as_ref().unwrap().message;
+    assert!(msg.contains("images/partition-1.raw.zst"), "{msg}");
+}
+
+#[tokio::test]
+async fn region_larger_than_its_partition_fails_before_writing() {
+    let s = setup(Some(Corruption::RegionLargerThanPartition { region: 2 }));
+    let target = disk_file(s.dir.path(), "t.img", DISK);
+    let o = stream_disk(&[&target], url(&s.cosi.path), None).await;
+    assert_failed(
+        &o,
+        TridentErrorKind::InvalidInputError,
+        "image-does-not-match-configuration",
+    );
+    assert!(untouched(&target));
+}
+
+#[tokio::test]
+async fn no_candidate_disk_large_enough_is_reported_and_nothing_written() {
+    let s = setup(None);
+    let target = disk_file(s.dir.path(), "t.img", DISK / 2);
+    let o = stream_disk(&[&target], url(&s.cosi.path), None).await;
+    assert_failed(
+        &o,
+        TridentErrorKind::ExecutionEnvironmentMisconfigurationError,
+        "target-disk-too-small",
+    );
+    assert!(untouched(&target));
+}
+
+#[tokio::test]
+async fn unreachable_image_server_is_a_servicing_error() {
+    let s = setup(None);
+    let target = disk_file(s.dir.path(), "t.img", DISK);
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = stream_disk(
+        &[&target],
+        format!("http://127.0.0.1:{port}/image.cosi"),
+        None,
+    )
+    .await;
+    assert_failed(&o, TridentErrorKind::ServicingError, "download-image");
+    assert!(untouched(&target));
+}
