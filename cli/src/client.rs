@@ -22,6 +22,8 @@ pub const DEFAULT_SOCKET: &str = "/run/trident/listen.sock";
 pub const SOCKET_ENV: &str = "TRIDENT_SOCKET";
 /// How long to wait for the socket to accept before giving up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Environment variable carrying a caller's W3C trace context.
+pub const TRACEPARENT_ENV: &str = "TRACEPARENT";
 /// Metadata key of the W3C trace context.
 pub const TRACEPARENT: &str = "traceparent";
 
@@ -98,6 +100,28 @@ pub struct TraceParent {
 }
 
 impl TraceParent {
+    /// The caller's trace context from `TRACEPARENT` (so a script's trace
+    /// continues into the daemon), else a fresh one.
+    pub fn from_env_or_generate() -> Self {
+        std::env::var(TRACEPARENT_ENV)
+            .ok()
+            .and_then(|v| Self::parse(&v))
+            .unwrap_or_else(Self::generate)
+    }
+
+    /// Parses a W3C `traceparent` value ("00-<32 hex>-<16 hex>-<2 hex>").
+    pub fn parse(value: &str) -> Option<Self> {
+        let mut parts = value.trim().split('-');
+        let (version, trace_id, span_id, _flags) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        let hex = |s: &str, n: usize| s.len() == n && s.chars().all(|c| c.is_ascii_hexdigit());
+        (version == "00" && hex(trace_id, 32) && hex(span_id, 16) && trace_id != "0".repeat(32))
+            .then(|| TraceParent {
+                trace_id: trace_id.to_ascii_lowercase(),
+                span_id: span_id.to_ascii_lowercase(),
+            })
+    }
+
     /// A fresh random trace and span id.
     pub fn generate() -> Self {
         let trace_id = uuid::Uuid::new_v4().simple().to_string();
@@ -134,6 +158,15 @@ mod tests {
         assert_eq!(parts[1].len(), 32);
         assert_eq!(parts[2].len(), 16);
         assert_eq!(parts[3], "01");
+    }
+
+    #[test]
+    fn traceparent_parses_w3c_and_rejects_garbage() {
+        let tp = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+            .expect("valid");
+        assert_eq!(tp.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert!(TraceParent::parse("00-xyz-00f067aa0ba902b7-01").is_none());
+        assert!(TraceParent::parse("").is_none());
     }
 
     #[tokio::test]

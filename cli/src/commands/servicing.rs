@@ -80,7 +80,7 @@ where
     Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
 {
     let channel = ctx.channel().await?;
-    let trace = TraceParent::generate();
+    let trace = TraceParent::from_env_or_generate();
     let stream = match open(channel, trace).await {
         Ok(response) => response.into_inner(),
         Err(status) => {
@@ -97,7 +97,7 @@ where
         }
     };
     let mut progress = Progress::new(args.progress, ctx.verbosity);
-    let result = drive(ctx, &mut progress, stream).await;
+    let result = drive(ctx, &mut progress, stream, what).await;
     progress.finish();
     let exit = match result {
         Ok(()) => progress.model.exit().unwrap_or(Exit::ServicingFailed),
@@ -136,6 +136,7 @@ async fn drive(
     ctx: &Ctx,
     progress: &mut Progress,
     mut stream: Streaming<ServicingResponse>,
+    what: &str,
 ) -> CliResult<()> {
     let mut started: Option<(String, Option<Cursor>)> = None;
     let mut dedup = Dedup::default();
@@ -152,9 +153,13 @@ async fn drive(
                     break crate::exit::describe_status(&status);
                 }
                 Some(Ok(response)) => {
-                    let Some(event) = Event::from_servicing(&response) else { continue };
-                    if let Event::Started { operation_id, cursor, .. } = &event {
+                    let Some(mut event) = Event::from_servicing(&response) else { continue };
+                    if let Event::Started { operation_id, cursor, rpc, .. } = &mut event {
                         started = Some((operation_id.clone(), cursor.clone()));
+                        // The servicing stream does not name the RPC; the command does.
+                        if rpc.is_empty() {
+                            *rpc = what.to_string();
+                        }
                     }
                     dedup.note(&event);
                     progress.feed(&event);

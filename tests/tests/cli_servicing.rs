@@ -1,0 +1,547 @@
+//! The `trident` CLI driving real servicing operations on a real daemon:
+//! install on a disk-image file from a COSI fixture (built by `mkcosi`),
+//! live progress in plain and JSON modes, failure rendering and exit codes,
+//! a busy daemon, `watch` attach/--wait, and a daemon killed and restarted
+//! during `trident watch`.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use trident_e2e::{Daemon, bin_path};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A COSI image, a disk-image file and Host Configurations targeting them.
+struct Fixture {
+    dir: tempfile::TempDir,
+    cosi: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cosi = dir.path().join("img.cosi");
+        let out = Command::new(bin_path("mkcosi"))
+            .args([
+                "--size",
+                "24MiB",
+                "--esp-size",
+                "4MiB",
+                "--seed",
+                "1",
+                "--out",
+            ])
+            .arg(&cosi)
+            .output()
+            .expect("run mkcosi (cargo build --workspace --bins)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Fixture { dir, cosi }
+    }
+
+    /// A config installing the fixture image, with a preServicing script.
+    fn config(&self, name: &str, script: &str) -> PathBuf {
+        let disk = self.dir.path().join(format!("{name}.img"));
+        std::fs::File::create(&disk)
+            .and_then(|f| f.set_len(96 << 20))
+            .expect("disk image");
+        let body = format!(
+            r#"image:
+  url: file://{cosi}
+  sha384: ignored
+storage:
+  disks:
+  - id: os
+    device: {disk}
+    partitionTableType: gpt
+    partitions:
+    - {{ id: esp, type: esp, size: 8M }}
+    - {{ id: root-a, type: root, size: 32M }}
+    - {{ id: root-b, type: root, size: 32M }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
+  - {{ deviceId: root, mountPoint: {{ path: /, options: defaults }} }}
+scripts:
+  preServicing:
+  - name: prep
+    content: {script:?}
+"#,
+            cosi = self.cosi.display(),
+            disk = disk.display(),
+        );
+        let path = self.dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, body).expect("write config");
+        path
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+async fn daemon() -> anyhow::Result<Daemon> {
+    Daemon::builder()
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await
+}
+
+fn trident(socket: &Path) -> Command {
+    let mut command = Command::new(bin_path("trident"));
+    command
+        .arg("--socket")
+        .arg(socket)
+        .env_remove("TRIDENT_SOCKET")
+        .env_remove("TRACEPARENT")
+        .env("NO_COLOR", "1");
+    command
+}
+
+fn run(socket: &Path, args: &[&str]) -> Output {
+    trident(socket).args(args).output().expect("run trident")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A trident process in the background with its output collected.
+struct Running {
+    child: Child,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+fn collect(pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(mut t) = sink.lock() {
+                t.push_str(&line);
+                t.push('\n');
+            }
+        }
+    });
+    text
+}
+
+impl Running {
+    fn start(socket: &Path, args: &[&str]) -> Self {
+        let mut child = trident(socket)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn trident");
+        let stdout = collect(child.stdout.take().expect("stdout"));
+        let stderr = collect(child.stderr.take().expect("stderr"));
+        Running {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Waits until stdout+stderr satisfy `pred`.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let text = format!("{}{}", self.stdout(), self.stderr());
+            if pred(&text) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for exit; returns the exit code.
+    fn wait(&mut self) -> Option<i32> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                // Let the reader threads drain.
+                std::thread::sleep(Duration::from_millis(100));
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("trident did not exit:\n{}{}", self.stdout(), self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_with_plain_progress_succeeds_and_writes_the_status_file() -> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let config = fx.config("ok", "echo preparing");
+    let status = fx.path("status.yaml");
+    let out = run(
+        daemon.socket_path(),
+        &[
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+            "-s",
+            status.to_str().unwrap_or_default(),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("install started: operation "), "{err}");
+    assert!(
+        err.contains("phase Run preServicing scripts: started"),
+        "{err}"
+    );
+    assert!(err.contains("info script::prep: preparing"), "{err}");
+    assert!(err.contains("operation succeeded"), "{err}");
+    // Phase changes appear once each.
+    let starts = err
+        .lines()
+        .filter(|l| l.contains("phase Create partition tables: started"))
+        .count();
+    assert_eq!(starts, 1, "{err}");
+    let written = std::fs::read_to_string(&status)?;
+    assert!(
+        written.contains("servicingState: clean-install-finalized"),
+        "{written}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_json_progress_is_one_object_per_record_and_joins_the_callers_trace()
+-> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let config = fx.config("json", "echo one; echo two");
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let out = trident(daemon.socket_path())
+        .args([
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "json",
+        ])
+        .env("TRACEPARENT", format!("00-{trace_id}-00f067aa0ba902b7-01"))
+        .output()?;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let records = json_lines(&stdout);
+    assert_eq!(
+        records.len(),
+        stdout.lines().count(),
+        "every line is JSON:\n{stdout}"
+    );
+    assert_eq!(
+        records.first().map(|r| r["type"].clone()),
+        Some("started".into())
+    );
+    assert_eq!(
+        records.last().map(|r| r["type"].clone()),
+        Some("completed".into())
+    );
+    assert_eq!(
+        records[0]["trace_id"], trace_id,
+        "the operation joins the CLI's trace"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["type"] == "progress" && r["unit"] == "bytes")
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["type"] == "log" && r["message"] == "two")
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_servicing_prints_the_structured_error_and_exits_2() -> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let config = fx.config("fail", "echo about to fail; echo bad thing >&2; exit 3");
+    let error_file = fx.path("error.yaml");
+    let out = run(
+        daemon.socket_path(),
+        &[
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+            "-e",
+            error_file.to_str().unwrap_or_default(),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("operation failed"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error: ") && l.contains("servicing/")),
+        "{err}"
+    );
+    assert!(err.contains("last log lines of phase"), "{err}");
+    assert!(err.contains("about to fail"), "{err}");
+    let written = std::fs::read_to_string(&error_file)?;
+    for key in ["message:", "error:", "category:", "location:", "cause:"] {
+        assert!(written.contains(key), "{key} missing in {written}");
+    }
+    // get last-error has the same error, upstream keys plus ours.
+    let last = run(daemon.socket_path(), &["get", "last-error"]);
+    let text = String::from_utf8_lossy(&last.stdout);
+    assert_eq!(last.status.code(), Some(0), "{}", stderr(&last));
+    for key in [
+        "message:",
+        "error:",
+        "category:",
+        "location:",
+        "cause:",
+        "context:",
+        "operation_id:",
+        "trace_id:",
+        "recent_logs:",
+    ] {
+        assert!(text.contains(key), "{key} missing in {text}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_1() -> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let slow = fx.config("slow", "echo started-slow; sleep 4");
+    let mut first = Running::start(
+        daemon.socket_path(),
+        &[
+            "install",
+            slow.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    first.wait_for("the first operation to run", |t| t.contains("started-slow"));
+    let other = fx.config("other", "true");
+    let out = run(
+        daemon.socket_path(),
+        &["install", other.to_str().unwrap_or_default()],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("busy"), "{err}");
+    assert_eq!(first.wait(), Some(0), "{}", first.stderr());
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_attaches_to_the_running_operation_replays_it_and_exits_with_its_code()
+-> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    // --wait: started before any operation exists.
+    let mut waiting = Running::start(
+        daemon.socket_path(),
+        &["watch", "--wait", "--progress", "json"],
+    );
+    waiting.wait_for("watch --wait to wait", |t| {
+        t.contains("waiting for the next servicing operation")
+    });
+    let config = fx.config("watched", "echo first-line; sleep 2; echo later-line");
+    let mut install = Running::start(
+        daemon.socket_path(),
+        &[
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    install.wait_for("the operation to start", |t| t.contains("first-line"));
+    // Attach mid-way: the replay starts at the operation's first record.
+    let mut attached = Running::start(daemon.socket_path(), &["watch", "--progress", "json"]);
+    assert_eq!(install.wait(), Some(0), "{}", install.stderr());
+    assert_eq!(attached.wait(), Some(0), "{}", attached.stderr());
+    assert_eq!(waiting.wait(), Some(0), "{}", waiting.stderr());
+    for watcher in [&attached, &waiting] {
+        let records = json_lines(&watcher.stdout());
+        assert_eq!(
+            records.first().map(|r| r["type"].clone()),
+            Some("started".into()),
+            "{}",
+            watcher.stdout()
+        );
+        assert_eq!(
+            records.last().map(|r| r["type"].clone()),
+            Some("completed".into())
+        );
+        assert!(records.iter().any(|r| r["message"] == "first-line"));
+        assert!(records.iter().any(|r| r["message"] == "later-line"));
+        let cursors: Vec<&str> = records
+            .iter()
+            .filter_map(|r| r["cursor"].as_str())
+            .collect();
+        let unique: HashSet<&&str> = cursors.iter().collect();
+        assert_eq!(unique.len(), cursors.len(), "a record was shown twice");
+    }
+    // A failed operation's exit code is watch's exit code.
+    let failing = fx.config("failing", "sleep 1; exit 1");
+    let mut install = Running::start(
+        daemon.socket_path(),
+        &["install", failing.to_str().unwrap_or_default()],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let watched = run(daemon.socket_path(), &["watch", "--progress", "plain"]);
+    assert_eq!(install.wait(), Some(2));
+    assert_eq!(watched.status.code(), Some(2), "{}", stderr(&watched));
+    Ok(())
+}
+
+/// Sequence numbers inside "<run>:<seq>".
+fn split_cursor(c: &str) -> Option<(String, u64)> {
+    let (run, seq) = c.rsplit_once(':')?;
+    Some((run.to_string(), seq.parse().ok()?))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_skips()
+-> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let state = fx.path("state");
+    std::fs::create_dir_all(&state)?;
+    let socket = fx.path("restart.sock");
+    let mut first = Daemon::builder()
+        .socket(&socket)
+        .state_dir(&state)
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await?;
+    let config = fx.config(
+        "long",
+        "i=0; while [ $i -lt 200 ]; do echo tick-$i; i=$((i+1)); sleep 0.05; done",
+    );
+    let _install = Running::start(
+        &socket,
+        &[
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    let mut watch = Running::start(&socket, &["watch", "--progress", "json"]);
+    watch.wait_for("some ticks", |t| t.contains("tick-20"));
+    first.signal(Signal::SIGKILL)?;
+    first.wait_exit(Duration::from_secs(10)).await?;
+    watch.wait_for("the lost connection", |t| t.contains("\"reconnecting\""));
+    let second = Daemon::builder()
+        .socket(&socket)
+        .state_dir(&state)
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await?;
+    let code = watch.wait();
+    let stdout = watch.stdout();
+    let records = json_lines(&stdout);
+    // The operation died with the daemon: watch says so and fails.
+    assert_eq!(code, Some(2), "{stdout}\n{}", watch.stderr());
+    assert!(watch.stderr().contains("interrupted"), "{}", watch.stderr());
+    assert!(records.iter().any(|r| r["type"] == "resumed"), "{stdout}");
+
+    // No record shown twice.
+    let cursors: Vec<String> = records
+        .iter()
+        .filter_map(|r| r["cursor"].as_str().map(str::to_string))
+        .collect();
+    let unique: HashSet<&String> = cursors.iter().collect();
+    assert_eq!(unique.len(), cursors.len(), "duplicates in:\n{stdout}");
+
+    // None skipped silently: every log record of the operation that the
+    // journal holds was shown, or lies inside a gap the watch reported.
+    let op = records[0]["operation_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let gaps: Vec<(String, u64, u64)> = records
+        .iter()
+        .filter(|r| r["type"] == "gap")
+        .filter_map(|r| {
+            let (run, first) = split_cursor(r["first_missing"].as_str()?)?;
+            let (_, last) = split_cursor(r["last_missing"].as_str()?)?;
+            Some((run, first, last))
+        })
+        .collect();
+    let journal = run(
+        second.socket_path(),
+        &["logs", "--operation", &op, "-o", "json"],
+    );
+    assert_eq!(journal.status.code(), Some(0), "{}", stderr(&journal));
+    let journal_records = json_lines(&String::from_utf8_lossy(&journal.stdout));
+    assert!(
+        !journal_records.is_empty(),
+        "the journal kept none of the operation's logs"
+    );
+    let shown: HashSet<&str> = cursors.iter().map(String::as_str).collect();
+    for record in &journal_records {
+        let Some(c) = record["cursor"].as_str() else {
+            continue;
+        };
+        let Some((run_id, seq)) = split_cursor(c) else {
+            continue;
+        };
+        let in_gap = gaps
+            .iter()
+            .any(|(r, a, b)| *r == run_id && (*a..=*b).contains(&seq));
+        assert!(
+            shown.contains(c) || in_gap,
+            "record {c} skipped without a gap notice"
+        );
+    }
+    Ok(())
+}
