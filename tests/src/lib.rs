@@ -91,6 +91,7 @@ pub struct DaemonBuilder {
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
     socket: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
     wait_for_answer: bool,
 }
 
@@ -116,6 +117,13 @@ impl DaemonBuilder {
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         self.env
             .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Uses this state dir instead of `<tempdir>/state` (e.g. to restart a
+    /// daemon on the journal and datastore of a previous one).
+    pub fn state_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(path.into());
         self
     }
 
@@ -152,7 +160,10 @@ impl DaemonBuilder {
             .socket
             .clone()
             .unwrap_or_else(|| dir.path().join("trident.sock"));
-        let state_dir = dir.path().join("state");
+        let state_dir = self
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| dir.path().join("state"));
         std::fs::create_dir_all(&state_dir)?;
 
         let mut command = match self.wrapper.split_first() {
@@ -232,6 +243,7 @@ impl Daemon {
             args: Vec::new(),
             env: Vec::new(),
             socket: None,
+            state_dir: None,
             wait_for_answer: true,
         }
     }
