@@ -1,0 +1,217 @@
+//! `trident watch --progress tty` in a real terminal: tmux runs it in a
+//! detached pane of fixed size and the test reads the screen. Also checks
+//! that NO_COLOR turns the colours off on a real terminal.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use trident_e2e::{Daemon, bin_path};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A private tmux server (own socket name), killed on drop.
+struct Tmux {
+    server: String,
+}
+
+impl Tmux {
+    fn new() -> Self {
+        Tmux {
+            server: format!("trident-e2e-{}", std::process::id()),
+        }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-u")
+            .arg("-L")
+            .arg(&self.server)
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    /// Starts `command` in a detached 120x30 session.
+    fn start(&self, session: &str, command: &str) {
+        let out = self.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "120",
+            "-y",
+            "30",
+            command,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The visible screen; with `escapes`, including colour sequences.
+    fn screen(&self, session: &str, escapes: bool) -> String {
+        let mut args = vec!["capture-pane", "-p", "-t", session];
+        if escapes {
+            args.push("-e");
+        }
+        String::from_utf8_lossy(&self.cmd(&args).stdout).into_owned()
+    }
+
+    fn wait_for(&self, session: &str, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen(session, false);
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn fixture(dir: &Path) -> PathBuf {
+    let cosi = dir.join("img.cosi");
+    let out = Command::new(bin_path("mkcosi"))
+        .args(["--size", "24MiB", "--esp-size", "4MiB", "--out"])
+        .arg(&cosi)
+        .output()
+        .expect("run mkcosi");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let disk = dir.join("disk.img");
+    std::fs::File::create(&disk)
+        .and_then(|f| f.set_len(96 << 20))
+        .expect("disk image");
+    let config = dir.join("hc.yaml");
+    let body = format!(
+        r#"image: {{ url: "file://{}", sha384: ignored }}
+storage:
+  disks:
+  - id: os
+    device: {}
+    partitions:
+    - {{ id: esp, type: esp, size: 8M }}
+    - {{ id: root-a, type: root, size: 32M }}
+    - {{ id: root-b, type: root, size: 32M }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
+  - {{ deviceId: root, mountPoint: {{ path: /, options: defaults }} }}
+scripts:
+  preServicing:
+  - name: slow
+    content: "i=0; while [ $i -lt 40 ]; do echo tick-$i; i=$((i+1)); sleep 0.1; done"
+"#,
+        cosi.display(),
+        disk.display()
+    );
+    std::fs::write(&config, body).expect("config");
+    config
+}
+
+fn spawn_install(socket: &Path, config: &Path) -> Child {
+    Command::new(bin_path("trident"))
+        .arg("--socket")
+        .arg(socket)
+        .args(["install", "--progress", "plain"])
+        .arg(config)
+        .env_remove("TRIDENT_SOCKET")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn install")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watch_in_a_real_terminal_draws_bars_the_operation_line_and_log_lines() -> anyhow::Result<()>
+{
+    let dir = tempfile::tempdir()?;
+    let config = fixture(dir.path());
+    let daemon = Daemon::builder()
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await?;
+    let tmux = Tmux::new();
+    let watch = format!(
+        "{} --socket {} watch --wait --progress tty; echo watch-exit=$?; sleep 60",
+        bin_path("trident").display(),
+        daemon.socket_path().display()
+    );
+    tmux.start(
+        "color",
+        &format!("env -u NO_COLOR TERM=xterm-256color {watch}"),
+    );
+    tmux.start("plain", &format!("env NO_COLOR=1 {watch}"));
+    std::thread::sleep(Duration::from_millis(500));
+    let mut install = spawn_install(daemon.socket_path(), &config);
+
+    // While the script runs: the operation line with elapsed time, the
+    // running phase and the last log lines under it.
+    let screen = tmux.wait_for("color", "the running phase with log lines", |s| {
+        s.contains("▶ Run preServicing scripts") && s.contains("│ info tick-")
+    });
+    assert!(screen.contains("● Install"), "{screen}");
+    assert!(screen.contains("running"), "{screen}");
+    let shown_logs = screen
+        .lines()
+        .filter(|l| l.contains("│ info tick-"))
+        .count();
+    assert!(
+        (1..=5).contains(&shown_logs),
+        "last few log lines only:\n{screen}"
+    );
+
+    // Later: a bytes bar with rate/ETA, or (if the write was quick) the
+    // finished phase line with its size.
+    let screen = tmux.wait_for("color", "the write phase", |s| s.contains("root-a"));
+    assert!(screen.contains("MiB"), "{screen}");
+
+    let status = install.wait()?;
+    assert_eq!(status.code(), Some(0));
+    let screen = tmux.wait_for("color", "watch to exit", |s| s.contains("watch-exit="));
+    assert!(screen.contains("watch-exit=0"), "{screen}");
+    assert!(screen.contains("✔ Install"), "{screen}");
+    assert!(screen.contains("succeeded"), "{screen}");
+    assert!(screen.contains("✔ Run preServicing scripts"), "{screen}");
+    // Each phase once on screen: the frame was redrawn in place.
+    let phase_lines = screen
+        .lines()
+        .filter(|l| l.contains("Run preServicing scripts"))
+        .count();
+    assert_eq!(phase_lines, 1, "{screen}");
+
+    // Colours on a terminal, none with NO_COLOR.
+    assert!(
+        tmux.screen("color", true).contains("\u{1b}["),
+        "no colour sequences"
+    );
+    let plain = tmux.wait_for("plain", "the NO_COLOR watch to exit", |s| {
+        s.contains("watch-exit=")
+    });
+    assert!(plain.contains("✔ Install"), "{plain}");
+    let escapes = tmux.screen("plain", true);
+    assert!(
+        !escapes.contains("\u{1b}[3"),
+        "NO_COLOR output has colours:\n{escapes:?}"
+    );
+    Ok(())
+}
