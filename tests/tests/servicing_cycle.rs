@@ -1,0 +1,200 @@
+//! End to end over gRPC on disk-image files: install → A/B update → commit,
+//! failed health check, manual rollback.
+
+#![allow(clippy::unwrap_used)]
+
+mod servicing_support;
+
+use servicing_support::{Clients, Fixture, daemon};
+use trident_proto::v1::{RebootStatus, ServicingKind, TridentErrorKind};
+use trident_proto::v1preview::{
+    self, AbVolumeState, CheckRollbackKind, ManualRollbackKind, ServicingState,
+};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_update_commit_cycle_tracks_state_and_active_volume() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 1, None);
+    let v2 = fx.image("v2", 2, None);
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    assert_eq!(c.state().await, ServicingState::NotProvisioned);
+    assert_eq!(c.active_volume().await, AbVolumeState::NoVolume);
+
+    // Install: GPT + images into the A volumes, finalized, reboot recorded.
+    let install = c.install(&fx.config(&v1, "")).await;
+    install.assert_success();
+    let done = install.completed();
+    assert_eq!(done.reboot_status, RebootStatus::RebootRequired as i32);
+    assert_eq!(done.servicing_kind, Some(ServicingKind::CleanInstall as i32));
+    assert_eq!(done.image_hash.as_deref(), Some(format!("sha384:{}", v1.metadata_sha384).as_str()));
+    let phases = install.phases();
+    for phase in ["validate", "partition", "download", "write/esp", "write/root-a", "verify", "finalize"] {
+        assert!(phases.iter().any(|p| p == phase), "phase {phase} missing in {phases:?}");
+    }
+    let root_a_bytes = install
+        .progress
+        .iter()
+        .filter(|p| p.phase_id == "write/root-a")
+        .map(|p| p.current)
+        .max()
+        .unwrap();
+    assert!(root_a_bytes > 8 << 20, "byte counts reported: {root_a_bytes}");
+    assert!(!install.started.as_ref().unwrap().trace_id.is_empty());
+    assert_eq!(c.state().await, ServicingState::InstallFinalized);
+    assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
+    let reboots = std::fs::read_to_string(d.state_dir().join("reboot-requests.log")).unwrap();
+    assert_eq!(reboots.lines().count(), 1, "{reboots}");
+    let empty_b = fx.partition_hash("root-b");
+
+    // Commit after the (simulated) reboot into volume A.
+    c.commit().await.assert_success();
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
+    assert_eq!(fx.boot_record(&d)["booted"], "volume-a");
+    let root_a = fx.partition_hash("root-a");
+
+    // Stage the update: B is written, A untouched.
+    let stage = c.update_stage(&fx.config(&v2, "")).await;
+    stage.assert_success();
+    assert!(stage.phases().iter().any(|p| p == "write/root-b"), "{:?}", stage.phases());
+    assert!(!stage.phases().iter().any(|p| p == "write/root-a" || p == "write/esp"));
+    assert_eq!(c.state().await, ServicingState::UpdateAbStaged);
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
+    assert_eq!(fx.partition_hash("root-a"), root_a, "active volume untouched");
+    assert_ne!(fx.partition_hash("root-b"), empty_b, "inactive volume written");
+
+    // Finalize: next boot B.
+    let fin = c.update_finalize().await;
+    fin.assert_success();
+    assert_eq!(fin.completed().reboot_status, RebootStatus::RebootRequired as i32);
+    assert_eq!(c.state().await, ServicingState::UpdateAbFinalized);
+    assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-b");
+
+    // Commit: booted B, provisioned on B.
+    let commit = c.commit().await;
+    commit.assert_success();
+    assert_eq!(commit.completed().servicing_kind, Some(ServicingKind::AbUpdate as i32));
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeB);
+    assert_eq!(c.last_error().await, None);
+    let provisioned = c
+        .status
+        .get_provisioned_config(v1preview::GetConfigRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap()
+        .config;
+    assert!(provisioned.contains("v2.cosi"), "{provisioned}");
+    let check = c
+        .rollback
+        .check_rollback(v1preview::CheckRollbackRequest { kind: ManualRollbackKind::AbRollbackRequested as i32 })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(check.kind(), CheckRollbackKind::AbRollbackExpected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_health_check_records_health_check_failed_and_boots_back_to_the_old_volume() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 11, None);
+    let v2 = fx.image("v2", 12, None);
+    let checks = r#"health:
+  checks:
+  - name: app-ready
+    runOn: [ab-update]
+    content: "echo checking; echo app not ready >&2; exit 3"
+    timeoutSeconds: 10
+"#;
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    // The check only runs on A/B updates, so the install commits.
+    c.provision(&fx.config(&v1, checks)).await;
+    c.update_stage(&fx.config(&v2, checks)).await.assert_success();
+    c.update_finalize().await.assert_success();
+
+    let commit = c.commit().await;
+    assert!(!commit.succeeded());
+    let err = commit.error();
+    assert_eq!(err.kind, TridentErrorKind::HealthChecksError as i32);
+    assert_eq!(err.subkind, "health-check-failed");
+    assert!(err.message.contains("app-ready") && err.message.contains("app not ready"), "{}", err.message);
+    assert!(err.message.contains("exit status: 3"), "{}", err.message);
+    assert!(
+        commit.logs.iter().any(|l| l.target == "script::app-ready" && l.message.contains("checking")),
+        "script output streamed as logs: {:?}",
+        commit.logs.iter().map(|l| (&l.target, &l.message)).collect::<Vec<_>>()
+    );
+    assert_eq!(c.state().await, ServicingState::UpdateAbHealthCheckFailed);
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
+    assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
+    assert_eq!(c.last_error().await.unwrap().kind, TridentErrorKind::HealthChecksError as i32);
+
+    // The host came back on A: commit makes it provisioned again, on A.
+    let mut record = fx.boot_record(&d);
+    record["booted"] = "volume-a".into();
+    std::fs::write(d.state_dir().join("boot-record.json"), record.to_string()).unwrap();
+    c.commit().await.assert_success();
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn manual_rollback_returns_to_the_previous_volume() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 21, None);
+    let v2 = fx.image("v2", 22, None);
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    c.provision(&fx.config(&v1, "")).await;
+    let no = c
+        .rollback
+        .check_rollback(v1preview::CheckRollbackRequest { kind: 0 })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(no.kind(), CheckRollbackKind::NoRollbackAvailable, "nothing to roll back to after install");
+
+    c.update_stage(&fx.config(&v2, "")).await.assert_success();
+    c.update_finalize().await.assert_success();
+    c.commit().await.assert_success();
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeB);
+    let chain = c
+        .rollback
+        .get_rollback_chain(v1preview::GetRollbackChainRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .rollback_chain;
+    assert_eq!(chain.len(), 1);
+    assert!(chain[0].starts_with("ab:volume-a:") && chain[0].contains("v1.cosi"), "{chain:?}");
+
+    let rollback = servicing_support::collect(
+        c.rollback
+            .rollback(v1preview::RollbackRequest {
+                kind: ManualRollbackKind::AbRollbackRequested as i32,
+                finalize: None,
+            })
+            .await,
+    )
+    .await;
+    rollback.assert_success();
+    assert_eq!(c.state().await, ServicingState::ManualRollbackAbFinalized);
+    assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
+    c.commit().await.assert_success();
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
+    let provisioned = c
+        .status
+        .get_provisioned_config(v1preview::GetConfigRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap()
+        .config;
+    assert!(provisioned.contains("v1.cosi"), "{provisioned}");
+}
