@@ -545,3 +545,131 @@ async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_s
     }
     Ok(())
 }
+
+/// Runs `args` and asserts the exit code; returns stdout.
+fn ok(socket: &Path, args: &[&str], code: i32) -> String {
+    let out = run(socket, args);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_command_runs_end_to_end_through_install_update_commit_rollback() -> anyhow::Result<()>
+{
+    let fx = Fixture::new();
+    let cosi2 = fx.path("img2.cosi");
+    let out = Command::new(bin_path("mkcosi"))
+        .args([
+            "--size",
+            "24MiB",
+            "--esp-size",
+            "4MiB",
+            "--seed",
+            "2",
+            "--out",
+        ])
+        .arg(&cosi2)
+        .output()?;
+    assert!(out.status.success());
+    let disk = fx.path("cycle.img");
+    let daemon = Daemon::builder()
+        .args(["--inactivity-timeout", "0", "--disk"])
+        .arg(fx.path("stream.img"))
+        .spawn()
+        .await?;
+    let s = daemon.socket_path();
+    let v1 = fx.config("cycle", "true");
+    let v1_text = std::fs::read_to_string(&v1)?;
+    let v2 = fx.path("cycle-v2.yaml");
+    std::fs::write(
+        &v2,
+        v1_text.replace(&fx.cosi.display().to_string(), &cosi2.display().to_string()),
+    )?;
+    assert!(disk.exists());
+    let (v1, v2) = (
+        v1.to_str().unwrap_or_default(),
+        v2.to_str().unwrap_or_default(),
+    );
+    let p = ["--progress", "plain"];
+
+    assert!(ok(s, &["validate", v1], 0).contains("valid Host Configuration"));
+    ok(s, &[&["install", v1][..], &p].concat(), 0);
+    assert!(ok(s, &["get", "status"], 0).contains("servicingState: clean-install-finalized"));
+    ok(s, &[&["commit"][..], &p].concat(), 0);
+    assert!(ok(s, &["get", "configuration"], 0).contains("img.cosi"));
+    assert!(ok(s, &["get"], 0).contains("servicingState: provisioned"));
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(s, &["--output", "json", "get", "status"], 0))?;
+    assert_eq!(json["abActiveVolume"], "volume-a");
+
+    // Update in two steps, like upstream's --allowed-operations.
+    ok(
+        s,
+        &[&["update", v2, "--allowed-operations", "stage"][..], &p].concat(),
+        0,
+    );
+    assert!(ok(s, &["get", "status"], 0).contains("ab-update-staged"));
+    ok(
+        s,
+        &[&["update", v2, "--allowed-operations", "finalize"][..], &p].concat(),
+        0,
+    );
+    ok(s, &[&["commit"][..], &p].concat(), 0);
+    assert!(ok(s, &["get", "configuration"], 0).contains("img2.cosi"));
+    assert!(ok(s, &["get", "rollback-chain"], 0).contains("volume-a"));
+    assert!(ok(s, &["get", "rollback-target"], 0).contains("volume-a"));
+    assert_eq!(ok(s, &["rollback", "--check"], 0).trim(), "ab");
+    ok(s, &[&["rollback", "--ab"][..], &p].concat(), 0);
+    assert!(ok(s, &["get", "status"], 0).contains("servicingState: manual-rollback-ab-finalized"));
+
+    // The operations' spans and logs.
+    let traces = ok(s, &["traces"], 0);
+    assert!(traces.contains("servicing_operation"), "{traces}");
+    let logs = ok(
+        s,
+        &["logs", "--level", "info", "--target", "trident::operation"],
+        0,
+    );
+    assert!(
+        logs.lines().count() >= 2 && logs.contains("servicing operation"),
+        "{logs}"
+    );
+    assert!(!logs.contains("DEBUG"), "{logs}");
+
+    // rebuild-raid: the daemon's clear unsupported answer, as a failed servicing.
+    let out = run(s, &["rebuild-raid", "--progress", "plain"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unsupported-configuration"),
+        "{}",
+        stderr(&out)
+    );
+
+    // stream-disk onto the daemon's --disk candidate.
+    std::fs::File::create(fx.path("stream.img"))?.set_len(64 << 20)?;
+    let url = format!("file://{}", fx.cosi.display());
+    ok(s, &["stream-disk", &url, "--progress", "plain"], 0);
+
+    // A support bundle with the operations' records.
+    let bundle = fx.path("bundle.tar");
+    ok(
+        s,
+        &[
+            "diagnose",
+            "-o",
+            bundle.to_str().unwrap_or_default(),
+            "--state-dir",
+            daemon.state_dir().to_str().unwrap_or_default(),
+        ],
+        0,
+    );
+    let list = Command::new("tar").arg("-tf").arg(&bundle).output()?;
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with("records/") && l.ends_with(".jsonl")),
+        "{list}"
+    );
+    assert!(list.contains("datastore.sqlite"), "{list}");
+    Ok(())
+}
