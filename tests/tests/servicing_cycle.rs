@@ -26,11 +26,28 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     install.assert_success();
     let done = install.completed();
     assert_eq!(done.reboot_status, RebootStatus::RebootRequired as i32);
-    assert_eq!(done.servicing_kind, Some(ServicingKind::CleanInstall as i32));
-    assert_eq!(done.image_hash.as_deref(), Some(format!("sha384:{}", v1.metadata_sha384).as_str()));
+    assert_eq!(
+        done.servicing_kind,
+        Some(ServicingKind::CleanInstall as i32)
+    );
+    assert_eq!(
+        done.image_hash.as_deref(),
+        Some(format!("sha384:{}", v1.metadata_sha384).as_str())
+    );
     let phases = install.phases();
-    for phase in ["validate", "partition", "download", "write/esp", "write/root-a", "verify", "finalize"] {
-        assert!(phases.iter().any(|p| p == phase), "phase {phase} missing in {phases:?}");
+    for phase in [
+        "validate",
+        "partition",
+        "download",
+        "write/esp",
+        "write/root-a",
+        "verify",
+        "finalize",
+    ] {
+        assert!(
+            phases.iter().any(|p| p == phase),
+            "phase {phase} missing in {phases:?}"
+        );
     }
     let root_a_bytes = install
         .progress
@@ -39,7 +56,10 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
         .map(|p| p.current)
         .max()
         .unwrap();
-    assert!(root_a_bytes > 8 << 20, "byte counts reported: {root_a_bytes}");
+    assert!(
+        root_a_bytes > 8 << 20,
+        "byte counts reported: {root_a_bytes}"
+    );
     assert!(!install.started.as_ref().unwrap().trace_id.is_empty());
     assert_eq!(c.state().await, ServicingState::InstallFinalized);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
@@ -57,24 +77,47 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     // Stage the update: B is written, A untouched.
     let stage = c.update_stage(&fx.config(&v2, "")).await;
     stage.assert_success();
-    assert!(stage.phases().iter().any(|p| p == "write/root-b"), "{:?}", stage.phases());
-    assert!(!stage.phases().iter().any(|p| p == "write/root-a" || p == "write/esp"));
+    assert!(
+        stage.phases().iter().any(|p| p == "write/root-b"),
+        "{:?}",
+        stage.phases()
+    );
+    assert!(
+        !stage
+            .phases()
+            .iter()
+            .any(|p| p == "write/root-a" || p == "write/esp")
+    );
     assert_eq!(c.state().await, ServicingState::UpdateAbStaged);
     assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
-    assert_eq!(fx.partition_hash("root-a"), root_a, "active volume untouched");
-    assert_ne!(fx.partition_hash("root-b"), empty_b, "inactive volume written");
+    assert_eq!(
+        fx.partition_hash("root-a"),
+        root_a,
+        "active volume untouched"
+    );
+    assert_ne!(
+        fx.partition_hash("root-b"),
+        empty_b,
+        "inactive volume written"
+    );
 
     // Finalize: next boot B.
     let fin = c.update_finalize().await;
     fin.assert_success();
-    assert_eq!(fin.completed().reboot_status, RebootStatus::RebootRequired as i32);
+    assert_eq!(
+        fin.completed().reboot_status,
+        RebootStatus::RebootRequired as i32
+    );
     assert_eq!(c.state().await, ServicingState::UpdateAbFinalized);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-b");
 
     // Commit: booted B, provisioned on B.
     let commit = c.commit().await;
     commit.assert_success();
-    assert_eq!(commit.completed().servicing_kind, Some(ServicingKind::AbUpdate as i32));
+    assert_eq!(
+        commit.completed().servicing_kind,
+        Some(ServicingKind::AbUpdate as i32)
+    );
     assert_eq!(c.state().await, ServicingState::Provisioned);
     assert_eq!(c.active_volume().await, AbVolumeState::VolumeB);
     assert_eq!(c.last_error().await, None);
@@ -90,7 +133,9 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     assert!(provisioned.contains("v2.cosi"), "{provisioned}");
     let check = c
         .rollback
-        .check_rollback(v1preview::CheckRollbackRequest { kind: ManualRollbackKind::AbRollbackRequested as i32 })
+        .check_rollback(v1preview::CheckRollbackRequest {
+            kind: ManualRollbackKind::AbRollbackRequested as i32,
+        })
         .await
         .unwrap()
         .into_inner();
@@ -113,7 +158,9 @@ async fn failed_health_check_records_health_check_failed_and_boots_back_to_the_o
     let mut c = Clients::new(&d).await;
     // The check only runs on A/B updates, so the install commits.
     c.provision(&fx.config(&v1, checks)).await;
-    c.update_stage(&fx.config(&v2, checks)).await.assert_success();
+    c.update_stage(&fx.config(&v2, checks))
+        .await
+        .assert_success();
     c.update_finalize().await.assert_success();
 
     let commit = c.commit().await;
@@ -121,17 +168,31 @@ async fn failed_health_check_records_health_check_failed_and_boots_back_to_the_o
     let err = commit.error();
     assert_eq!(err.kind, TridentErrorKind::HealthChecksError as i32);
     assert_eq!(err.subkind, "health-check-failed");
-    assert!(err.message.contains("app-ready") && err.message.contains("app not ready"), "{}", err.message);
+    assert!(
+        err.message.contains("app-ready") && err.message.contains("app not ready"),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains("exit status: 3"), "{}", err.message);
     assert!(
-        commit.logs.iter().any(|l| l.target == "script::app-ready" && l.message.contains("checking")),
+        commit
+            .logs
+            .iter()
+            .any(|l| l.target == "script::app-ready" && l.message.contains("checking")),
         "script output streamed as logs: {:?}",
-        commit.logs.iter().map(|l| (&l.target, &l.message)).collect::<Vec<_>>()
+        commit
+            .logs
+            .iter()
+            .map(|l| (&l.target, &l.message))
+            .collect::<Vec<_>>()
     );
     assert_eq!(c.state().await, ServicingState::UpdateAbHealthCheckFailed);
     assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
-    assert_eq!(c.last_error().await.unwrap().kind, TridentErrorKind::HealthChecksError as i32);
+    assert_eq!(
+        c.last_error().await.unwrap().kind,
+        TridentErrorKind::HealthChecksError as i32
+    );
 
     // The host came back on A: commit makes it provisioned again, on A.
     let mut record = fx.boot_record(&d);
@@ -156,7 +217,11 @@ async fn manual_rollback_returns_to_the_previous_volume() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(no.kind(), CheckRollbackKind::NoRollbackAvailable, "nothing to roll back to after install");
+    assert_eq!(
+        no.kind(),
+        CheckRollbackKind::NoRollbackAvailable,
+        "nothing to roll back to after install"
+    );
 
     c.update_stage(&fx.config(&v2, "")).await.assert_success();
     c.update_finalize().await.assert_success();
@@ -170,7 +235,10 @@ async fn manual_rollback_returns_to_the_previous_volume() {
         .into_inner()
         .rollback_chain;
     assert_eq!(chain.len(), 1);
-    assert!(chain[0].starts_with("ab:volume-a:") && chain[0].contains("v1.cosi"), "{chain:?}");
+    assert!(
+        chain[0].starts_with("ab:volume-a:") && chain[0].contains("v1.cosi"),
+        "{chain:?}"
+    );
 
     let rollback = servicing_support::collect(
         c.rollback

@@ -15,12 +15,13 @@ use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::{Corruption, FixtureOutput, FixtureSpec, write_cosi};
 use trident_e2e::Daemon;
 use trident_proto::v1::{
-    self, Completed, Log, ProgressRecord, ServicingResponse, Started, commit_service_client::CommitServiceClient,
-    servicing_response, update_service_client::UpdateServiceClient,
+    self, Completed, Log, ProgressRecord, ServicingResponse, Started,
+    commit_service_client::CommitServiceClient, servicing_response,
+    update_service_client::UpdateServiceClient,
 };
 use trident_proto::v1preview::{
-    self, install_service_client::InstallServiceClient, rollback_service_client::RollbackServiceClient,
-    status_service_client::StatusServiceClient,
+    self, install_service_client::InstallServiceClient,
+    rollback_service_client::RollbackServiceClient, status_service_client::StatusServiceClient,
 };
 
 /// Size of the disk each fixture image describes (ESP 8 MiB + root).
@@ -39,9 +40,15 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new() -> Fixture {
-        let dir = tempfile::Builder::new().prefix("servicing-e2e-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("servicing-e2e-")
+            .tempdir()
+            .unwrap();
         let disk = dir.path().join("disk.img");
-        File::create(&disk).unwrap().set_len(TARGET_DISK_BYTES).unwrap();
+        File::create(&disk)
+            .unwrap()
+            .set_len(TARGET_DISK_BYTES)
+            .unwrap();
         Fixture { dir, disk }
     }
 
@@ -93,7 +100,8 @@ storage:
         let gpt = Gpt::parse_primary(&head, 512).unwrap();
         let entry = gpt.partitions().iter().find(|e| e.name == name).unwrap();
         let mut buf = vec![0u8; entry.size_bytes(512).min(HASHED_PREFIX_BYTES) as usize];
-        file.read_exact_at(&mut buf, entry.start_offset(512)).unwrap();
+        file.read_exact_at(&mut buf, entry.start_offset(512))
+            .unwrap();
         hex::encode(Sha384::digest(&buf))
     }
 
@@ -140,7 +148,11 @@ impl Collected {
     }
 
     pub fn assert_success(&self) {
-        assert!(self.succeeded(), "operation failed: {:#?}", self.completed().error);
+        assert!(
+            self.succeeded(),
+            "operation failed: {:#?}",
+            self.completed().error
+        );
     }
 }
 
@@ -203,7 +215,9 @@ impl Clients {
         collect(
             self.install
                 .install(v1preview::InstallRequest {
-                    stage: Some(v1preview::StageInstallRequest { config: Some(hc(config)) }),
+                    stage: Some(v1preview::StageInstallRequest {
+                        config: Some(hc(config)),
+                    }),
                     finalize: Some(v1preview::FinalizeInstallRequest { reboot: None }),
                 })
                 .await,
@@ -214,14 +228,21 @@ impl Clients {
     pub async fn update_stage(&mut self, config: &str) -> Collected {
         collect(
             self.update
-                .update_stage(v1::StageUpdateRequest { config: Some(hc(config)) })
+                .update_stage(v1::StageUpdateRequest {
+                    config: Some(hc(config)),
+                })
                 .await,
         )
         .await
     }
 
     pub async fn update_finalize(&mut self) -> Collected {
-        collect(self.update.update_finalize(v1::FinalizeUpdateRequest { reboot: None }).await).await
+        collect(
+            self.update
+                .update_finalize(v1::FinalizeUpdateRequest { reboot: None })
+                .await,
+        )
+        .await
     }
 
     pub async fn commit(&mut self) -> Collected {
@@ -265,7 +286,9 @@ impl Clients {
 }
 
 pub fn hc(text: &str) -> v1::HostConfiguration {
-    v1::HostConfiguration { config: text.to_owned() }
+    v1::HostConfiguration {
+        config: text.to_owned(),
+    }
 }
 
 /// Starts a daemon that never reboots (record only) with an explicit
