@@ -91,7 +91,7 @@ impl Operation {
         );
         // OTLP export (when on): the exported root span continues the caller's
         // trace, or takes this trace id, so bus and export agree.
-        crate::otlp::link_operation_span(&span, trace_id, spec.parent.as_ref());
+        crate::otlp::link_operation_span(&span, &id, trace_id, spec.parent.as_ref());
         let mut op = Operation {
             id,
             trace_id,

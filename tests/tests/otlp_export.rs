@@ -8,6 +8,8 @@
 //! for dashboards/check.py.
 
 mod otlp_support;
+#[path = "servicing_support/mod.rs"]
+mod servicing_support;
 
 use std::time::{Duration, Instant};
 
@@ -272,15 +274,47 @@ async fn export_is_off_without_an_endpoint() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A clean install onto a fresh disk-image file; returns how long the
+/// operation took (request to Completed) and the daemon, still running.
+async fn timed_install(
+    endpoint: Option<&str>,
+) -> anyhow::Result<(Duration, Daemon, servicing_support::Fixture)> {
+    let fixture = servicing_support::Fixture::new();
+    let image = fixture.image("base", 1, None);
+    let config = fixture.config(&image, "");
+    let disk = fixture.disk.display().to_string();
+    let daemon = match endpoint {
+        None => {
+            Daemon::builder()
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+                .env("RUST_LOG", "debug")
+                .args(["--disk", &disk])
+                .spawn()
+                .await?
+        }
+        Some(endpoint) => {
+            exporting_daemon(
+                endpoint,
+                &["--otlp-timeout", "1s", "--disk", &disk],
+                // Small queues, so a stalled collector also overflows them.
+                &[
+                    ("RUST_LOG", "debug"),
+                    ("OTEL_BSP_MAX_QUEUE_SIZE", "16"),
+                    ("OTEL_BLRP_MAX_QUEUE_SIZE", "16"),
+                ],
+            )
+            .await?
+        }
+    };
+    let mut clients = servicing_support::Clients::new(&daemon).await;
+    let started = Instant::now();
+    clients.install(&config).await.assert_success();
+    Ok((started.elapsed(), daemon, fixture))
+}
+
 #[tokio::test]
-async fn a_collector_that_is_down_or_stalled_costs_the_daemon_nothing() -> anyhow::Result<()> {
-    const ROUNDS: usize = 40;
-    let mut baseline = Daemon::builder()
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "")
-        .env("RUST_LOG", "debug")
-        .spawn()
-        .await?;
-    let off = workload(&baseline, ROUNDS).await?;
+async fn a_collector_that_is_down_or_stalled_costs_servicing_nothing() -> anyhow::Result<()> {
+    let (off, mut baseline, _fixture) = timed_install(None).await?;
     baseline.stop();
 
     let stalled = StalledCollector::start()?;
@@ -289,23 +323,16 @@ async fn a_collector_that_is_down_or_stalled_costs_the_daemon_nothing() -> anyho
         ("stalled collector", stalled.endpoint()),
     ];
     for (case, endpoint) in cases {
-        let mut daemon = exporting_daemon(
-            &endpoint,
-            &["--otlp-timeout", "1s"],
-            &[
-                ("RUST_LOG", "debug"),
-                ("OTEL_BSP_MAX_QUEUE_SIZE", "64"),
-                ("OTEL_BLRP_MAX_QUEUE_SIZE", "64"),
-            ],
-        )
-        .await?;
-        let took = workload(&daemon, ROUNDS).await?;
+        let (took, mut daemon, _fixture) = timed_install(Some(&endpoint)).await?;
         let bound = off * 2 + Duration::from_secs(2);
-        println!("{case}: workload {took:?} (export off {off:?}, bound {bound:?})");
+        println!("{case}: install took {took:?} (export off {off:?}, bound {bound:?})");
         ensure!(
             took <= bound,
-            "{case}: workload took {took:?}, export off took {off:?}"
+            "{case}: install took {took:?}, export off took {off:?}"
         );
+        // RPCs are not slowed either.
+        let rpcs = workload(&daemon, 20).await?;
+        println!("{case}: 20 RPC rounds took {rpcs:?}");
 
         // The loss is told on the bus: one warning for the outage, not one per record.
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -340,5 +367,216 @@ async fn a_collector_that_is_down_or_stalled_costs_the_daemon_nothing() -> anyho
             "{case}: stop took {stop_took:?}"
         );
     }
+    Ok(())
+}
+
+/// The caller's W3C trace context for the servicing test.
+const CALLER_TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN_ID: &str = "00f067aa0ba902b7";
+
+#[tokio::test]
+async fn servicing_exports_a_span_tree_in_the_callers_trace_with_correlated_logs_and_metrics()
+-> anyhow::Result<()> {
+    use servicing_support::{Clients, Fixture, collect, hc};
+    use trident_proto::v1preview::{FinalizeInstallRequest, InstallRequest, StageInstallRequest};
+
+    let receiver = Receiver::start()?;
+    let fixture = Fixture::new();
+    let image = fixture.image("base", 1, None);
+    let config = fixture.config(&image, "");
+    let mut daemon = exporting_daemon(
+        &receiver.grpc,
+        &["--disk", &fixture.disk.display().to_string()],
+        &[],
+    )
+    .await?;
+    let mut clients = Clients::new(&daemon).await;
+
+    // First an install that fails (wrong image hash): an error report.
+    let bad = fixture.config_with_hash(&image, &format!("sha384:{}", "0".repeat(96)), "");
+    let failed = clients.install(&bad).await;
+    assert!(
+        !failed.succeeded(),
+        "an install with a wrong hash must fail"
+    );
+
+    let mut request = tonic::Request::new(InstallRequest {
+        stage: Some(StageInstallRequest {
+            config: Some(hc(&config)),
+        }),
+        finalize: Some(FinalizeInstallRequest { reboot: None }),
+    });
+    request.metadata_mut().insert(
+        "traceparent",
+        format!("00-{CALLER_TRACE_ID}-{CALLER_SPAN_ID}-01").parse()?,
+    );
+    let install = collect(clients.install.install(request).await).await;
+    install.assert_success();
+    let operation_id = install.operation_id();
+    let bus_trace_id = install
+        .started
+        .as_ref()
+        .map(|s| s.trace_id.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        bus_trace_id, CALLER_TRACE_ID,
+        "the bus carries the caller's trace id"
+    );
+
+    receiver.wait_for(Duration::from_secs(10), |r| {
+        r.metric_names().contains("trident.servicing.operations")
+            && r.spans().iter().any(|s| s.name == "servicing_operation")
+    })?;
+    daemon.stop();
+    let received = receiver.wait_for(Duration::from_secs(5), |r| {
+        r.has_log_body("tridentd stopped")
+    })?;
+
+    // Span tree: root = child of the caller's span, in the caller's trace; phases under it.
+    let spans = received.spans();
+    let root_of = |id: &str| {
+        spans
+            .iter()
+            .find(|s| {
+                s.name == "servicing_operation" && attr(&s.attributes, "operation_id") == Some(id)
+            })
+            .with_context(|| format!("no servicing_operation span of {id}: {spans:?}"))
+    };
+    // Without a caller trace, the exported trace id is the bus's.
+    let failed_root = root_of(&failed.operation_id())?;
+    let failed_trace = failed
+        .started
+        .as_ref()
+        .map(|s| s.trace_id.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        failed_root.trace_id, failed_trace,
+        "exported trace id = bus trace id"
+    );
+    assert_eq!(
+        failed_root.parent_span_id, "",
+        "a root span without a caller"
+    );
+    assert_eq!(
+        attr(&failed_root.attributes, "result"),
+        Some("STATUS_CODE_FAILURE")
+    );
+    let root = root_of(&operation_id)?;
+    assert_eq!(root.trace_id, CALLER_TRACE_ID);
+    assert_eq!(root.parent_span_id, CALLER_SPAN_ID);
+    assert_eq!(
+        attr(&root.attributes, "operation_id"),
+        Some(operation_id.as_str())
+    );
+    assert_eq!(
+        attr(&root.attributes, "kind"),
+        Some("SERVICING_KIND_CLEAN_INSTALL")
+    );
+    assert_eq!(attr(&root.attributes, "rpc"), Some("Install"));
+    assert_eq!(
+        attr(&root.attributes, "result"),
+        Some("STATUS_CODE_SUCCESS")
+    );
+    let phases: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("phase ") && s.trace_id == CALLER_TRACE_ID)
+        .collect();
+    assert!(!phases.is_empty(), "no phase spans: {spans:?}");
+    for phase in &phases {
+        assert_eq!(phase.trace_id, CALLER_TRACE_ID, "{phase:?}");
+        let parent_known = phase.parent_span_id == root.span_id
+            || phases.iter().any(|p| p.span_id == phase.parent_span_id);
+        assert!(
+            parent_known,
+            "phase without a parent in the tree: {phase:?}"
+        );
+    }
+    assert!(
+        phases.iter().any(|p| p.name.starts_with("phase write/")),
+        "{phases:?}"
+    );
+
+    // Logs of the operation carry its trace and a span of it.
+    let logs = received.logs();
+    let started: Vec<_> = logs
+        .iter()
+        .filter(|l| l.body == "servicing operation started")
+        .collect();
+    for (trace, span) in [
+        (CALLER_TRACE_ID, &root.span_id),
+        (failed_trace.as_str(), &failed_root.span_id),
+    ] {
+        assert!(
+            started
+                .iter()
+                .any(|l| l.trace_id == trace && &l.span_id == span && l.severity_text == "INFO"),
+            "no 'servicing operation started' log in trace {trace} span {span}: {started:?}"
+        );
+    }
+    assert!(
+        logs.iter()
+            .filter(|l| l.trace_id == CALLER_TRACE_ID)
+            .count()
+            >= 3
+    );
+
+    // Metrics of the operation.
+    let metrics = received.metrics();
+    let metric = |name: &str| {
+        metrics
+            .iter()
+            .find(|m| m.name == name)
+            .with_context(|| format!("metric {name} not exported"))
+    };
+    let operations = metric("trident.servicing.operations")?;
+    assert_eq!(
+        (operations.unit.as_str(), operations.kind.as_str()),
+        ("{operation}", "counter")
+    );
+    assert_eq!(
+        operations.values_by("result").get("success"),
+        Some(&1.0),
+        "{operations:?}"
+    );
+    assert_eq!(
+        operations.values_by("kind").get("clean_install"),
+        Some(&1.0),
+        "{operations:?}"
+    );
+    let duration = metric("trident.servicing.operation.duration")?;
+    assert_eq!(
+        (duration.unit.as_str(), duration.kind.as_str()),
+        ("s", "histogram")
+    );
+    let phase_duration = metric("trident.servicing.phase.duration")?;
+    assert_eq!(
+        (phase_duration.unit.as_str(), phase_duration.kind.as_str()),
+        ("s", "histogram")
+    );
+    assert!(
+        phase_duration.attributes.contains("phase") && phase_duration.attributes.contains("state")
+    );
+    let written = metric("trident.servicing.disk.written")?;
+    assert_eq!(
+        (written.unit.as_str(), written.kind.as_str()),
+        ("By", "counter")
+    );
+    assert!(written.total() > 0.0);
+    let read = metric("trident.image.read")?;
+    assert_eq!(read.unit, "By");
+    assert_eq!(
+        operations.values_by("result").get("failure"),
+        Some(&1.0),
+        "{operations:?}"
+    );
+    let errors = metric("trident.errors")?;
+    assert_eq!(
+        (errors.unit.as_str(), errors.kind.as_str()),
+        ("{error}", "counter")
+    );
+    assert!(errors.attributes.contains("category"), "{errors:?}");
+    let active = metric("trident.servicing.operations.active")?;
+    assert_eq!(active.kind, "updowncounter");
+    record_exported_metrics(&metrics)?;
     Ok(())
 }

@@ -53,6 +53,8 @@ pub const ATTR_REASON: &str = "reason";
 
 /// First segment of a byte-counting phase id (`write/root-a`) that means
 /// data written to a disk.
-pub const WRITE_PHASE_PREFIXES: &[&str] = &["write", "stream"];
-/// First segment of a byte-counting phase id that means image data read.
-pub const READ_PHASE_PREFIXES: &[&str] = &["read", "download", "fetch", "stream", "image"];
+pub const WRITE_PHASE_PREFIXES: &[&str] = &["write"];
+/// First segment of a byte-counting phase id that means image data read
+/// (StreamDisk's `download`). A top-level `write/*` phase (Install, Update)
+/// also counts as read: it streams straight from the image.
+pub const READ_PHASE_PREFIXES: &[&str] = &["download", "read", "fetch"];

@@ -119,7 +119,9 @@ impl OperationTracker {
                 if WRITE_PHASE_PREFIXES.contains(&first) {
                     out.push(Observation::BytesWritten(delta));
                 }
-                if READ_PHASE_PREFIXES.contains(&first) {
+                let top_level_write =
+                    progress.parent_phase_id.is_empty() && WRITE_PHASE_PREFIXES.contains(&first);
+                if READ_PHASE_PREFIXES.contains(&first) || top_level_write {
                     out.push(Observation::ImageBytesRead(delta));
                 }
             }

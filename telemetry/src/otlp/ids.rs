@@ -46,6 +46,7 @@ impl IdGenerator for HintedIdGenerator {
 /// Returns the exported trace id when export is on, `None` when it is off.
 pub fn link_operation_span(
     span: &tracing::Span,
+    operation_id: &str,
     trace_id: u128,
     parent: Option<&TraceParent>,
 ) -> Option<TraceId> {
@@ -66,7 +67,12 @@ pub fn link_operation_span(
         NEXT_TRACE_ID.with(|hint| hint.set(Some(TraceId::from(trace_id))));
     }
     // Builds the exported span now, on this thread, consuming the hint.
-    let exported = span.context().span().span_context().trace_id();
+    let root = span.context().span().span_context().clone();
     NEXT_TRACE_ID.with(|hint| hint.set(None));
-    (exported != TraceId::INVALID).then_some(exported)
+    if !root.is_valid() {
+        return None;
+    }
+    // Phase spans (built from the bus) hang under this root.
+    super::phases::register_operation(operation_id, root.clone());
+    Some(root.trace_id())
 }

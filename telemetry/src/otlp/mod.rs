@@ -20,6 +20,8 @@ pub mod filter;
 pub mod health;
 mod http_client;
 pub mod ids;
+mod logs;
+mod phases;
 mod pipeline;
 pub mod resource;
 
@@ -44,6 +46,7 @@ use tracing_subscriber::registry::LookupSpan;
 pub use config::{OtlpConfig, OtlpFlags, OtlpProtocol};
 pub use health::{DropReason, ExportHealth, Signal};
 pub use ids::link_operation_span;
+pub use phases::PhaseSpans;
 pub use resource::ServiceIdentity;
 
 use crate::bus::Bus;
@@ -161,14 +164,17 @@ impl OtlpExport {
             .with_tracer(tracer)
             .with_threads(false)
             .with_filter(filter_fn(filter::exportable));
-        let logs = OpenTelemetryTracingBridge::new(&self.logger_provider)
-            .with_filter(filter_fn(filter::exportable).and(LevelFilter::INFO));
+        let logs = logs::ParentCorrelated {
+            inner: OpenTelemetryTracingBridge::new(&self.logger_provider),
+        }
+        .with_filter(filter_fn(filter::exportable).and(LevelFilter::INFO));
         spans.and_then(logs)
     }
 
-    /// Starts the daemon's metrics: instruments on this export's meter, fed
-    /// from every record of `bus` by a subscription read on the export
-    /// runtime, plus the bus's and the export's own drop gauges.
+    /// Starts the daemon's metrics and phase spans: instruments on this
+    /// export's meter and spans for servicing phases, both fed from every
+    /// record of `bus` by one subscription read on the export runtime, plus
+    /// the bus's and the export's own drop gauges.
     pub fn attach_bus(&mut self, bus: &Bus) {
         let meter = self.meter_provider.meter(SCOPE_NAME);
         let metrics = Arc::new(ServicingMetrics::new(
@@ -176,8 +182,9 @@ impl OtlpExport {
             Some(bus_observer::bus_gauges(bus)),
             Some(Arc::clone(&self.health)),
         ));
+        let phases = phases::PhaseSpans::new(self.tracer_provider.tracer(SCOPE_NAME));
         if let Some(runtime) = &self.runtime {
-            bus_observer::spawn(bus, Arc::clone(&metrics), runtime.handle());
+            bus_observer::spawn(bus, Arc::clone(&metrics), phases, runtime.handle());
         }
         self.metrics = Some(metrics);
     }
