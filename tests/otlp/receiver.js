@@ -8,7 +8,9 @@
 //   {"grpc":"http://127.0.0.1:PORT","http":"http://127.0.0.1:PORT"}
 // It exits when stdin closes (the test dropped it) or on SIGTERM/SIGINT.
 //
-// Usage: node tests/otlp/receiver.js OUT_FILE
+// Usage: node tests/otlp/receiver.js OUT_FILE [GRPC_PORT]
+// (GRPC_PORT: listen there instead of a free port, e.g. to bring a
+// collector "back" on the port a daemon already exports to.)
 
 'use strict';
 
@@ -21,8 +23,9 @@ const {
 } = require('@elastic/mockotlpserver');
 
 const out = process.argv[2];
-if (!out) {
-    process.stderr.write('usage: receiver.js OUT_FILE\n');
+const grpcPort = Number(process.argv[3] || 0);
+if (!out || !Number.isInteger(grpcPort)) {
+    process.stderr.write('usage: receiver.js OUT_FILE [GRPC_PORT]\n');
     process.exit(2);
 }
 fs.writeFileSync(out, '');
@@ -45,7 +48,7 @@ async function main() {
         logLevel: 'warn',
         services: ['grpc', 'http'],
         grpcHostname: '127.0.0.1',
-        grpcPort: 0,
+        grpcPort,
         httpHostname: '127.0.0.1',
         httpPort: 0,
         onTrace: writer('traces', normalizeTrace),

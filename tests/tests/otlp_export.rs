@@ -14,7 +14,7 @@ mod servicing_support;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
-use otlp_support::{Receiver, StalledCollector, closed_port, record_exported_metrics};
+use otlp_support::{Receiver, StalledCollector, closed_port, free_port, record_exported_metrics};
 use serde_json::Value;
 use tokio_stream::StreamExt;
 use trident_e2e::Daemon;
@@ -367,6 +367,74 @@ async fn a_collector_that_is_down_or_stalled_costs_servicing_nothing() -> anyhow
             "{case}: stop took {stop_took:?}"
         );
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn drops_during_an_outage_are_counted_and_told_once_and_export_recovers() -> anyhow::Result<()>
+{
+    let port = free_port()?;
+    let daemon = exporting_daemon(
+        &format!("http://127.0.0.1:{port}"),
+        &["--otlp-timeout", "1s"],
+        &[],
+    )
+    .await?;
+    workload(&daemon, 5).await?;
+    // Collector down: one warning on the bus.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let lines = bus_logs(&daemon, "tridentd::otlp").await?;
+        if lines
+            .iter()
+            .any(|(_, m)| m.contains("OTLP export is failing"))
+        {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "no outage warning; stderr:\n{}",
+            daemon.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Collector back on the same port: exports resume, and the drops arrive as a metric.
+    let receiver = Receiver::start_on(Some(port))?;
+    workload(&daemon, 5).await?;
+    let received = receiver.wait_for(Duration::from_secs(30), |r| {
+        r.metrics()
+            .iter()
+            .any(|m| m.name == "trident.export.drops" && m.total() > 0.0)
+    })?;
+    let drops = received
+        .metrics()
+        .into_iter()
+        .find(|m| m.name == "trident.export.drops")
+        .context("no export drops metric")?;
+    println!("export drops counted after the outage: {}", drops.total());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let lines = loop {
+        let lines = bus_logs(&daemon, "tridentd::otlp").await?;
+        if lines
+            .iter()
+            .any(|(_, m)| m.contains("OTLP export recovered"))
+            || Instant::now() > deadline
+        {
+            break lines;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let failing = lines
+        .iter()
+        .filter(|(_, m)| m.contains("OTLP export is failing"))
+        .count();
+    ensure!(failing == 1, "one warning per outage, got {lines:?}");
+    ensure!(
+        lines.iter().any(
+            |(level, m)| *level == LogLevel::Info as i32 && m.contains("OTLP export recovered")
+        ),
+        "no recovery notice: {lines:?}"
+    );
     Ok(())
 }
 

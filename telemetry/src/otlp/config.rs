@@ -13,6 +13,8 @@ pub const ENV_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 pub const ENV_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
 /// Env var: export timeout in milliseconds (same as `--otlp-timeout`).
 pub const ENV_OTLP_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
+/// Env var: `true` turns export off whatever else is set (the standard kill switch).
+pub const ENV_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 /// Env var: overrides `service.name` (default `tridentd`).
 pub const ENV_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
 /// Env var: extra resource attributes, `key=value,key=value` (percent-encoded values).
@@ -175,6 +177,9 @@ impl OtlpConfig {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Self>, ConfigError> {
         let non_empty = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        if non_empty(ENV_SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+            return Ok(None);
+        }
         let Some(endpoint) = flags
             .endpoint
             .clone()
@@ -306,6 +311,16 @@ mod tests {
     #[test]
     fn export_is_off_without_an_endpoint() {
         let config = OtlpConfig::resolve(&OtlpFlags::default(), env(&[])).unwrap();
+        assert!(config.is_none());
+    }
+
+    #[test]
+    fn sdk_disabled_wins_over_an_endpoint() {
+        let flags = OtlpFlags {
+            endpoint: Some("http://127.0.0.1:4317".into()),
+            ..OtlpFlags::default()
+        };
+        let config = OtlpConfig::resolve(&flags, env(&[(ENV_SDK_DISABLED, "TRUE")])).unwrap();
         assert!(config.is_none());
     }
 

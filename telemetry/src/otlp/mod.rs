@@ -24,6 +24,8 @@ mod logs;
 mod phases;
 mod pipeline;
 pub mod resource;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -55,7 +55,13 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// On free ports.
     pub fn start() -> anyhow::Result<Self> {
+        Self::start_on(None)
+    }
+
+    /// gRPC on `grpc_port` when given (HTTP always on a free port).
+    pub fn start_on(grpc_port: Option<u16>) -> anyhow::Result<Self> {
         let root = repo_root();
         if !root.join("node_modules/@elastic/mockotlpserver").is_dir() {
             bail!(
@@ -70,6 +76,7 @@ impl Receiver {
         let mut child = Command::new("node")
             .arg(root.join("tests/otlp/receiver.js"))
             .arg(&out)
+            .args(grpc_port.map(|p| p.to_string()))
             .current_dir(&root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -200,10 +207,13 @@ impl Drop for StalledCollector {
 
 /// An endpoint where nothing listens.
 pub fn closed_port() -> anyhow::Result<String> {
+    Ok(format!("http://127.0.0.1:{}", free_port()?))
+}
+
+/// A loopback port nothing listens on (now).
+pub fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
-    let port = listener.local_addr()?.port();
-    drop(listener);
-    Ok(format!("http://127.0.0.1:{port}"))
+    Ok(listener.local_addr()?.port())
 }
 
 #[derive(Debug, Clone)]
