@@ -123,3 +123,30 @@ impl BootRecordFile {
         Ok(record.booted)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finalize_then_simulated_reboot_marks_the_next_volume_booted() {
+        let dir = std::env::temp_dir().join(format!("boot-record-{}", uuid::Uuid::new_v4()));
+        let file = BootRecordFile::new(&dir);
+        assert_eq!(file.load().unwrap(), BootRecord::default());
+        file.set_next_boot(AbVolume::VolumeB, "op").unwrap();
+        assert_eq!(file.load().unwrap().booted, None, "reboot pending");
+        assert_eq!(
+            file.complete_pending_reboot().unwrap(),
+            Some(AbVolume::VolumeB)
+        );
+        // Pointing back does not fake another reboot.
+        file.point_next_boot(AbVolume::VolumeA, "op2").unwrap();
+        let record = file.load().unwrap();
+        assert_eq!(
+            (record.next_boot, record.booted),
+            (Some(AbVolume::VolumeA), Some(AbVolume::VolumeB))
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

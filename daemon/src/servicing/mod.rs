@@ -71,6 +71,7 @@ pub mod runner;
 pub mod scripts;
 pub mod status;
 pub mod stream;
+pub mod stream_disk;
 
 use std::sync::Arc;
 

@@ -168,6 +168,8 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Own process group: a timeout kills the script and its children.
+        .process_group(0)
         .kill_on_drop(true);
     let (failed, timed_out) = match r.role {
         Role::Script => (Subkind::ScriptFailed, Subkind::ScriptFailed),
@@ -176,6 +178,7 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
     let mut child = cmd
         .spawn()
         .structured_msg(failed, format!("Cannot start script '{}'", r.name))?;
+    let pgid = child.id();
     let target = format!("script::{}", r.name);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -211,6 +214,7 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
         Some(limit) => match tokio::time::timeout(limit, io).await {
             Ok(status) => status,
             Err(_) => {
+                kill_group(pgid);
                 return Err(TridentError::new(
                     timed_out,
                     format!(
@@ -240,6 +244,20 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
     ))
 }
 
+/// Kills the process group of a timed-out script (the script itself and
+/// anything it started).
+fn kill_group(pgid: Option<u32>) {
+    let Some(pid) = pgid.and_then(|p| i32::try_from(p).ok()) else {
+        return;
+    };
+    if let Err(error) = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    ) {
+        tracing::warn!(%error, pgid = pid, "could not kill the script's process group");
+    }
+}
+
 /// Next line of a stream still open; `None` at its end (or on a read error).
 async fn next_line<R: AsyncBufRead + Unpin>(lines: &mut Option<Lines<R>>) -> Option<String> {
     match lines {
@@ -253,5 +271,92 @@ fn render_tail(tail: &VecDeque<String>) -> String {
         "(none)".to_owned()
     } else {
         tail.iter().cloned().collect::<Vec<_>>().join(" | ")
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use trident_host::Category;
+
+    fn env() -> ScriptEnv {
+        ScriptEnv {
+            servicing_type: ServicingType::AbUpdate,
+            operation_id: "op-7".to_owned(),
+            target_disks: vec!["/tmp/a.img".to_owned()],
+            target_volume: Some("volume-b".to_owned()),
+        }
+    }
+
+    fn check(name: &str, content: &str, timeout: Option<u64>) -> HealthCheck {
+        HealthCheck {
+            name: name.to_owned(),
+            run_on: vec![RunOn::All],
+            interpreter: None,
+            content: Some(content.to_owned()),
+            path: None,
+            arguments: Vec::new(),
+            environment_variables: BTreeMap::new(),
+            timeout_seconds: timeout,
+            systemd_services: None,
+        }
+    }
+
+    #[test]
+    fn run_on_selects_by_servicing_type() {
+        assert!(ServicingType::AbUpdate.selected_by(&[RunOn::All]));
+        assert!(ServicingType::AbUpdate.selected_by(&[RunOn::AbUpdate]));
+        assert!(!ServicingType::AbUpdate.selected_by(&[RunOn::CleanInstall]));
+        assert!(ServicingType::CleanInstall.selected_by(&[RunOn::AbUpdate, RunOn::CleanInstall]));
+    }
+
+    #[tokio::test]
+    async fn scripts_see_the_servicing_environment() {
+        let c = check(
+            "env",
+            "test \"$TRIDENT_SERVICING_TYPE\" = ab-update && test \"$TRIDENT_OPERATION_ID\" = op-7 \
+             && test \"$TRIDENT_TARGET_VOLUME\" = volume-b && test \"$0\" = env",
+            Some(5),
+        );
+        run_health_checks(&[c], &env()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn failing_check_names_script_exit_status_and_last_stderr_lines() {
+        let c = check("db", "echo first >&2; echo second >&2; exit 4", Some(5));
+        let err = run_health_checks(&[c], &env()).await.unwrap_err();
+        assert_eq!(err.category(), Category::HealthChecks);
+        assert_eq!(err.subkind(), Subkind::HealthCheckFailed);
+        for part in ["'db'", "exit status: 4", "first | second"] {
+            assert!(err.message().contains(part), "{part} in {}", err.message());
+        }
+    }
+
+    #[tokio::test]
+    async fn check_exceeding_its_timeout_is_killed_and_reported() {
+        let c = check("slow", "echo started >&2; sleep 30", Some(1));
+        let err = run_health_checks(&[c], &env()).await.unwrap_err();
+        assert_eq!(err.subkind(), Subkind::HealthCheckTimedOut);
+        assert!(err.message().contains("within 1s"), "{}", err.message());
+        assert!(err.message().contains("started"), "{}", err.message());
+    }
+
+    #[tokio::test]
+    async fn failing_script_is_a_servicing_error() {
+        let script = Script {
+            name: "pre".to_owned(),
+            run_on: vec![RunOn::AbUpdate],
+            interpreter: None,
+            content: Some("exit 1".to_owned()),
+            path: None,
+            arguments: Vec::new(),
+            environment_variables: BTreeMap::new(),
+        };
+        let err = run_scripts("preServicing", &[script], &env())
+            .await
+            .unwrap_err();
+        assert_eq!(err.category(), Category::Servicing);
+        assert_eq!(err.subkind(), Subkind::ScriptFailed);
     }
 }
