@@ -673,3 +673,110 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
     assert!(list.contains("datastore.sqlite"), "{list}");
     Ok(())
 }
+
+/// A Unix-socket proxy in front of the daemon whose open connections can be
+/// cut, to break a servicing stream while the daemon and operation go on.
+struct CuttingProxy {
+    path: PathBuf,
+    connections: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl CuttingProxy {
+    fn start(target: &Path, path: PathBuf) -> anyhow::Result<Self> {
+        let listener = tokio::net::UnixListener::bind(&path)?;
+        let connections: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let target = target.to_path_buf();
+        let tracked = connections.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let target = target.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::UnixStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                if let Ok(mut list) = tracked.lock() {
+                    list.push(task);
+                }
+            }
+        });
+        Ok(CuttingProxy {
+            path,
+            connections,
+            accept,
+        })
+    }
+
+    /// Drops every open connection (new ones are still accepted).
+    fn cut(&self) {
+        if let Ok(mut list) = self.connections.lock() {
+            for task in list.drain(..) {
+                task.abort();
+            }
+        }
+    }
+}
+
+impl Drop for CuttingProxy {
+    fn drop(&mut self) {
+        self.cut();
+        self.accept.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_servicing_stream_resumes_through_watch_without_repeating_or_losing_lines()
+-> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let proxy = CuttingProxy::start(daemon.socket_path(), fx.path("proxy.sock"))?;
+    let config = fx.config(
+        "cut",
+        "i=0; while [ $i -lt 60 ]; do echo tick-$i; i=$((i+1)); sleep 0.05; done",
+    );
+    let mut install = Running::start(
+        &proxy.path,
+        &[
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "json",
+        ],
+    );
+    install.wait_for("some ticks", |t| t.contains("\"tick-10\""));
+    proxy.cut();
+    assert_eq!(
+        install.wait(),
+        Some(0),
+        "{}\n{}",
+        install.stdout(),
+        install.stderr()
+    );
+    let records = json_lines(&install.stdout());
+    assert!(
+        records.iter().any(|r| r["type"] == "reconnecting"),
+        "{}",
+        install.stdout()
+    );
+    assert!(
+        records.iter().any(|r| r["type"] == "resumed"),
+        "{}",
+        install.stdout()
+    );
+    assert_eq!(
+        records.last().map(|r| r["type"].clone()),
+        Some("completed".into())
+    );
+    let gaps = records.iter().filter(|r| r["type"] == "gap").count();
+    for i in 0..60 {
+        let tick = format!("tick-{i}");
+        let shown = records
+            .iter()
+            .filter(|r| r["message"] == tick.as_str())
+            .count();
+        assert!(shown <= 1, "{tick} shown {shown} times");
+        assert!(shown == 1 || gaps > 0, "{tick} lost without a gap notice");
+    }
+    Ok(())
+}

@@ -103,14 +103,17 @@ pub enum Followed {
 }
 
 /// Follows `operation_id` from strictly after `after` (None: from its start)
-/// until its completion record, reconnecting as needed.
+/// until its completion record, reconnecting as needed. `resuming` says a
+/// stream was already lost (a "resumed" notice is due once a Watch opens).
 pub async fn follow_operation(
     ctx: &Ctx,
     progress: &mut Progress,
     operation_id: &str,
     mut after: Option<Cursor>,
     mut dedup: Dedup,
+    resuming: bool,
 ) -> CliResult<Followed> {
+    let mut announce = resuming;
     let mut attempt: u32 = 0;
     let mut backoff = BACKOFF_START;
     let mut lost_since: Option<std::time::Instant> = None;
@@ -125,6 +128,7 @@ pub async fn follow_operation(
             &mut after,
             &mut dedup,
             snapshot,
+            &mut announce,
         )
         .await;
         let reason = match outcome {
@@ -142,6 +146,7 @@ pub async fn follow_operation(
         }
         attempt += 1;
         progress.feed(&Event::Reconnecting { attempt, reason });
+        announce = true;
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(BACKOFF_MAX);
         // Is the operation still running? (Only answerable once connected.)
@@ -174,6 +179,7 @@ async fn watch_once(
     after: &mut Option<Cursor>,
     dedup: &mut Dedup,
     snapshot: bool,
+    announce: &mut bool,
 ) -> Result<Option<Followed>, String> {
     let channel = ctx.channel().await.map_err(|e| e.to_string())?;
     let request = WatchRequest {
@@ -190,6 +196,11 @@ async fn watch_once(
         .await
         .map_err(|s| crate::exit::describe_status(&s))?
         .into_inner();
+    if std::mem::take(announce) {
+        progress.feed(&Event::Resumed {
+            after: after.clone(),
+        });
+    }
     let mut ticker = tokio::time::interval(TICK);
     loop {
         tokio::select! {
@@ -225,5 +236,58 @@ fn advance(after: &mut Option<Cursor>, event: &trident_proto::v1::StreamEvent) {
     };
     if let Some(c) = cursor {
         *after = Some(c.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::event::LogLine;
+    use trident_proto::v1::{LogLevel, PhaseState, ProgressRecord};
+
+    fn log() -> Event {
+        Event::Log(LogLine {
+            cursor: None,
+            timestamp: None,
+            level: LogLevel::Info,
+            target: "t".into(),
+            message: "m".into(),
+        })
+    }
+
+    fn progress(phase: &str, secs: u64) -> Event {
+        Event::Progress {
+            cursor: None,
+            timestamp: None,
+            record: ProgressRecord {
+                phase_id: phase.into(),
+                state: PhaseState::Running as i32,
+                updated: Some(prost_types::Timestamp {
+                    seconds: secs as i64,
+                    nanos: 0,
+                }),
+                ..ProgressRecord::default()
+            },
+        }
+    }
+
+    #[test]
+    fn resume_skips_exactly_the_log_records_already_shown() {
+        let mut dedup = Dedup::default();
+        dedup.note(&log());
+        dedup.note(&log());
+        assert!(dedup.seen(&log()));
+        assert!(dedup.seen(&log()));
+        assert!(!dedup.seen(&log()), "the third replayed log is new");
+    }
+
+    #[test]
+    fn resume_skips_progress_not_newer_than_what_was_shown() {
+        let mut dedup = Dedup::default();
+        dedup.note(&progress("write", 10));
+        assert!(dedup.seen(&progress("write", 9)));
+        assert!(dedup.seen(&progress("write", 10)));
+        assert!(!dedup.seen(&progress("write", 11)));
+        assert!(!dedup.seen(&progress("other", 1)));
     }
 }

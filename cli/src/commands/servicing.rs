@@ -180,7 +180,7 @@ async fn drive(
         attempt: 0,
         reason: reason.clone(),
     });
-    match follow_operation(ctx, progress, &operation_id, cursor, dedup).await? {
+    match follow_operation(ctx, progress, &operation_id, cursor, dedup, true).await? {
         Followed::Completed => Ok(()),
         Followed::Interrupted => Err(CliError::StreamLost(format!(
             "operation {operation_id} was interrupted: the daemon stopped before it completed"

@@ -21,8 +21,15 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> CliResult<Exit> {
         None => find_operation(ctx, args.wait).await?,
     };
     let mut progress = Progress::new(args.progress, ctx.verbosity);
-    let followed =
-        follow_operation(ctx, &mut progress, &operation_id, None, Dedup::default()).await;
+    let followed = follow_operation(
+        ctx,
+        &mut progress,
+        &operation_id,
+        None,
+        Dedup::default(),
+        false,
+    )
+    .await;
     progress.finish();
     match followed? {
         Followed::Completed => match progress.model.exit().unwrap_or(Exit::ServicingFailed) {
