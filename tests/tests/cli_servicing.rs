@@ -780,3 +780,46 @@ async fn a_broken_servicing_stream_resumes_through_watch_without_repeating_or_lo
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
+    let fx = Fixture::new();
+    // The daemon's `--reboot systemd` runs `systemctl reboot`: a stand-in
+    // that does nothing, so the host (of course) stays up.
+    let bin = fx.path("fakebin");
+    std::fs::create_dir_all(&bin)?;
+    let systemctl = bin.join("systemctl");
+    std::fs::write(
+        &systemctl,
+        "#!/bin/sh\necho \"fake systemctl $*\" >&2\nexit 0\n",
+    )?;
+    std::fs::set_permissions(
+        &systemctl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )?;
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let daemon = Daemon::builder()
+        .args(["--inactivity-timeout", "0", "--reboot", "systemd"])
+        .env("PATH", path)
+        .spawn()
+        .await?;
+    let config = fx.config("reboot", "true");
+    let out = trident(daemon.socket_path())
+        .args([
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ])
+        .env("TRIDENT_REBOOT_TIMEOUT", "1s")
+        .output()?;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("reboot started"), "{err}");
+    assert!(err.contains("still up"), "{err}");
+    Ok(())
+}

@@ -5,10 +5,15 @@
 use std::future::Future;
 use std::path::Path;
 
+use std::time::Duration;
 use tokio_stream::StreamExt;
 use tonic::Streaming;
 use tonic::transport::Channel;
-use trident_proto::v1::{Cursor, RebootHandling, RebootManagement, ServicingResponse};
+
+use trident_proto::v1::version_service_client::VersionServiceClient;
+use trident_proto::v1::{
+    Cursor, RebootHandling, RebootManagement, RebootStatus, ServicingResponse, VersionRequest,
+};
 
 use super::Ctx;
 use super::follow::{Dedup, Followed, follow_operation};
@@ -121,12 +126,64 @@ where
         let text = crate::output::encode(&status, OutputFormat::Yaml)?;
         crate::output::emit(&text, Some(path))?;
     }
+    let rebooting = progress
+        .model
+        .outcome
+        .as_ref()
+        .is_some_and(|o| o.reboot_status == RebootStatus::RebootStarted);
+    if exit == Exit::Success && rebooting {
+        return wait_for_reboot(ctx).await;
+    }
     match exit {
         Exit::Success => Ok(Exit::Success),
         Exit::RebootUnsuccessful => Err(CliError::RebootUnsuccessful(
             "the reboot Trident was to perform did not happen".into(),
         )),
         _ => Err(CliError::ServicingFailed),
+    }
+}
+
+/// Environment variable: how long to wait for the host to go down after
+/// the daemon started a reboot (humantime, default [`REBOOT_TIMEOUT`]).
+pub const REBOOT_TIMEOUT_ENV: &str = "TRIDENT_REBOOT_TIMEOUT";
+/// Default wait for the reboot Trident started.
+pub const REBOOT_TIMEOUT: Duration = Duration::from_secs(120);
+const REBOOT_POLL: Duration = Duration::from_millis(500);
+
+/// Like upstream: once Trident started the reboot, this process should not
+/// outlive the host. Still running (and the daemon still answering) after
+/// the timeout means the reboot did not happen: exit 3.
+async fn wait_for_reboot(ctx: &Ctx) -> CliResult<Exit> {
+    let timeout = std::env::var(REBOOT_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| humantime::parse_duration(&v).ok())
+        .unwrap_or(REBOOT_TIMEOUT);
+    eprintln!(
+        "trident: the host is rebooting; waiting up to {}",
+        humantime::format_duration(timeout)
+    );
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(REBOOT_POLL).await;
+    }
+    // The daemon answering now proves the host did not go down.
+    let answered = match ctx.channel().await {
+        Ok(channel) => VersionServiceClient::new(channel)
+            .version(VersionRequest {})
+            .await
+            .is_ok(),
+        Err(_) => false,
+    };
+    if answered {
+        Err(CliError::RebootUnsuccessful(format!(
+            "the daemon started a reboot, but the host is still up after {}",
+            humantime::format_duration(timeout)
+        )))
+    } else {
+        Err(CliError::RebootUnsuccessful(format!(
+            "the daemon started a reboot and went away, but this host is still running after {}",
+            humantime::format_duration(timeout)
+        )))
     }
 }
 
