@@ -266,3 +266,37 @@ async fn manual_rollback_returns_to_the_previous_volume() {
         .config;
     assert!(provisioned.contains("v1.cosi"), "{provisioned}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_moves_the_datastore_to_trident_datastore_path() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 81, None);
+    let moved = fx.dir.path().join("moved/datastore.sqlite");
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    let extra = format!("trident:\n  datastorePath: {}\n", moved.display());
+    c.provision(&fx.config(&v1, &extra)).await;
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
+    let ds = trident_host::datastore::Datastore::open_read_only(&moved).unwrap();
+    let status = ds.host_status().unwrap();
+    assert_eq!(
+        status.servicing_state,
+        trident_host::status::ServicingState::Provisioned
+    );
+    assert_eq!(
+        status.partition_paths.len(),
+        3,
+        "{:?}",
+        status.partition_paths
+    );
+    assert!(
+        status
+            .image_hash
+            .as_deref()
+            .unwrap()
+            .ends_with(&v1.metadata_sha384)
+    );
+    assert!(ds.operations(10).unwrap().iter().any(|o| o.rpc == "Commit"));
+    let redirect = std::fs::read_to_string(d.state_dir().join("datastore-path")).unwrap();
+    assert_eq!(redirect, moved.display().to_string());
+}

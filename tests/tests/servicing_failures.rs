@@ -11,6 +11,7 @@ use futures::StreamExt;
 use nix::sys::signal::Signal;
 use servicing_support::{Clients, Fixture, collect, daemon, daemon_with_datastore, hc};
 use trident_cosi::writer::Corruption;
+use trident_host::datastore::OperationResult;
 use trident_proto::v1::{
     self, OperationEvent, TridentErrorKind, WatchOptions, WatchRequest, record, servicing_response,
     stream_event, telemetry_service_client::TelemetryServiceClient,
@@ -351,6 +352,22 @@ async fn sigkill_mid_update_keeps_the_last_committed_state_and_reports_the_inter
         "{}",
         err.error_message
     );
+    // The operation history says what happened, with trace ids.
+    let ds = trident_host::datastore::Datastore::open_read_only(&datastore).unwrap();
+    let ops = ds.operations(10).unwrap();
+    let killed = ops.iter().find(|o| o.id == started.operation_id).unwrap();
+    assert_eq!(killed.result, OperationResult::Interrupted);
+    assert_eq!(killed.rpc, "UpdateStage");
+    assert_eq!(killed.trace_id, started.trace_id);
+    assert!(
+        ops.iter()
+            .any(|o| o.rpc == "Install" && o.result == OperationResult::Success)
+    );
+    assert!(
+        ops.iter()
+            .any(|o| o.rpc == "Commit" && o.result == OperationResult::Success)
+    );
+    drop(ds);
     // And the host can be serviced again.
     c2.update_stage(&fx.config(&v2, "")).await.assert_success();
     assert_eq!(c2.state().await, ServicingState::UpdateAbStaged);

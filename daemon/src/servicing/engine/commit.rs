@@ -98,7 +98,13 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
     check.set(1);
     check.done();
 
-    let spec = current.spec.clone().unwrap_or_default();
+    // A rollback boots the configuration in `specOld`; its checks apply.
+    let spec = if exp.kind == ServicingKind::ManualRollbackAb {
+        current.spec_old.clone()
+    } else {
+        current.spec.clone()
+    }
+    .unwrap_or_default();
     let env = ScriptEnv {
         servicing_type: exp.servicing_type,
         operation_id: ctx.operation_id.clone(),
