@@ -92,6 +92,9 @@ pub enum CliError {
     /// The stream ended without saying how the operation finished.
     #[error("{0}")]
     StreamLost(String),
+    /// The user pressed Ctrl-C; a running operation goes on in the daemon.
+    #[error("interrupted; a running operation goes on in tridentd: reattach with `trident watch`")]
+    Interrupted,
     /// Anything local that is not the user's fault (serialisation, terminal).
     #[error("{0}")]
     Local(String),
@@ -101,7 +104,10 @@ impl CliError {
     /// The exit code this error maps to.
     pub fn exit(&self) -> Exit {
         match self {
-            CliError::Connect { .. } | CliError::Usage(_) | CliError::Local(_) => Exit::SetupFailed,
+            CliError::Connect { .. }
+            | CliError::Usage(_)
+            | CliError::Local(_)
+            | CliError::Interrupted => Exit::SetupFailed,
             CliError::Rpc { status, .. } => match status.code() {
                 // Refused before anything ran: busy daemon, bad request,
                 // unsupported RPC, permission.

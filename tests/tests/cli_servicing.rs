@@ -823,3 +823,36 @@ async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
     assert!(err.contains("still up"), "{err}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_detaches_and_the_operation_goes_on_for_watch_to_reattach() -> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let config = fx.config("detach", "echo detach-me; sleep 2; echo still-running");
+    let mut install = Running::start(
+        daemon.socket_path(),
+        &[
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    install.wait_for("the operation to run", |t| t.contains("detach-me"));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(install.child.id())?);
+    nix::sys::signal::kill(pid, Signal::SIGINT)?;
+    assert_eq!(install.wait(), Some(1), "{}", install.stderr());
+    assert!(
+        install.stderr().contains("reattach with `trident watch`"),
+        "{}",
+        install.stderr()
+    );
+    let watched = run(daemon.socket_path(), &["watch", "--progress", "plain"]);
+    let err = stderr(&watched);
+    assert_eq!(watched.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("still-running") && err.contains("operation succeeded"),
+        "{err}"
+    );
+    Ok(())
+}

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use tonic::transport::Channel;
 
 use crate::args::{Cli, Command, OutputFormat, Verbosity};
-use crate::exit::{CliResult, Exit};
+use crate::exit::{CliError, CliResult, Exit};
 
 /// What every command may need from the global arguments.
 #[derive(Debug, Clone)]
@@ -47,8 +47,20 @@ impl Ctx {
     }
 }
 
-/// Runs the command line.
+/// Runs the command line. Ctrl-C detaches: the CLI stops showing, the
+/// daemon's operation goes on (it runs in the daemon, not in this process).
 pub async fn run(cli: Cli) -> CliResult<Exit> {
+    tokio::select! {
+        result = dispatch(cli) => result,
+        _ = tokio::signal::ctrl_c() => {
+            // Leave the cursor below a tty frame.
+            eprintln!();
+            Err(CliError::Interrupted)
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> CliResult<Exit> {
     let ctx = Ctx {
         socket: cli.socket,
         verbosity: cli.verbosity,

@@ -6,5 +6,6 @@ pub mod event;
 pub mod format;
 pub mod json;
 pub mod model;
+pub mod phase;
 pub mod plain;
 pub mod tty;

@@ -8,11 +8,11 @@ use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
 use trident_proto::v1::{
-    ErrorReport, LogLevel, PhaseState, ProgressUnit, RebootStatus, ServicingKind, StatusCode,
-    TridentError,
+    ErrorReport, LogLevel, PhaseState, RebootStatus, ServicingKind, StatusCode, TridentError,
 };
 
 use super::event::{Event, LogLine};
+pub use super::phase::PhaseView;
 use crate::exit::Exit;
 
 /// Log lines kept per phase (the view shows the last few).
@@ -39,62 +39,6 @@ pub struct Outcome {
     pub reboot_status: RebootStatus,
     pub error: Option<TridentError>,
     pub at: Option<SystemTime>,
-}
-
-/// One phase and its counters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PhaseView {
-    pub id: String,
-    pub parent: String,
-    pub name: String,
-    pub unit: ProgressUnit,
-    pub current: u64,
-    pub total: Option<u64>,
-    pub state: PhaseState,
-    pub started: Option<SystemTime>,
-    pub updated: Option<SystemTime>,
-    /// (time, current) samples inside the rate window, oldest first.
-    samples: VecDeque<(SystemTime, u64)>,
-    /// Log lines that arrived while this phase was the running one.
-    pub logs: VecDeque<LogLine>,
-    /// Nesting depth (0 for top-level phases).
-    pub depth: usize,
-}
-
-impl PhaseView {
-    /// Units per second over the last samples, if measurable.
-    pub fn rate(&self) -> Option<f64> {
-        let (t0, c0) = *self.samples.front()?;
-        let (t1, c1) = *self.samples.back()?;
-        let secs = t1.duration_since(t0).ok()?.as_secs_f64();
-        (secs > 0.0 && c1 >= c0).then(|| (c1 - c0) as f64 / secs)
-    }
-
-    /// Time left at the current rate, when the total is known.
-    pub fn eta(&self) -> Option<Duration> {
-        let total = self.total?;
-        let rate = self.rate()?;
-        if rate <= 0.0 || self.state != PhaseState::Running {
-            return None;
-        }
-        Some(Duration::from_secs_f64(
-            total.saturating_sub(self.current) as f64 / rate,
-        ))
-    }
-
-    /// Fraction done in [0, 1], when the total is known.
-    pub fn fraction(&self) -> Option<f64> {
-        let total = self.total?;
-        if total == 0 {
-            return Some(1.0);
-        }
-        Some((self.current as f64 / total as f64).clamp(0.0, 1.0))
-    }
-
-    /// Wall time the phase took (or has taken so far, as of its last update).
-    pub fn elapsed(&self) -> Option<Duration> {
-        self.updated?.duration_since(self.started?).ok()
-    }
 }
 
 /// A line the client shows about the stream itself.
