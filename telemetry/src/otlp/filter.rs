@@ -32,9 +32,15 @@ pub fn is_internal_target(target: &str) -> bool {
     })
 }
 
-/// Per-layer filter of the exporting layers.
+/// Per-layer filter of the exported spans.
 pub fn exportable(metadata: &Metadata<'_>) -> bool {
     !is_internal_target(metadata.target())
+}
+
+/// Per-layer filter of the exported log records: also leaves out progress
+/// updates, which the export carries as phase spans and metrics instead.
+pub fn exportable_log(metadata: &Metadata<'_>) -> bool {
+    exportable(metadata) && metadata.target() != crate::progress::PROGRESS_TARGET
 }
 
 #[cfg(test)]

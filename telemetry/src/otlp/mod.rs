@@ -156,7 +156,7 @@ impl OtlpExport {
     }
 
     /// The exporting layers (spans and events), filtered: internals never,
-    /// events at INFO and above.
+    /// events at INFO and above, progress updates as phase spans only.
     pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + use<S>
     where
         S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
@@ -169,7 +169,7 @@ impl OtlpExport {
         let logs = logs::ParentCorrelated {
             inner: OpenTelemetryTracingBridge::new(&self.logger_provider),
         }
-        .with_filter(filter_fn(filter::exportable).and(LevelFilter::INFO));
+        .with_filter(filter_fn(filter::exportable_log).and(LevelFilter::INFO));
         spans.and_then(logs)
     }
 
