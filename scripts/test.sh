@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# The project's whole check, as CI runs it (.ci/run execs this) and as a
+# developer runs it: `bash scripts/test.sh`.
+#
+# Installs what the tests need (idempotent: only what is missing), then
+# format, lint, build, Rust tests, proto lint/breaking, Python client tests.
+# Stops at the first failing section and says which one.
+#
+# Runs as root on a fresh machine with CI=true and no stdin.
+# Env: SKIP_INSTALL=1 skips the install section (offline re-runs).
+
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+export DEBIAN_FRONTEND=noninteractive
+VENV="$REPO/.venv"
+PY_REQUIREMENTS="tests/python/requirements.txt"
+LOG_DIR="$(mktemp -d -t trident-test.XXXXXX)"
+CURRENT_SECTION="start"
+STARTED_AT=$SECONDS
+
+section() {
+    CURRENT_SECTION="$1"
+    printf '\n===== %s [%ss] =====\n' "$1" "$((SECONDS - STARTED_AT))"
+}
+
+on_error() {
+    local rc=$?
+    printf '\n***** FAILED in section: %s (exit %s) *****\n' "$CURRENT_SECTION" "$rc" >&2
+    exit "$rc"
+}
+trap on_error ERR
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# ---------------------------------------------------------------------------
+# Install (only what is missing)
+# ---------------------------------------------------------------------------
+
+APT_UPDATED=0
+apt_install() {
+    if [ "$APT_UPDATED" = 0 ]; then
+        apt-get update -qq
+        APT_UPDATED=1
+    fi
+    apt-get install -y -qq --no-install-recommends "$@" </dev/null
+}
+
+# command -> Debian package providing it
+declare -A APT_FOR_COMMAND=(
+    [systemd-socket-activate]=systemd   # socket activation e2e test
+    [systemd-analyze]=systemd           # unit file verification
+    [setpriv]=util-linux                # non-root e2e tests
+    [tmux]=tmux                         # CLI terminal tests
+    [zstd]=zstd                         # COSI fixtures
+    [promtool]=prometheus               # dashboard/metrics checks
+    [git]=git
+    [npm]=npm
+    [node]=nodejs
+    [python3]=python3
+)
+
+install_system_packages() {
+    local missing=() command package
+    for command in "${!APT_FOR_COMMAND[@]}"; do
+        package="${APT_FOR_COMMAND[$command]}"
+        if ! have "$command" && [[ " ${missing[*]} " != *" $package "* ]]; then
+            missing+=("$package")
+        fi
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "apt-get install: ${missing[*]}"
+        apt_install "${missing[@]}"
+    else
+        echo "system packages: all present"
+    fi
+}
+
+# Re-runs an install step only when its input file changed (hash stamp).
+stamp_matches() {
+    local input="$1" stamp="$2"
+    [ -f "$stamp" ] && [ "$(sha256sum "$input" | cut -d' ' -f1)" = "$(cat "$stamp")" ]
+}
+write_stamp() { sha256sum "$1" | cut -d' ' -f1 >"$2"; }
+
+install_python_packages() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        if ! python3 -m venv "$VENV" 2>/dev/null; then
+            rm -rf "$VENV"
+            apt_install python3-venv
+            python3 -m venv "$VENV"
+        fi
+    fi
+    local stamp="$VENV/.requirements.sha256"
+    if stamp_matches "$PY_REQUIREMENTS" "$stamp"; then
+        echo "python packages: up to date"
+    else
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$PY_REQUIREMENTS"
+        write_stamp "$PY_REQUIREMENTS" "$stamp"
+    fi
+}
+
+install_node_packages() {
+    local stamp="node_modules/.package-lock.sha256"
+    if stamp_matches package-lock.json "$stamp"; then
+        echo "node packages: up to date"
+    else
+        npm ci --no-audit --no-fund --loglevel=error
+        write_stamp package-lock.json "$stamp"
+    fi
+}
+
+if [ "${SKIP_INSTALL:-0}" != 1 ]; then
+    section "install: system packages"
+    install_system_packages
+    section "install: python packages (.venv)"
+    install_python_packages
+    section "install: node packages (npm ci)"
+    install_node_packages
+    # Other install steps the tests need go here (one function call each).
+fi
+
+# ---------------------------------------------------------------------------
+# Rust
+# ---------------------------------------------------------------------------
+
+section "cargo fmt --check"
+cargo fmt --all -- --check
+
+section "cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+section "cargo build (binaries for the e2e tests)"
+cargo build --workspace --bins --quiet
+
+section "cargo test"
+TEST_LOG="$LOG_DIR/cargo-test.log"
+if have cargo-nextest; then
+    # nextest runs each test in its own process and prints its own summary.
+    cargo nextest run --workspace --no-fail-fast --failure-output final 2>&1 | tee "$TEST_LOG"
+    cargo test --workspace --doc --quiet 2>&1 | tee -a "$TEST_LOG"
+else
+    cargo test --workspace --no-fail-fast 2>&1 | tee "$TEST_LOG"
+    awk '/^test result:/ { p += $4; f += $6 } END { printf "cargo test summary: %d passed, %d failed\n", p, f }' "$TEST_LOG"
+fi
+
+section "dashboards check (Grafana JSON, promtool, metric names seen by the OTLP receiver test)"
+python3 dashboards/check.py
+
+# ---------------------------------------------------------------------------
+# Protobuf contract
+# ---------------------------------------------------------------------------
+
+section "buf lint"
+npx --no-install buf lint proto
+
+section "buf breaking"
+breaking_against() {
+    local ref="$1" label="$2"
+    if git rev-parse --verify --quiet "$ref^{commit}" >/dev/null; then
+        echo "buf breaking against $label ($(git rev-parse --short "$ref"))"
+        npx --no-install buf breaking proto --against ".git#ref=$(git rev-parse "$ref"),subdir=proto"
+    else
+        echo "buf breaking against $label: commit not in this clone (shallow?), skipped"
+    fi
+}
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    FIRST_PROTO_COMMIT="$(git log --diff-filter=A --format=%H -- proto/trident | tail -n 1 || true)"
+    if [ -n "$FIRST_PROTO_COMMIT" ]; then
+        breaking_against "$FIRST_PROTO_COMMIT" "the original contract"
+    fi
+    breaking_against "HEAD~1" "the previous commit"
+else
+    echo "not a git checkout: buf breaking skipped"
+fi
+
+# ---------------------------------------------------------------------------
+# Python client tests
+# ---------------------------------------------------------------------------
+
+section "pytest tests/python"
+set +e
+"$VENV/bin/python" -m pytest -q tests/python
+PYTEST_RC=$?
+set -e
+# 5 = no tests collected: that is a failure of this script's promise too.
+if [ "$PYTEST_RC" -ne 0 ]; then
+    CURRENT_SECTION="pytest tests/python"
+    false
+fi
+
+section "done"
+echo "all checks passed in $((SECONDS - STARTED_AT))s"
