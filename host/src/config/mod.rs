@@ -30,11 +30,11 @@ pub struct HostConfiguration {
     pub image: Option<Image>,
     #[serde(default)]
     pub storage: Storage,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Scripts::is_empty")]
     pub scripts: Scripts,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Health::is_empty")]
     pub health: Health,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "TridentSettings::is_empty")]
     pub trident: TridentSettings,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os: Option<Os>,
@@ -316,6 +316,27 @@ pub struct Os {
     pub hostname: Unsupported,
     #[serde(default, skip_serializing)]
     pub uki: Unsupported,
+}
+
+impl Scripts {
+    pub fn is_empty(&self) -> bool {
+        self.pre_servicing.is_empty()
+            && self.post_provision.is_empty()
+            && self.post_configure.is_empty()
+    }
+}
+
+impl Health {
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty()
+    }
+}
+
+impl TridentSettings {
+    /// Nothing that would be serialized is set.
+    pub fn is_empty(&self) -> bool {
+        self.datastore_path.is_none()
+    }
 }
 
 impl HostConfiguration {
