@@ -566,6 +566,10 @@ async fn servicing_exports_a_span_tree_in_the_callers_trace_with_correlated_logs
 
     // Logs of the operation carry its trace and a span of it.
     let logs = received.logs();
+    assert!(
+        !logs.iter().any(|l| l.scope == "trident::progress"),
+        "progress updates are phase spans, not log records"
+    );
     let started: Vec<_> = logs
         .iter()
         .filter(|l| l.body == "servicing operation started")
