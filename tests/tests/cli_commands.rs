@@ -278,3 +278,92 @@ fn stream_disk_rejects_a_malformed_hash_before_calling_the_daemon() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).1.contains("--hash must be a SHA-384"));
 }
+
+/// Reads a child's stdout lines into a shared buffer.
+fn collect_stdout(child: &mut std::process::Child) -> std::sync::Arc<std::sync::Mutex<String>> {
+    use std::io::BufRead;
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = text.clone();
+    let pipe = child.stdout.take().expect("stdout piped");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            if let Ok(mut t) = sink.lock() {
+                t.push_str(&line);
+                t.push('\n');
+            }
+        }
+    });
+    text
+}
+
+fn wait_until(what: &str, text: &std::sync::Mutex<String>, pred: impl Fn(&str) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let now = text.lock().map(|t| t.clone()).unwrap_or_default();
+        if pred(&now) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}:\n{now}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn logs_follow_prints_new_records_and_continues_across_a_daemon_restart() -> anyhow::Result<()>
+{
+    let state = tempfile::tempdir()?;
+    let socket = state.path().join("logs.sock");
+    let mut first = Daemon::builder()
+        .socket(&socket)
+        .state_dir(state.path().join("state"))
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await?;
+    let mut follow = Command::new(bin_path("trident"))
+        .arg("--socket")
+        .arg(&socket)
+        .args([
+            "logs",
+            "-f",
+            "-n",
+            "0",
+            "-o",
+            "json",
+            "--target",
+            "tridentd::server",
+        ])
+        .env_remove("TRIDENT_SOCKET")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let out = collect_stdout(&mut follow);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = trident(&socket, &["version"]);
+    wait_until("a new record", &out, |t| t.contains("\"cursor\""));
+    first.signal(nix::sys::signal::Signal::SIGKILL)?;
+    first.wait_exit(std::time::Duration::from_secs(10)).await?;
+    let _second = Daemon::builder()
+        .socket(&socket)
+        .state_dir(state.path().join("state"))
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await?;
+    let _ = trident(&socket, &["version"]);
+    wait_until("records of the new run", &out, |t| {
+        t.contains("\"run_change\"")
+    });
+    let _ = follow.kill();
+    let _ = follow.wait();
+    let text = out.lock().map(|t| t.clone()).unwrap_or_default();
+    let cursors: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["cursor"].as_str().map(str::to_string))
+        .collect();
+    let unique: std::collections::HashSet<&String> = cursors.iter().collect();
+    assert_eq!(unique.len(), cursors.len(), "a record shown twice:\n{text}");
+    Ok(())
+}

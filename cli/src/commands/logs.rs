@@ -55,16 +55,30 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
         match result {
             Ok(()) if !args.follow => return Ok(Exit::Success),
             Ok(()) => eprintln!("trident: the log stream ended; reconnecting"),
-            Err(err @ CliError::Connect { .. }) if !args.follow => return Err(err),
-            Err(err @ (CliError::Usage(_) | CliError::File { .. })) => return Err(err),
-            Err(CliError::Rpc { status, what })
-                if !args.follow || status.code() != tonic::Code::Unavailable =>
-            {
-                return Err(CliError::Rpc { status, what });
+            Err(err) if args.follow && retryable(&err) => {
+                eprintln!("trident: {err}; reconnecting");
             }
-            Err(err) => eprintln!("trident: {err}; reconnecting"),
+            Err(err) => return Err(err),
         }
         tokio::time::sleep(RECONNECT_DELAY).await;
+    }
+}
+
+/// With -f, what a reconnect may cure: the daemon gone or restarting,
+/// the connection broken. Not: bad input, permissions, missing RPCs.
+fn retryable(err: &CliError) -> bool {
+    match err {
+        CliError::Connect { .. } | CliError::StreamLost(_) => true,
+        CliError::Rpc { status, .. } => matches!(
+            status.code(),
+            tonic::Code::Unavailable
+                | tonic::Code::Unknown
+                | tonic::Code::Internal
+                | tonic::Code::Cancelled
+                | tonic::Code::Aborted
+                | tonic::Code::DeadlineExceeded
+        ),
+        _ => false,
     }
 }
 
