@@ -652,3 +652,60 @@ async fn servicing_exports_a_span_tree_in_the_callers_trace_with_correlated_logs
     record_exported_metrics(&metrics)?;
     Ok(())
 }
+
+#[tokio::test]
+async fn the_cli_sends_its_own_trace_context_and_the_exported_operation_joins_it()
+-> anyhow::Result<()> {
+    let receiver = Receiver::start()?;
+    let fixture = servicing_support::Fixture::new();
+    let image = fixture.image("base", 1, None);
+    let config = fixture.dir.path().join("host-config.yaml");
+    std::fs::write(&config, fixture.config(&image, ""))?;
+    let disk = fixture.disk.display().to_string();
+    let mut daemon = exporting_daemon(&receiver.grpc, &["--disk", &disk], &[]).await?;
+
+    let out = std::process::Command::new(trident_e2e::bin_path("trident"))
+        .arg("--socket")
+        .arg(daemon.socket_path())
+        .arg("install")
+        .arg(&config)
+        .args(["--progress", "json"])
+        .env_remove("TRIDENT_SOCKET")
+        .env_remove("TRACEPARENT")
+        .output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success(),
+        "trident install failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let started: Value = serde_json::from_str(stdout.lines().next().unwrap_or_default())?;
+    let cli_trace = started["trace_id"].as_str().unwrap_or_default().to_string();
+    ensure!(
+        cli_trace.len() == 32,
+        "no trace id in the CLI's started line: {stdout}"
+    );
+
+    receiver.wait_for(Duration::from_secs(10), |r| {
+        r.spans().iter().any(|s| s.name == "servicing_operation")
+    })?;
+    daemon.stop();
+    let received = receiver.wait_for(Duration::from_secs(5), |r| {
+        r.has_log_body("tridentd stopped")
+    })?;
+    let spans = received.spans();
+    let root = spans
+        .iter()
+        .find(|s| s.name == "servicing_operation")
+        .context("no servicing_operation span")?;
+    assert_eq!(
+        root.trace_id, cli_trace,
+        "the exported operation is in the CLI's trace"
+    );
+    assert_eq!(
+        root.parent_span_id.len(),
+        16,
+        "a child of the CLI's span: {root:?}"
+    );
+    Ok(())
+}
