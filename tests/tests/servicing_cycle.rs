@@ -60,7 +60,9 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
         root_a_bytes > 8 << 20,
         "byte counts reported: {root_a_bytes}"
     );
-    assert!(!install.started.as_ref().unwrap().trace_id.is_empty());
+    let started = install.started.as_ref().unwrap();
+    assert_eq!(started.trace_id.len(), 32, "W3C trace id: {started:?}");
+    assert!(started.cursor.as_ref().is_some_and(|c| c.sequence > 0), "resume cursor: {started:?}");
     assert_eq!(c.state().await, ServicingState::InstallFinalized);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
     let reboots = std::fs::read_to_string(d.state_dir().join("reboot-requests.log")).unwrap();
