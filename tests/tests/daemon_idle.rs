@@ -72,3 +72,33 @@ async fn zero_inactivity_timeout_never_exits_on_its_own() -> anyhow::Result<()> 
     trident_e2e::version(daemon.socket_path()).await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn sigterm_with_an_open_stream_exits_zero_after_the_grace_period() -> anyhow::Result<()> {
+    let mut daemon = Daemon::builder()
+        .args(["--inactivity-timeout", "0", "--shutdown-grace", "1s"])
+        .spawn()
+        .await?;
+    let mut health = HealthClient::new(daemon.channel().await?);
+    let mut watch = health
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await?
+        .into_inner();
+    watch.next().await.expect("first health status")?;
+
+    daemon.signal(nix::sys::signal::Signal::SIGTERM)?;
+    let status = daemon
+        .wait_exit(Duration::from_secs(20))
+        .await?
+        .expect("daemon exits after the grace period");
+    assert_eq!(status.code(), Some(0), "{}", daemon.stderr());
+    assert!(
+        daemon.stderr().contains("grace period over"),
+        "{}",
+        daemon.stderr()
+    );
+    assert!(!daemon.socket_path().exists());
+    Ok(())
+}

@@ -161,7 +161,13 @@ async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReaso
         .add_routes(routes);
     let trigger = ctx.shutdown.clone();
     let serving = server.serve_with_incoming_shutdown(incoming, async move {
-        let reason = trigger.triggered().await;
+        trigger.triggered().await;
+    });
+    // Announce shutdown the moment it starts, whichever future sees it first.
+    let announcer = ctx.shutdown.clone();
+    tokio::spawn(async move {
+        let reason = announcer.triggered().await;
+        notify(&[NotifyState::Stopping]);
         tracing::info!(%reason, "shutting down: no longer accepting connections");
     });
 
@@ -176,34 +182,36 @@ async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReaso
     );
     notify(&[NotifyState::Ready]);
 
-    // Shutdown: stop accepting, then wait (bounded by the grace period) for
-    // in-flight requests and background operations. Idle connections are
-    // not waited for: they are closed when the runtime stops.
+    // Shutdown: stop accepting, then wait (bounded by the grace period,
+    // counted from the trigger) for in-flight requests and background
+    // operations. Idle connections are not waited for: they are closed when
+    // the runtime stops.
     let grace = ctx.config.shutdown_grace;
     let trigger = ctx.shutdown.clone();
     let activity = ctx.activity.clone();
-    tokio::pin!(serving);
-    let served = tokio::select! {
-        served = &mut serving => served,
-        finished = async {
-            trigger.triggered().await;
-            tokio::time::timeout(grace, activity.wait_no_work()).await
-        } => {
-            if finished.is_err() {
-                tracing::warn!(
-                    grace = %humantime::format_duration(grace),
-                    working = activity.working(),
-                    "grace period over; exiting with requests or operations still in flight"
-                );
-            }
-            Ok(())
-        }
+    let work_done = async {
+        trigger.triggered().await;
+        tokio::time::timeout(grace, activity.wait_no_work())
+            .await
+            .is_ok()
     };
+    tokio::pin!(serving, work_done);
+    let (served, finished) = tokio::select! {
+        // Every connection closed by itself; background work may remain.
+        served = &mut serving => (served, work_done.await),
+        finished = &mut work_done => (Ok(()), finished),
+    };
+    if !finished {
+        tracing::warn!(
+            grace = %humantime::format_duration(grace),
+            working = activity.working(),
+            "grace period over; exiting with requests or operations still in flight"
+        );
+    }
     let reason = ctx
         .shutdown
         .reason()
         .unwrap_or(ShutdownReason::Signal("server stopped"));
-    notify(&[NotifyState::Stopping]);
     health
         .set_service_status("", tonic_health::ServingStatus::NotServing)
         .await;
