@@ -9,7 +9,7 @@
 # Runs as root on a fresh machine with CI=true and no stdin.
 # Env: SKIP_INSTALL=1 skips the install section (offline re-runs).
 
-set -euo pipefail
+set -Eeuo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -17,6 +17,8 @@ cd "$REPO"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 export DEBIAN_FRONTEND=noninteractive
 VENV="$REPO/.venv"
+# buf from npm: the linux-x64 package directly (see package.json).
+BUF="$REPO/node_modules/@bufbuild/buf-linux-x64/bin/buf"
 PY_REQUIREMENTS="tests/python/requirements.txt"
 LOG_DIR="$(mktemp -d -t trident-test.XXXXXX)"
 CURRENT_SECTION="start"
@@ -155,14 +157,14 @@ python3 dashboards/check.py
 # ---------------------------------------------------------------------------
 
 section "buf lint"
-npx --no-install buf lint proto
+"$BUF" lint proto
 
 section "buf breaking"
 breaking_against() {
     local ref="$1" label="$2"
     if git rev-parse --verify --quiet "$ref^{commit}" >/dev/null; then
         echo "buf breaking against $label ($(git rev-parse --short "$ref"))"
-        npx --no-install buf breaking proto --against ".git#ref=$(git rev-parse "$ref"),subdir=proto"
+        "$BUF" breaking proto --against ".git#ref=$(git rev-parse "$ref"),subdir=proto"
     else
         echo "buf breaking against $label: commit not in this clone (shallow?), skipped"
     fi
