@@ -429,6 +429,16 @@ async fn drops_during_an_outage_are_counted_and_told_once_and_export_recovers() 
         .filter(|(_, m)| m.contains("OTLP export is failing"))
         .count();
     ensure!(failing == 1, "one warning per outage, got {lines:?}");
+    if std::env::var_os("RUST_LOG").is_none() {
+        // The daemon's log (stderr, the journal) says it once too: the SDK's
+        // own per-export errors stay off.
+        let stderr = daemon.stderr();
+        ensure!(
+            stderr.matches("OTLP export is failing").count() == 1,
+            "{stderr}"
+        );
+        ensure!(!stderr.contains("ExportError"), "{stderr}");
+    }
     ensure!(
         lines.iter().any(
             |(level, m)| *level == LogLevel::Info as i32 && m.contains("OTLP export recovered")

@@ -10,7 +10,9 @@ use crate::config::{Config, ENV_LOG_FILTER};
 
 /// Filter when RUST_LOG is unset and no `-v` was given. Transport crates
 /// stay at warn so a connection does not produce a screen of h2 frames.
-pub const DEFAULT_FILTER: &str = "info,h2=warn,hyper=warn,tower=warn,tonic=warn";
+/// The OpenTelemetry SDK's own log stays off: it would log every failed
+/// export; the OTLP export says once per outage itself (`tridentd::otlp`).
+pub const DEFAULT_FILTER: &str = "info,h2=warn,hyper=warn,tower=warn,tonic=warn,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,opentelemetry_http=off";
 
 /// Keeps whatever must live as long as logging does (flushes on drop).
 #[derive(Debug)]
@@ -57,7 +59,7 @@ fn filter(config: &Config) -> EnvFilter {
     }
     let base = match config.verbose {
         0 => DEFAULT_FILTER,
-        1 => "debug,h2=info,hyper=info,tower=info,tonic=info",
+        1 => "debug,h2=info,hyper=info,tower=info,tonic=info,opentelemetry=info,opentelemetry_sdk=info,opentelemetry_otlp=info,opentelemetry_http=info",
         _ => "trace",
     };
     EnvFilter::new(base)
