@@ -372,3 +372,103 @@ async fn sigkill_mid_update_keeps_the_last_committed_state_and_reports_the_inter
     c2.update_stage(&fx.config(&v2, "")).await.assert_success();
     assert_eq!(c2.state().await, ServicingState::UpdateAbStaged);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_shutdown_waits_for_a_running_operation_whose_client_left() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 91, None);
+    let v2 = fx.image("v2", 92, None);
+    let datastore = fx.dir.path().join("datastore.sqlite");
+    let mut d = trident_e2e::Daemon::builder()
+        .arg("--datastore")
+        .arg(&datastore)
+        .arg("--inactivity-timeout")
+        .arg("1s")
+        .spawn()
+        .await
+        .unwrap();
+    {
+        let mut c = Clients::new(&d).await;
+        c.provision(&fx.config(&v1, "")).await;
+        let mut stream = c
+            .update
+            .update_stage(v1::StageUpdateRequest {
+                config: Some(hc(&fx.config(&v2, &slow_update(3)))),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        stream.next().await.unwrap().unwrap();
+        // Client, stream and connection go away; only the operation remains.
+    }
+    let exit = d.wait_exit(Duration::from_secs(120)).await.unwrap();
+    assert!(
+        exit.is_some_and(|s| s.success()),
+        "idle exit: {exit:?}\n{}",
+        d.stderr()
+    );
+    // It exited only after the operation completed: the staged state is committed.
+    let d2 = daemon_with_datastore(&datastore).await;
+    let mut c2 = Clients::new(&d2).await;
+    assert_eq!(c2.state().await, ServicingState::UpdateAbStaged);
+    assert_eq!(c2.last_error().await, None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn booting_the_wrong_volume_fails_check_root_and_commit_with_a_health_checks_error() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 101, None);
+    let v2 = fx.image("v2", 102, None);
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    c.provision(&fx.config(&v1, "")).await;
+    c.update_stage(&fx.config(&v2, "")).await.assert_success();
+    c.update_finalize().await.assert_success();
+    // The host came up on the old volume instead of B.
+    let record = d.state_dir().join("boot-record.json");
+    let mut value = fx.boot_record(&d);
+    value["booted"] = "volume-a".into();
+    std::fs::write(&record, value.to_string()).unwrap();
+
+    let mut preview = v1preview::commit_service_client::CommitServiceClient::new(c.channel.clone());
+    let check = collect(preview.check_root(v1preview::CheckRootRequest {}).await).await;
+    assert_eq!(check.error().subkind, "booted-wrong-volume");
+    assert_eq!(
+        c.state().await,
+        ServicingState::UpdateAbFinalized,
+        "CheckRoot changes nothing"
+    );
+
+    let commit = c.commit().await;
+    let err = commit.error();
+    assert_eq!(err.kind, TridentErrorKind::HealthChecksError as i32);
+    assert_eq!(err.subkind, "booted-wrong-volume");
+    assert_eq!(c.state().await, ServicingState::UpdateAbHealthCheckFailed);
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
+    assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_onto_a_too_small_disk_is_an_execution_environment_error() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 111, None);
+    std::fs::File::create(&fx.disk)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    let install = c.install(&fx.config(&v1, "")).await;
+    let err = install.error();
+    assert_eq!(
+        err.kind,
+        TridentErrorKind::ExecutionEnvironmentMisconfigurationError as i32
+    );
+    assert_eq!(err.subkind, "target-disk-too-small");
+    assert!(
+        err.error_message.contains("disk.img"),
+        "{}",
+        err.error_message
+    );
+    assert_eq!(c.state().await, ServicingState::NotProvisioned);
+}
