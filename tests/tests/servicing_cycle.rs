@@ -62,7 +62,10 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     );
     let started = install.started.as_ref().unwrap();
     assert_eq!(started.trace_id.len(), 32, "W3C trace id: {started:?}");
-    assert!(started.cursor.as_ref().is_some_and(|c| c.sequence > 0), "resume cursor: {started:?}");
+    assert!(
+        started.cursor.as_ref().is_some_and(|c| c.sequence > 0),
+        "resume cursor: {started:?}"
+    );
     assert_eq!(c.state().await, ServicingState::InstallFinalized);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
     let reboots = std::fs::read_to_string(d.state_dir().join("reboot-requests.log")).unwrap();
@@ -301,4 +304,53 @@ async fn install_moves_the_datastore_to_trident_datastore_path() {
     assert!(ds.operations(10).unwrap().iter().any(|o| o.rpc == "Commit"));
     let redirect = std::fs::read_to_string(d.state_dir().join("datastore-path")).unwrap();
     assert_eq!(redirect, moved.display().to_string());
+}
+
+/// Serves `file` over plain HTTP/1.1 on 127.0.0.1 (one response per
+/// connection); returns the URL.
+async fn serve_over_http(file: std::path::PathBuf) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let body = tokio::fs::read(&file).await.unwrap();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).await.unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let header = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = conn.write_all(header.as_bytes()).await;
+                let _ = conn.write_all(&body).await;
+                let _ = conn.shutdown().await;
+            });
+        }
+    });
+    format!("http://{addr}/os.cosi")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_downloads_the_image_from_an_http_url() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 121, None);
+    let url = serve_over_http(v1.path.clone()).await;
+    let config = fx
+        .config(&v1, "")
+        .replace(&format!("file://{}", v1.path.display()), &url);
+    assert!(config.contains("http://127.0.0.1:"), "{config}");
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    let install = c.install(&config).await;
+    install.assert_success();
+    assert_eq!(
+        install.completed().image_hash.as_deref(),
+        Some(format!("sha384:{}", v1.metadata_sha384).as_str())
+    );
+    c.commit().await.assert_success();
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
 }
