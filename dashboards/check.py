@@ -8,8 +8,8 @@
 2. Every PromQL expression parses: they are written (Grafana variables
    substituted) into a rules file that `promtool check rules` must accept.
 3. Every metric and label a PromQL expression uses is one the daemon was
-   seen exporting: the OTLP receiver test (tests/tests/otlp_export.rs)
-   writes the exported metrics (name, unit, kind, attribute keys) to
+   seen exporting: the OTLP receiver tests (tests/tests/otlp_export.rs,
+   otlp_servicing.rs) write the exported metrics (name, unit, kind, attribute keys) to
    target/otlp/exported-metrics.json; their Prometheus names after an
    OpenTelemetry Collector (dots -> underscores, unit suffix, _total on
    counters, _bucket/_sum/_count on histograms) are compared.
@@ -195,7 +195,7 @@ def main():
     exported_path = pathlib.Path(args.exported)
     if not exported_path.exists():
         errors.append(f"{exported_path} missing: run the OTLP receiver test first "
-                      "(cargo test -p trident-e2e --test otlp_export)")
+                      "(cargo test -p trident-e2e --test otlp_export --test otlp_servicing)")
     else:
         exported = json.loads(exported_path.read_text())
         series = {}
