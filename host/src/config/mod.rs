@@ -173,8 +173,9 @@ pub enum FilesystemSource {
     Adopted,
 }
 
-/// `{ path, options }`, or the path alone as a string.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `{ path, options }`, or the path alone as a string. Deserialized by
+/// hand (not `untagged`) so a bad key inside names itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum MountPoint {
     Path(String),
@@ -187,6 +188,29 @@ pub struct MountPointSpec {
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for MountPoint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct MountPointVisitor;
+        impl<'de> serde::de::Visitor<'de> for MountPointVisitor {
+            type Value = MountPoint;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a mount path or a map with 'path' and 'options'")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MountPoint, E> {
+                Ok(MountPoint::Path(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<MountPoint, A::Error> {
+                MountPointSpec::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(MountPoint::Full)
+            }
+        }
+        d.deserialize_any(MountPointVisitor)
+    }
 }
 
 impl MountPoint {

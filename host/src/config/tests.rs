@@ -228,3 +228,15 @@ fn wrong_value_type_reports_line_and_column() {
         err.message()
     );
 }
+
+#[test]
+fn unknown_key_inside_a_mount_point_is_named() {
+    let err = err_of(&good().replace("options: umask=0077", "option: umask=0077"));
+    assert_eq!(err.subkind(), Subkind::UnknownKey);
+    assert!(
+        err.message()
+            .contains("storage.filesystems[0].mountPoint.option"),
+        "{}",
+        err.message()
+    );
+}
