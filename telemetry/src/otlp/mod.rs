@@ -208,25 +208,38 @@ impl OtlpExport {
 
     /// Flushes and stops, waiting at most the configured shutdown timeout.
     /// The SDK's shutdown blocks (and deadlocks when called from a
-    /// current-thread runtime), so it runs on its own thread; past the
-    /// bound it is abandoned. Returns false when the bound was hit.
+    /// current-thread runtime), so it runs on helper threads; past the
+    /// bound they are abandoned. Returns false when the bound was hit.
     pub fn shutdown(mut self) -> bool {
         let timeout = self.config.shutdown_timeout;
+        let deadline = std::time::Instant::now() + timeout;
+        // The three flush side by side (a hung traces export must not eat
+        // the logs' and metrics' share), each on its own thread.
         let tracer_provider = self.tracer_provider.clone();
         let logger_provider = self.logger_provider.clone();
         let meter_provider = self.meter_provider.clone();
+        let flushes: [Box<dyn FnOnce() + Send>; 3] = [
+            Box::new(move || drop(tracer_provider.shutdown_with_timeout(timeout))),
+            Box::new(move || drop(logger_provider.shutdown_with_timeout(timeout))),
+            Box::new(move || drop(meter_provider.shutdown_with_timeout(timeout))),
+        ];
         let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("otlp-shutdown".into())
-            .spawn(move || {
-                // Each provider gets the whole bound; they flush one after the other,
-                // the waiter below bounds the total.
-                let _ = tracer_provider.shutdown_with_timeout(timeout);
-                let _ = logger_provider.shutdown_with_timeout(timeout);
-                let _ = meter_provider.shutdown_with_timeout(timeout);
-                let _ = done_tx.send(());
-            });
-        let finished = spawned.is_ok() && done_rx.recv_timeout(timeout).is_ok();
+        let mut started = 0;
+        for flush in flushes {
+            let done_tx = done_tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name("otlp-shutdown".into())
+                .spawn(move || {
+                    flush();
+                    let _ = done_tx.send(());
+                });
+            started += usize::from(spawned.is_ok());
+        }
+        let mut finished = started == 3;
+        for _ in 0..started {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            finished &= done_rx.recv_timeout(left).is_ok();
+        }
         self.health.announce(&self.config.endpoint);
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
