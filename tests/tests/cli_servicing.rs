@@ -231,7 +231,7 @@ async fn install_with_plain_progress_succeeds_and_writes_the_status_file() -> an
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("install started: operation "), "{err}");
+    assert!(err.contains("Install started: operation "), "{err}");
     assert!(
         err.contains("phase Run preServicing scripts: started"),
         "{err}"
@@ -431,12 +431,19 @@ async fn watch_attaches_to_the_running_operation_replays_it_and_exits_with_its_c
         assert_eq!(unique.len(), cursors.len(), "a record was shown twice");
     }
     // A failed operation's exit code is watch's exit code.
-    let failing = fx.config("failing", "sleep 1; exit 1");
+    let failing = fx.config("failing", "echo failing-soon; sleep 1; exit 1");
     let mut install = Running::start(
         daemon.socket_path(),
-        &["install", failing.to_str().unwrap_or_default()],
+        &[
+            "install",
+            failing.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
     );
-    std::thread::sleep(Duration::from_millis(300));
+    install.wait_for("the failing operation to run", |t| {
+        t.contains("failing-soon")
+    });
     let watched = run(daemon.socket_path(), &["watch", "--progress", "plain"]);
     assert_eq!(install.wait(), Some(2));
     assert_eq!(watched.status.code(), Some(2), "{}", stderr(&watched));
@@ -466,7 +473,7 @@ async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_s
         "long",
         "i=0; while [ $i -lt 200 ]; do echo tick-$i; i=$((i+1)); sleep 0.05; done",
     );
-    let _install = Running::start(
+    let install = Running::start(
         &socket,
         &[
             "install",
@@ -475,6 +482,7 @@ async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_s
             "plain",
         ],
     );
+    install.wait_for("the operation to run", |t| t.contains("tick-2"));
     let mut watch = Running::start(&socket, &["watch", "--progress", "json"]);
     watch.wait_for("some ticks", |t| t.contains("tick-20"));
     first.signal(Signal::SIGKILL)?;

@@ -215,7 +215,7 @@ async fn drive(
                         started = Some((operation_id.clone(), cursor.clone()));
                         // The servicing stream does not name the RPC; the command does.
                         if rpc.is_empty() {
-                            *rpc = what.to_string();
+                            *rpc = title_case(what);
                         }
                     }
                     dedup.note(&event);
@@ -290,4 +290,17 @@ pub fn fail(args: &ServicingArgs, err: CliError) -> CliError {
         Ok(()) => err,
         Err(write_err) => write_err,
     }
+}
+
+/// "rebuild-raid" -> "RebuildRaid", like the bus's RPC names.
+fn title_case(command: &str) -> String {
+    command
+        .split('-')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        })
+        .collect()
 }
