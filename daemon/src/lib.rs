@@ -1,7 +1,8 @@
 //! tridentd: the Trident servicing daemon.
 //!
-//! The binary (`main.rs`) only parses [`config::Config`], sets up logging
-//! and calls [`server::run`]. Background work that must keep the daemon
+//! The binary (`main.rs`) only parses [`config::Config`], calls
+//! [`server::prepare`] (root check, socket), sets up logging and calls
+//! [`server::run`]. Background work that must keep the daemon
 //! from exiting as idle holds a [`server::idle::ActivityGuard`] taken from
 //! [`server::ServerContext::activity`].
 

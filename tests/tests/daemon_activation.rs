@@ -38,15 +38,63 @@ async fn first_connection_on_an_activated_socket_starts_the_daemon_and_is_answer
     Ok(())
 }
 
+#[tokio::test]
+async fn under_socket_activation_the_socket_files_group_may_call() -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = tempfile::tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+    let socket = dir.path().join("activated.sock");
+    let daemon = Daemon::builder()
+        .socket(&socket)
+        .wrapper([
+            "systemd-socket-activate".as_ref(),
+            "-l".as_ref(),
+            socket.as_os_str(),
+        ])
+        .no_wait()
+        .spawn()
+        .await?;
+    // What SocketGroup=nogroup + SocketMode=0660 would have set up.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !socket.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let nogroup = nix::unistd::Group::from_name("nogroup")?.expect("group nogroup");
+    std::os::unix::fs::chown(&socket, Some(0), Some(nogroup.gid.as_raw()))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o660))?;
+
+    // The first connection comes from a member of that group and starts the daemon.
+    let output = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(bin_path("trident-e2e-probe"))
+        .arg(&socket)
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.starts_with("ok "),
+        "{stdout}\n{}",
+        daemon.stderr()
+    );
+    assert!(
+        daemon.stderr().contains("group nogroup"),
+        "{}",
+        daemon.stderr()
+    );
+    Ok(())
+}
+
 /// Starts tridentd with LISTEN_* naming fd 3 = `fd3` (a shell redirection).
 fn start_with_fd3(fd3: &str) -> anyhow::Result<std::process::Output> {
     let script = format!(
-        "exec 3{fd3}; export LISTEN_PID=$$ LISTEN_FDS=1; exec \"$0\" --socket /nonexistent/never-bound.sock"
+        "exec 3{fd3}; export LISTEN_PID=$$ LISTEN_FDS=1; exec \"$0\" --socket /nonexistent/never-bound.sock --state-dir \"$1\""
     );
+    let state = tempfile::tempdir()?;
     Ok(Command::new("bash")
         .arg("-c")
         .arg(script)
         .arg(bin_path("tridentd"))
+        .arg(state.path())
         .output()?)
 }
 
@@ -62,6 +110,67 @@ fn a_passed_fd_that_is_not_a_socket_is_refused_naming_the_fd() -> anyhow::Result
     Ok(())
 }
 
+/// Starts tridentd with fd 3 = a socket made by Python (`family`, `kind`, bound, optionally listening).
+fn start_with_socket_fd3(
+    family: &str,
+    kind: &str,
+    address: &str,
+    listen: bool,
+) -> anyhow::Result<std::process::Output> {
+    let script = format!(
+        "import os, socket, sys\n\
+         s = socket.socket(socket.{family}, socket.{kind})\n\
+         s.bind({address})\n\
+         {listen}\n\
+         os.dup2(s.fileno(), 3)\n\
+         os.set_inheritable(3, True)\n\
+         os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS='1')\n\
+         os.execv(sys.argv[1], [sys.argv[1], '--socket', '/nonexistent/never-bound.sock', '--state-dir', sys.argv[2]])\n",
+        listen = if listen { "s.listen()" } else { "pass" },
+    );
+    let state = tempfile::tempdir()?;
+    Ok(Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(bin_path("tridentd"))
+        .arg(state.path())
+        .output()?)
+}
+
+#[test]
+fn passed_sockets_other_than_listening_unix_stream_are_refused_saying_what_they_are()
+-> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = |name: &str| format!("{:?}", dir.path().join(name).display().to_string());
+    let cases = [
+        (
+            start_with_socket_fd3("AF_UNIX", "SOCK_DGRAM", &path("dgram.sock"), false)?,
+            "is a Unix datagram (SOCK_DGRAM) socket",
+        ),
+        (
+            start_with_socket_fd3("AF_INET", "SOCK_STREAM", "('127.0.0.1', 0)", true)?,
+            "is an IPv4 (AF_INET) socket",
+        ),
+        (
+            start_with_socket_fd3("AF_UNIX", "SOCK_STREAM", &path("idle.sock"), false)?,
+            "is a Unix stream socket that is not listening",
+        ),
+    ];
+    for (output, expected) in cases {
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("socket activation: fd 3 passed by systemd is"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(expected),
+            "expected {expected:?} in {stderr}"
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn listen_fds_for_another_pid_are_ignored() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
@@ -71,6 +180,8 @@ fn listen_fds_for_another_pid_are_ignored() -> anyhow::Result<()> {
     let output = Command::new(bin_path("tridentd"))
         .args(["--socket-group", "no-such-group-e2e", "--socket"])
         .arg(&socket)
+        .arg("--state-dir")
+        .arg(dir.path())
         .env("LISTEN_PID", "1")
         .env("LISTEN_FDS", "1")
         .output()?;

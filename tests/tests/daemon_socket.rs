@@ -171,6 +171,9 @@ async fn non_root_start_fails_with_one_clear_line() -> anyhow::Result<()> {
         stderr.contains("tridentd: error: tridentd must run as root (effective uid is 65534)"),
         "{stderr}"
     );
+    assert_eq!(stderr.lines().count(), 1, "exactly one line: {stderr}");
     assert!(!daemon.socket_path().exists());
+    // Nothing was created in the state dir either (no journal, no datastore).
+    assert_eq!(std::fs::read_dir(daemon.state_dir())?.count(), 0);
     Ok(())
 }

@@ -44,6 +44,8 @@ pub struct Listening {
     pub mode: StartMode,
     /// Who may call the API.
     pub policy: AccessPolicy,
+    /// Things worth logging that happened before logging was set up.
+    pub notes: Vec<String>,
 }
 
 impl Listening {
@@ -65,13 +67,15 @@ impl Listening {
 
 /// Takes activated sockets or creates `config.socket`.
 ///
-/// Must run before any thread starts (it edits the environment and umask).
+/// Must run before any thread starts (it edits the environment and umask)
+/// and so before logging is set up: what it would log goes to `notes`.
 pub fn open(config: &Config) -> Result<Listening, ServerError> {
+    let mut notes = Vec::new();
     let configured_policy = match &config.socket_group {
         Some(name) => Some(AccessPolicy::root_and_group_named(name)?),
         None => None,
     };
-    if let Some(sockets) = activation::take_activated_sockets()? {
+    if let Some(sockets) = activation::take_activated_sockets(&mut notes)? {
         let policy = match configured_policy {
             Some(policy) => policy,
             None => policy_from_socket_file(sockets.iter().find_map(|socket| socket.path.clone())),
@@ -84,14 +88,16 @@ pub fn open(config: &Config) -> Result<Listening, ServerError> {
             listeners: sockets.into_iter().map(|socket| socket.listener).collect(),
             mode: StartMode::SocketActivation { sockets: described },
             policy,
+            notes,
         });
     }
     let policy = configured_policy.unwrap_or_else(AccessPolicy::root_only);
-    let (listener, file) = manual::bind(&config.socket, policy.group())?;
+    let (listener, file) = manual::bind(&config.socket, policy.group(), &mut notes)?;
     Ok(Listening {
         listeners: vec![listener],
         mode: StartMode::Manual { file },
         policy,
+        notes,
     })
 }
 

@@ -96,14 +96,22 @@ pub struct ServerContext {
     pub shutdown: ShutdownTrigger,
 }
 
-/// Runs the daemon until shutdown: checks root, takes or creates the
-/// socket, serves, and exits cleanly on signal or idle timeout.
-///
-/// `hooks` may already hold shutdown work registered by `main`.
-pub fn run(config: Config, hooks: ShutdownHooks) -> Result<ShutdownReason, ServerError> {
+/// First step of start-up, run by `main` before logging or any thread
+/// exists: refuses to run unless root (so a wrong start touches nothing),
+/// then takes the socket-activated sockets (unsetting LISTEN_*) or creates
+/// the socket.
+pub fn prepare(config: &Config) -> Result<Listening, ServerError> {
     security::require_root()?;
-    // Before any thread exists: edits the environment and the umask.
-    let listening = listener::open(&config)?;
+    listener::open(config)
+}
+
+/// Serves on `listening` (from [`prepare`]) until shutdown: SIGTERM/SIGINT
+/// or the inactivity timeout. `hooks` may already hold shutdown work.
+pub fn run(
+    config: Config,
+    listening: Listening,
+    hooks: ShutdownHooks,
+) -> Result<ShutdownReason, ServerError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tridentd")
@@ -126,11 +134,16 @@ async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReaso
         listeners,
         mode,
         policy,
+        notes,
     } = listening;
+    for note in notes {
+        tracing::info!("{note}");
+    }
     let described = Listening {
         listeners: Vec::new(),
         mode,
         policy: policy.clone(),
+        notes: Vec::new(),
     };
     let listeners = listeners
         .into_iter()

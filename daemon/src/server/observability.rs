@@ -59,7 +59,9 @@ fn filter(config: &Config) -> EnvFilter {
     }
     let base = match config.verbose {
         0 => DEFAULT_FILTER,
-        1 => "debug,h2=info,hyper=info,tower=info,tonic=info,opentelemetry=info,opentelemetry_sdk=info,opentelemetry_otlp=info,opentelemetry_http=info",
+        1 => {
+            "debug,h2=info,hyper=info,tower=info,tonic=info,opentelemetry=info,opentelemetry_sdk=info,opentelemetry_otlp=info,opentelemetry_http=info"
+        }
         _ => "trace",
     };
     EnvFilter::new(base)

@@ -45,7 +45,9 @@ pub struct ActivatedSocket {
 ///
 /// Must run before any thread is started: it unsets the LISTEN_* variables
 /// so children do not inherit them.
-pub fn take_activated_sockets() -> Result<Option<Vec<ActivatedSocket>>, ServerError> {
+pub fn take_activated_sockets(
+    notes: &mut Vec<String>,
+) -> Result<Option<Vec<ActivatedSocket>>, ServerError> {
     let Some(pid) = env::var_os(ENV_LISTEN_PID) else {
         return Ok(None);
     };
@@ -55,10 +57,9 @@ pub fn take_activated_sockets() -> Result<Option<Vec<ActivatedSocket>>, ServerEr
 
     let pid = pid.to_string_lossy().into_owned();
     if pid.trim() != std::process::id().to_string() {
-        tracing::warn!(
-            listen_pid = %pid,
-            "{ENV_LISTEN_PID} names another process; ignoring passed sockets"
-        );
+        notes.push(format!(
+            "{ENV_LISTEN_PID}={pid} names another process; ignored the passed sockets"
+        ));
         return Ok(None);
     }
     let fds = fds
@@ -124,11 +125,23 @@ fn adopt(fd: RawFd, name: Option<String>) -> Result<ActivatedSocket, ServerError
     })?;
     match address.family() {
         Some(AddressFamily::Unix) => {}
-        family => return Err(refuse(fd, format!("a {family:?} socket, not AF_UNIX"))),
+        Some(AddressFamily::Inet) => return Err(refuse(fd, "an IPv4 (AF_INET) socket")),
+        Some(AddressFamily::Inet6) => return Err(refuse(fd, "an IPv6 (AF_INET6) socket")),
+        Some(family) => {
+            return Err(refuse(
+                fd,
+                format!("a socket of family {family:?}, not AF_UNIX"),
+            ));
+        }
+        None => return Err(refuse(fd, "a socket of unknown family, not AF_UNIX")),
     }
     let owned = adopt_fd(fd);
     match getsockopt(&owned, sockopt::SockType) {
         Ok(SockType::Stream) => {}
+        Ok(SockType::Datagram) => return Err(refuse(fd, "a Unix datagram (SOCK_DGRAM) socket")),
+        Ok(SockType::SeqPacket) => {
+            return Err(refuse(fd, "a Unix seqpacket (SOCK_SEQPACKET) socket"));
+        }
         Ok(other) => {
             return Err(refuse(
                 fd,

@@ -60,6 +60,7 @@ impl Drop for OwnedSocketFile {
 pub fn bind(
     path: &Path,
     group: Option<Gid>,
+    notes: &mut Vec<String>,
 ) -> Result<(UnixListener, OwnedSocketFile), ServerError> {
     let io_error = |what: &str, source: std::io::Error| ServerError::Socket {
         path: path.to_owned(),
@@ -72,7 +73,7 @@ pub fn bind(
     {
         fs::create_dir_all(parent).map_err(|source| io_error("create parent directory", source))?;
     }
-    remove_if_stale(path)?;
+    remove_if_stale(path, notes)?;
 
     // Bind with a umask that leaves no access beyond the owner, so the file
     // is never briefly reachable with looser permissions than intended.
@@ -106,7 +107,7 @@ pub fn bind(
 }
 
 /// Removes a leftover socket file no one answers on; refuses if someone does.
-fn remove_if_stale(path: &Path) -> Result<(), ServerError> {
+fn remove_if_stale(path: &Path, notes: &mut Vec<String>) -> Result<(), ServerError> {
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(error) if error.kind() == ErrorKind::NotFound => return Ok(()),
@@ -133,7 +134,7 @@ fn remove_if_stale(path: &Path) -> Result<(), ServerError> {
             })
         }
         Err(error) if error.kind() == ErrorKind::ConnectionRefused => {
-            tracing::info!(path = %path.display(), "replacing stale socket file");
+            notes.push(format!("replacing stale socket file {}", path.display()));
             fs::remove_file(path).map_err(|source| ServerError::Socket {
                 path: path.to_owned(),
                 what: "remove stale socket".to_owned(),
