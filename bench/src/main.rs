@@ -1,1 +1,51 @@
-fn main() {}
+//! `trident-bench [hot-path|end-to-end|memory|all] [--quick]`: benchmarks of
+//! tridentd. Prints one JSON object per line:
+//! `{"bench","metric","value","unit","baseline","ratio"}`, where `baseline`
+//! is the comparison measured side by side in the same run (null if none)
+//! and `ratio` is value / baseline. Build with `--release`.
+
+mod end_to_end;
+mod hot_path;
+mod memory;
+mod otlp_export;
+mod report;
+mod stream_disk;
+mod uds;
+
+use anyhow::bail;
+
+/// Benchmarks `all` runs, in order.
+const ALL: &[&str] = &["hot-path", "end-to-end", "memory"];
+
+fn main() -> anyhow::Result<()> {
+    let mut quick = false;
+    let mut which = Vec::new();
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "-h" | "--help" => {
+                println!("usage: trident-bench [hot-path|end-to-end|memory|all] [--quick]");
+                return Ok(());
+            }
+            "all" => which.extend(ALL.iter().map(|s| s.to_string())),
+            other => which.push(other.to_owned()),
+        }
+    }
+    if which.is_empty() {
+        which.extend(ALL.iter().map(|s| s.to_string()));
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("trident-bench: warning: debug build; figures are meaningful with --release");
+    }
+    for bench in which {
+        match bench.as_str() {
+            "hot-path" => hot_path::run(quick)?,
+            "end-to-end" => end_to_end::run(quick)?,
+            "memory" => memory::run(quick)?,
+            "stream-disk" => stream_disk::run(quick)?,
+            "otlp-export" => otlp_export::run(quick)?,
+            other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
+        }
+    }
+    Ok(())
+}

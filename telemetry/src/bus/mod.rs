@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use futures::Stream;
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use prost::Message;
 use tokio::sync::Notify;
 use trident_proto::v1::{
@@ -368,14 +369,12 @@ impl Bus {
         self.inner.drops.journal.load(Ordering::Relaxed)
     }
 
-    /// Streams the events of a subscription, one at a time.
-    pub fn subscribe(
-        &self,
-        subscription: Subscription,
-    ) -> impl Stream<Item = StreamEvent> + Send + 'static {
-        use futures::StreamExt;
+    /// Streams the events of a subscription, one at a time (records,
+    /// gaps, drop counters, run changes, end of snapshot).
+    pub fn subscribe(&self, subscription: Subscription) -> BoxStream<'static, StreamEvent> {
         self.subscribe_batches(subscription)
             .flat_map(futures::stream::iter)
+            .boxed()
     }
 
     /// Streams the events of a subscription in batches (what the gRPC
@@ -383,8 +382,10 @@ impl Bus {
     pub fn subscribe_batches(
         &self,
         subscription: Subscription,
-    ) -> impl Stream<Item = Vec<StreamEvent>> + Send + 'static {
-        subscriber::Subscriber::start(self.clone(), subscription).into_stream()
+    ) -> BoxStream<'static, Vec<StreamEvent>> {
+        subscriber::Subscriber::start(self.clone(), subscription)
+            .into_stream()
+            .boxed()
     }
 
     /// Writes and fsyncs everything journaled so far. Blocks until done (or

@@ -1,0 +1,21 @@
+//! The one output format: a JSON object per line on stdout.
+
+/// Prints one result line.
+pub fn line(bench: &str, metric: &str, value: f64, unit: &str, baseline: Option<f64>) {
+    let ratio = baseline.filter(|b| *b != 0.0).map(|b| value / b);
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": bench,
+            "metric": metric,
+            "value": round(value),
+            "unit": unit,
+            "baseline": baseline.map(round),
+            "ratio": ratio.map(|r| (r * 1000.0).round() / 1000.0),
+        })
+    );
+}
+
+fn round(value: f64) -> f64 {
+    (value * 100.0).round() / 100.0
+}

@@ -1,0 +1,303 @@
+//! StreamDisk throughput: a COSI image (>= 1 GiB uncompressed; 256 MiB with
+//! `--quick`) written to a disk-image file, against the shell baseline
+//! `zstd -dc | dd of=... bs=4M conv=fsync` per region plus `sha384sum` of
+//! the compressed regions, measured side by side in the same run (runs
+//! alternate which goes first). Paths measured:
+//! * `library`: `trident_cosi::stream_to_target` in this process;
+//! * `daemon`: a real `tridentd --disk FILE` over gRPC on a Unix socket,
+//!   with no telemetry subscriber and with 4 following Watch subscribers.
+//!
+//! Throughput = uncompressed bytes / wall time; medians of [`RUNS`] runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+use tokio_stream::StreamExt;
+use tonic::transport::{Channel, Endpoint, Uri};
+use trident_cosi::writer::{self, FixtureOutput, FixtureSpec};
+use trident_cosi::{CosiSource, ExpectedHash, NoProgress};
+use trident_proto::v1::streaming_service_client::StreamingServiceClient;
+use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use trident_proto::v1::{
+    StatusCode, StreamDiskRequest, WatchOptions, WatchRequest, servicing_response,
+};
+
+use crate::report;
+
+const BENCH: &str = "stream-disk";
+/// Disk size of the image: 1 GiB, or 256 MiB with `--quick`.
+const DISK_BYTES: u64 = 1 << 30;
+const QUICK_DISK_BYTES: u64 = 256 << 20;
+/// Timed runs per path (the median is reported).
+const RUNS: usize = 3;
+/// Watch subscribers in the "telemetry on" daemon runs.
+const SUBSCRIBERS: usize = 4;
+/// Env var: directory for the image, regions and target (default: temp dir).
+const ENV_WORK_DIR: &str = "TRIDENT_BENCH_DIR";
+/// Env var: directory holding `tridentd` (default: next to this binary).
+const ENV_BIN_DIR: &str = "TRIDENT_BIN_DIR";
+const MIB: f64 = (1 << 20) as f64;
+
+struct Fixture {
+    cosi: FixtureOutput,
+    regions_dir: PathBuf,
+    target: PathBuf,
+    total: u64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `zstd -dc region | dd ... conv=fsync` for every region, then `sha384sum`.
+fn baseline(f: &Fixture) -> anyhow::Result<Duration> {
+    let mut script = String::from("set -e\n");
+    for (i, r) in f.cosi.regions.iter().enumerate() {
+        script.push_str(&format!(
+            "zstd -dc -q '{}' | dd of='{}' bs=4M seek={} oflag=seek_bytes conv=notrunc,fsync status=none\n",
+            writer::kept_region_path(&f.regions_dir, i).display(),
+            f.target.display(),
+            r.offset
+        ));
+    }
+    script.push_str(&format!(
+        "sha384sum '{}'/region-*.zst > /dev/null\n",
+        f.regions_dir.display()
+    ));
+    let started = Instant::now();
+    let status = Command::new("sh").arg("-c").arg(&script).status()?;
+    if !status.success() {
+        bail!("baseline script failed: {status}");
+    }
+    Ok(started.elapsed())
+}
+
+fn library(f: &Fixture) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let hash = ExpectedHash::parse(&f.cosi.metadata_sha384)?;
+    let mut source = CosiSource::open(&format!("file://{}", f.cosi.path.display()), &hash)?;
+    trident_cosi::stream_to_target(&mut source, &f.target, &mut NoProgress)?;
+    Ok(started.elapsed())
+}
+
+fn prepare(dir: &Path, disk: u64) -> anyhow::Result<Fixture> {
+    let regions_dir = dir.join("regions");
+    std::fs::create_dir_all(&regions_dir)?;
+    let cosi = writer::write_cosi_keeping_regions(
+        &FixtureSpec::new(disk, 1),
+        &dir.join("bench.cosi"),
+        &regions_dir,
+    )?;
+    let target = dir.join("target.img");
+    std::fs::File::create(&target)?.set_len(disk)?;
+    let total = cosi.regions.iter().map(|r| r.uncompressed_size).sum();
+    Ok(Fixture {
+        cosi,
+        regions_dir,
+        target,
+        total,
+    })
+}
+
+/// A running `tridentd --disk target`, killed on drop.
+struct Daemon {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tridentd() -> PathBuf {
+    if let Some(dir) = std::env::var_os(ENV_BIN_DIR) {
+        return PathBuf::from(dir).join("tridentd");
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    exe.parent().map(|d| d.join("tridentd")).unwrap_or_default()
+}
+
+async fn channel(socket: &Path) -> anyhow::Result<Channel> {
+    let socket = socket.to_owned();
+    Ok(Endpoint::try_from("http://[::]:50051")?
+        .connect_with_connector(tower::service_fn(move |_: Uri| {
+            let socket = socket.clone();
+            async move { UnixStream::connect(socket).await.map(TokioIo::new) }
+        }))
+        .await?)
+}
+
+async fn start_daemon(dir: &Path, target: &Path) -> anyhow::Result<Daemon> {
+    let bin = tridentd();
+    let socket = dir.join("tridentd.sock");
+    let state = dir.join("state");
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(&state)?;
+    let child = Command::new(&bin)
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--disk")
+        .arg(target)
+        .args(["--inactivity-timeout", "0", "--reboot", "none"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("start {} (build it with --release first)", bin.display()))?;
+    let daemon = Daemon { child, socket };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while channel(&daemon.socket).await.is_err() {
+        if Instant::now() > deadline {
+            bail!("tridentd did not answer on {}", daemon.socket.display());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(daemon)
+}
+
+/// Starts `count` following Watch subscribers that drain every record.
+async fn subscribe(
+    socket: &Path,
+    count: usize,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<u64>>> {
+    let mut tasks = Vec::new();
+    for _ in 0..count {
+        let mut client =
+            TelemetryServiceClient::new(channel(socket).await?).max_decoding_message_size(64 << 20);
+        let mut stream = client
+            .watch(WatchRequest {
+                options: Some(WatchOptions {
+                    max_batch: 1024,
+                    ..WatchOptions::default()
+                }),
+                kinds: vec![],
+            })
+            .await?
+            .into_inner();
+        tasks.push(tokio::spawn(async move {
+            let mut records = 0u64;
+            while let Some(Ok(batch)) = stream.next().await {
+                records += batch.events.len() as u64;
+            }
+            records
+        }));
+    }
+    Ok(tasks)
+}
+
+async fn daemon_run(socket: &Path, f: &Fixture) -> anyhow::Result<Duration> {
+    let mut client = StreamingServiceClient::new(channel(socket).await?);
+    let started = Instant::now();
+    let mut stream = client
+        .stream_disk(StreamDiskRequest {
+            image_url: format!("file://{}", f.cosi.path.display()),
+            image_hash: Some(f.cosi.metadata_sha384.clone()),
+            reboot: None,
+        })
+        .await?
+        .into_inner();
+    while let Some(item) = stream.next().await {
+        if let Some(servicing_response::Response::Completed(c)) = item?.response {
+            if c.status() != StatusCode::Success {
+                bail!("StreamDisk failed: {:?}", c.error);
+            }
+            return Ok(started.elapsed());
+        }
+    }
+    bail!("StreamDisk stream ended without Completed")
+}
+
+async fn daemon_median(dir: &Path, f: &Fixture, subscribers: usize) -> anyhow::Result<f64> {
+    let daemon = start_daemon(dir, &f.target).await?;
+    let subs = subscribe(&daemon.socket, subscribers).await?;
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        times.push(daemon_run(&daemon.socket, f).await?.as_secs_f64());
+    }
+    drop(daemon);
+    for s in subs {
+        s.abort();
+    }
+    Ok(median(times))
+}
+
+pub fn run(quick: bool) -> anyhow::Result<()> {
+    let disk = if quick { QUICK_DISK_BYTES } else { DISK_BYTES };
+    let dir = match std::env::var_os(ENV_WORK_DIR) {
+        Some(d) => tempfile::tempdir_in(d)?,
+        None => tempfile::tempdir()?,
+    };
+    let f = prepare(dir.path(), disk)?;
+    let compressed: u64 = f.cosi.regions.iter().map(|r| r.compressed_size).sum();
+    eprintln!(
+        "stream-disk: {} MiB uncompressed, {} MiB compressed, {RUNS} runs",
+        f.total >> 20,
+        compressed >> 20
+    );
+    // Warm-up (untimed): page cache holds the image for both sides alike,
+    // and the target's blocks are allocated.
+    baseline(&f)?;
+    library(&f)?;
+    let (mut base, mut lib) = (Vec::new(), Vec::new());
+    for i in 0..RUNS {
+        if i % 2 == 0 {
+            base.push(baseline(&f)?.as_secs_f64());
+            lib.push(library(&f)?.as_secs_f64());
+        } else {
+            lib.push(library(&f)?.as_secs_f64());
+            base.push(baseline(&f)?.as_secs_f64());
+        }
+    }
+    let (base, lib) = (median(base), median(lib));
+    let mibs = |secs: f64| f.total as f64 / MIB / secs;
+    report::line(
+        BENCH,
+        "library_throughput",
+        mibs(lib),
+        "MiB/s",
+        Some(mibs(base)),
+    );
+    report::line(BENCH, "library_seconds", lib, "s", Some(base));
+
+    if !tridentd().exists() {
+        eprintln!(
+            "stream-disk: {} not found; daemon runs skipped",
+            tridentd().display()
+        );
+        return Ok(());
+    }
+    let rt = tokio::runtime::Runtime::new()?;
+    let quiet = rt.block_on(daemon_median(dir.path(), &f, 0))?;
+    let busy = rt.block_on(daemon_median(dir.path(), &f, SUBSCRIBERS))?;
+    report::line(
+        BENCH,
+        "daemon_throughput_no_subscribers",
+        mibs(quiet),
+        "MiB/s",
+        Some(mibs(base)),
+    );
+    report::line(
+        BENCH,
+        "daemon_throughput_4_subscribers",
+        mibs(busy),
+        "MiB/s",
+        Some(mibs(base)),
+    );
+    report::line(
+        BENCH,
+        "daemon_seconds_4_subscribers_vs_none",
+        busy,
+        "s",
+        Some(quiet),
+    );
+    Ok(())
+}
