@@ -7,7 +7,19 @@ use trident_cli::args::Cli;
 use trident_cli::exit::Exit;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // clap exits 2 on bad usage, which means "servicing failed" here: map
+    // usage errors to 1 (setup failed); help and --version stay 0.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                Exit::SetupFailed.into()
+            } else {
+                Exit::Success.into()
+            };
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -367,3 +367,38 @@ async fn logs_follow_prints_new_records_and_continues_across_a_daemon_restart() 
     assert_eq!(unique.len(), cursors.len(), "a record shown twice:\n{text}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_configuration_the_daemon_rejects_exits_4_with_its_structured_error()
+-> anyhow::Result<()> {
+    let daemon = Daemon::start().await?;
+    let dir = tempfile::tempdir()?;
+    let unknown_key = write_config(dir.path(), "unknown.yaml", "storage:\n  bogus: 1\n");
+    let unknown_key = unknown_key.to_str().unwrap_or_default();
+    for args in [
+        vec!["validate", unknown_key],
+        vec!["install", unknown_key, "--progress", "plain"],
+        vec!["update", unknown_key, "--progress", "plain"],
+    ] {
+        let out = trident(daemon.socket_path(), &args);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("bogus") && stderr.contains("invalid-input/"),
+            "{stderr}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn bad_usage_exits_1_not_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = trident(
+        &dir.path().join("s.sock"),
+        &["validate", "x", "--no-such-flag"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let out = trident(&dir.path().join("s.sock"), &["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+}

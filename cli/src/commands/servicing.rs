@@ -12,7 +12,8 @@ use tonic::transport::Channel;
 
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
-    Cursor, RebootHandling, RebootManagement, RebootStatus, ServicingResponse, VersionRequest,
+    Cursor, RebootHandling, RebootManagement, RebootStatus, ServicingResponse, TridentErrorKind,
+    VersionRequest,
 };
 
 use super::Ctx;
@@ -133,6 +134,18 @@ where
         .is_some_and(|o| o.reboot_status == RebootStatus::RebootStarted);
     if exit == Exit::Success && rebooting {
         return wait_for_reboot(ctx).await;
+    }
+    // The daemon found the Host Configuration invalid: like upstream, that
+    // is a failure to load the agent configuration (exit 4).
+    let config_rejected = config_rpc
+        && exit == Exit::ServicingFailed
+        && error.as_ref().is_some_and(|e| {
+            e.category == crate::render::format::category(TridentErrorKind::InvalidInputError)
+        });
+    if config_rejected {
+        return Err(CliError::ConfigInvalid(format!(
+            "{what} failed: the daemon rejected the Host Configuration (error above)"
+        )));
     }
     match exit {
         Exit::Success => Ok(Exit::Success),
