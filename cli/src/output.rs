@@ -30,10 +30,14 @@ pub fn emit(text: &str, outfile: Option<&Path>) -> CliResult<()> {
         }
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout
+            match stdout
                 .write_all(text.as_bytes())
                 .and_then(|()| stdout.flush())
-                .map_err(|e| CliError::Local(format!("cannot write to stdout: {e}")))
+            {
+                // The reader went away (`| head`): nothing left to tell.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                other => other.map_err(|e| CliError::Local(format!("cannot write to stdout: {e}"))),
+            }
         }
     }
 }

@@ -402,3 +402,22 @@ fn bad_usage_exits_1_not_2() {
     let out = trident(&dir.path().join("s.sock"), &["--help"]);
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn output_into_a_closed_pipe_ends_quietly_with_exit_0() -> anyhow::Result<()> {
+    let daemon = Daemon::start().await?;
+    // More than a pipe buffer (64 KiB) of JSON lines, so writing goes on
+    // after `head` has exited and hits the closed pipe.
+    for _ in 0..300 {
+        let _ = trident(daemon.socket_path(), &["version"]);
+    }
+    let script = format!(
+        "set -o pipefail; {} --socket {} logs -o json | head -n 1 >/dev/null",
+        bin_path("trident").display(),
+        daemon.socket_path().display()
+    );
+    let out = Command::new("bash").arg("-c").arg(&script).output()?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    assert!(!text(&out).1.contains("panicked"), "{}", text(&out).1);
+    Ok(())
+}

@@ -53,8 +53,9 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
         first = false;
         let result = stream_logs(ctx, options, format, since, &mut after, args).await;
         match result {
-            Ok(()) if !args.follow => return Ok(Exit::Success),
-            Ok(()) => eprintln!("trident: the log stream ended; reconnecting"),
+            Ok(Ended::ReaderGone) => return Ok(Exit::Success),
+            Ok(Ended::Stream) if !args.follow => return Ok(Exit::Success),
+            Ok(Ended::Stream) => eprintln!("trident: the log stream ended; reconnecting"),
             Err(err) if args.follow && retryable(&err) => {
                 eprintln!("trident: {err}; reconnecting");
             }
@@ -62,6 +63,14 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
         }
         tokio::time::sleep(RECONNECT_DELAY).await;
     }
+}
+
+/// Why one stream of log records ended without an error.
+enum Ended {
+    /// The daemon ended it (snapshot done, or the daemon went away cleanly).
+    Stream,
+    /// Whoever reads our stdout is gone (`trident logs | head`).
+    ReaderGone,
 }
 
 /// With -f, what a reconnect may cure: the daemon gone or restarting,
@@ -89,7 +98,7 @@ async fn stream_logs(
     since: Option<SystemTime>,
     after: &mut Option<Cursor>,
     args: &LogsArgs,
-) -> CliResult<()> {
+) -> CliResult<Ended> {
     let mut stream = TelemetryServiceClient::new(ctx.channel().await?)
         .watch(WatchRequest {
             options: Some(options),
@@ -132,17 +141,25 @@ async fn stream_logs(
         }
         if !out.is_empty() {
             let mut stdout = std::io::stdout().lock();
-            stdout
+            match stdout
                 .write_all(out.as_bytes())
                 .and_then(|()| stdout.flush())
-                .map_err(|e| CliError::Local(format!("cannot write to stdout: {e}")))?;
+            {
+                // The reader went away (`logs | head`): stop quietly.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    return Ok(Ended::ReaderGone);
+                }
+                other => {
+                    other.map_err(|e| CliError::Local(format!("cannot write to stdout: {e}")))?
+                }
+            }
         }
         // The cursor file moves only after the lines are out.
         if let (Some(path), Some(c)) = (&args.cursor_file, after.as_ref()) {
             cursor::write_file(path, c)?;
         }
     }
-    Ok(())
+    Ok(Ended::Stream)
 }
 
 fn log_line(

@@ -102,7 +102,9 @@ impl Progress {
                 {
                     return;
                 }
-                println!("{}", json::line(event));
+                // A closed pipe (`| head`) must not panic the view.
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", json::line(event)).and_then(|()| out.flush());
             }
             Mode::Plain => self.flush_plain(),
             Mode::Tty => {
