@@ -227,12 +227,13 @@ async fn full_error_report(ctx: &Ctx, progress: &mut Progress) {
         return;
     };
     if let Some(report) = response.into_inner().error
-        && report.operation_id == operation_id {
-            progress.model.apply(&Event::Error {
-                cursor: None,
-                report: Box::new(report),
-            });
-        }
+        && report.operation_id == operation_id
+    {
+        progress.model.apply(&Event::Error {
+            cursor: None,
+            report: Box::new(report),
+        });
+    }
 }
 
 /// Reads the servicing stream to its Completed; on a break, resumes
