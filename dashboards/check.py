@@ -10,7 +10,7 @@
 3. Every metric and label a PromQL expression uses is one the daemon was
    seen exporting: the OTLP receiver tests (tests/tests/otlp_export.rs,
    otlp_servicing.rs) write the exported metrics (name, unit, kind, attribute keys) to
-   target/otlp/exported-metrics.json; their Prometheus names after an
+   target/otlp/exported-metrics/<test>.json; their Prometheus names after an
    OpenTelemetry Collector (dots -> underscores, unit suffix, _total on
    counters, _bucket/_sum/_count on histograms) are compared.
 
@@ -30,7 +30,7 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent
-DEFAULT_EXPORTED = REPO / "target" / "otlp" / "exported-metrics.json"
+DEFAULT_EXPORTED = REPO / "target" / "otlp" / "exported-metrics"
 
 # Labels that come from the resource (Collector: resource_to_telemetry_conversion)
 # or from Prometheus itself, not from metric attributes.
@@ -193,15 +193,18 @@ def main():
         run_promtool(args.promtool, exprs, errors)
 
     exported_path = pathlib.Path(args.exported)
-    if not exported_path.exists():
-        errors.append(f"{exported_path} missing: run the OTLP receiver test first "
+    files = sorted(exported_path.glob("*.json")) if exported_path.is_dir() else (
+        [exported_path] if exported_path.exists() else [])
+    if not files:
+        errors.append(f"{exported_path}: no exported metrics: run the OTLP receiver tests first "
                       "(cargo test -p trident-e2e --test otlp_export --test otlp_servicing)")
     else:
-        exported = json.loads(exported_path.read_text())
+        exported = [metric for path in files for metric in json.loads(path.read_text())]
         series = {}
         for metric in exported:
             for name in prometheus_names(metric):
-                series[name] = set(a.replace(".", "_") for a in metric.get("attributes", []))
+                series.setdefault(name, set()).update(
+                    a.replace(".", "_") for a in metric.get("attributes", []))
         used = 0
         for where, expr in exprs:
             metrics, labels = names_in(expr)
@@ -216,7 +219,9 @@ def main():
                 allowed |= series.get(metric, set())
             for label in labels - allowed:
                 errors.append(f"{where}: label {label} is not an attribute of {', '.join(sorted(metrics))}")
-        print(f"metric names: {used} uses checked against {len(exported)} exported metrics")
+        names = {metric["name"] for metric in exported}
+        print(f"metric names: {used} uses checked against {len(names)} exported metrics "
+              f"({', '.join(p.name for p in files)})")
 
     for error in errors:
         print(f"FAIL {error}", file=sys.stderr)

@@ -155,7 +155,7 @@ async fn export_carries_the_resource_logs_and_metrics_and_leaves_out_transport_i
         stop_took < Duration::from_secs(5),
         "stop took {stop_took:?}"
     );
-    record_exported_metrics(&metrics)?;
+    record_exported_metrics("otlp_export", &metrics)?;
     Ok(())
 }
 

@@ -228,7 +228,7 @@ async fn servicing_exports_a_span_tree_in_the_callers_trace_with_correlated_logs
     assert!(errors.attributes.contains("category"), "{errors:?}");
     let active = metric("trident.servicing.operations.active")?;
     assert_eq!(active.kind, "updowncounter");
-    record_exported_metrics(&metrics)?;
+    record_exported_metrics("otlp_servicing", &metrics)?;
     Ok(())
 }
 

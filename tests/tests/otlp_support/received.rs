@@ -255,43 +255,30 @@ impl Received {
     }
 }
 
-/// Merges `metrics` (name, unit, kind, attribute keys) into
-/// target/otlp/exported-metrics.json for dashboards/check.py.
-pub fn record_exported_metrics(metrics: &[Metric]) -> anyhow::Result<()> {
-    let dir = repo_root().join("target").join("otlp");
+/// Writes `metrics` (name, unit, kind, attribute keys) to
+/// target/otlp/exported-metrics/<test>.json for dashboards/check.py, which
+/// takes the union of the folder (one file per test: no write races when
+/// tests run in parallel processes).
+pub fn record_exported_metrics(test: &str, metrics: &[Metric]) -> anyhow::Result<()> {
+    let dir = repo_root()
+        .join("target")
+        .join("otlp")
+        .join("exported-metrics");
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join("exported-metrics.json");
-    let mut known: BTreeMap<String, Value> = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Vec<Value>>(&t).ok())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|m| Some((m.get("name")?.as_str()?.to_string(), m)))
-        .collect();
-    for metric in metrics {
-        let mut attributes: BTreeSet<String> = known
-            .get(&metric.name)
-            .and_then(|m| m.get("attributes"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.as_str().map(str::to_string))
-            .collect();
-        attributes.extend(metric.attributes.iter().cloned());
-        known.insert(
-            metric.name.clone(),
+    let list: Vec<Value> = metrics
+        .iter()
+        .map(|metric| {
             serde_json::json!({
                 "name": metric.name,
                 "unit": metric.unit,
                 "kind": metric.kind,
-                "attributes": attributes,
-            }),
-        );
-    }
-    let list: Vec<Value> = known.into_values().collect();
-    // Written whole then renamed: tests running in parallel never see half a file.
-    let tmp = dir.join(format!("exported-metrics.json.{}", std::process::id()));
+                "attributes": metric.attributes,
+            })
+        })
+        .collect();
+    // Written whole then renamed: a reader never sees half a file.
+    let tmp = dir.join(format!(".{test}.{}", std::process::id()));
     std::fs::write(&tmp, serde_json::to_string_pretty(&list)?)?;
-    std::fs::rename(&tmp, &path)?;
+    std::fs::rename(&tmp, dir.join(format!("{test}.json")))?;
     Ok(())
 }
