@@ -79,6 +79,34 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     assert_eq!(fx.boot_record(&d)["booted"], "volume-a");
     let root_a = fx.partition_hash("root-a");
 
+    // What each configuration would need now.
+    let mut validation =
+        v1preview::validation_service_client::ValidationServiceClient::new(c.channel.clone());
+    for (config, want) in [
+        (
+            fx.config(&v1, ""),
+            v1preview::ServicingType::NoActiveServicing,
+        ),
+        (fx.config(&v2, ""), v1preview::ServicingType::AbUpdate),
+    ] {
+        let got = validation
+            .get_required_servicing_type(v1preview::GetRequiredServicingTypeRequest {
+                config: Some(servicing_support::hc(&config)),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(got.servicing_type(), want);
+    }
+    // The same configuration again is nothing to do.
+    let again = c.update_stage(&fx.config(&v1, "")).await;
+    again.assert_success();
+    assert_eq!(
+        again.completed().servicing_kind,
+        Some(ServicingKind::NoneRequired as i32)
+    );
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+
     // Stage the update: B is written, A untouched.
     let stage = c.update_stage(&fx.config(&v2, "")).await;
     stage.assert_success();
@@ -100,6 +128,16 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
         root_a,
         "active volume untouched"
     );
+    let servicing = c
+        .status
+        .get_servicing_config(v1preview::GetConfigRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .config
+        .unwrap()
+        .config;
+    assert!(servicing.contains("v2.cosi"), "{servicing}");
     assert_ne!(
         fx.partition_hash("root-b"),
         empty_b,
