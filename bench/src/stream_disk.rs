@@ -196,15 +196,23 @@ async fn subscribe(
 
 async fn daemon_run(socket: &Path, f: &Fixture) -> anyhow::Result<Duration> {
     let mut client = StreamingServiceClient::new(channel(socket).await?);
-    let started = Instant::now();
-    let mut stream = client
-        .stream_disk(StreamDiskRequest {
-            image_url: format!("file://{}", f.cosi.path.display()),
-            image_hash: Some(f.cosi.metadata_sha384.clone()),
-            reboot: None,
-        })
-        .await?
-        .into_inner();
+    let request = StreamDiskRequest {
+        image_url: format!("file://{}", f.cosi.path.display()),
+        image_hash: Some(f.cosi.metadata_sha384.clone()),
+        reboot: None,
+    };
+    // The previous operation releases the servicing lock just after its
+    // Completed was sent: retry while the daemon answers "busy".
+    let (started, mut stream) = loop {
+        let started = Instant::now();
+        match client.stream_disk(request.clone()).await {
+            Ok(r) => break (started, r.into_inner()),
+            Err(s) if s.code() == tonic::Code::Unavailable => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(s) => return Err(s.into()),
+        }
+    };
     while let Some(item) = stream.next().await {
         if let Some(servicing_response::Response::Completed(c)) = item?.response {
             if c.status() != StatusCode::Success {

@@ -6,6 +6,7 @@
 //! before any region is handed out; each region is checked against the
 //! SHA-384 and sizes in the metadata as it is read (see [`RegionReader`]).
 
+mod hashing;
 mod region;
 mod transport;
 

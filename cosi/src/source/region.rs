@@ -2,13 +2,15 @@
 //! the compressed bytes' SHA-384 and of both sizes against `metadata.json`.
 
 use std::io::{self, Read};
+use std::sync::Arc;
 
-use sha2::{Digest, Sha384};
 use zstd::stream::raw::{DParameter, Decoder, InBuffer, Operation, OutBuffer};
 
 use crate::error::{CosiError, SizeKind};
 use crate::metadata::ImageFile;
 use crate::tar::TarReader;
+
+use super::hashing::HashPipeline;
 
 /// Compressed bytes read from the archive per refill.
 const INPUT_CHUNK: usize = 1 << 20;
@@ -49,11 +51,12 @@ impl RegionInfo {
 /// [`crate::CosiSource`] so an abandoned region is still hash-checked.
 pub(crate) struct State {
     info: RegionInfo,
-    hasher: Sha384,
+    hasher: HashPipeline,
     compressed_read: u64,
     produced: u64,
     decoder: Decoder<'static>,
-    input: Vec<u8>,
+    /// Current compressed chunk (shared with the hasher thread).
+    input: Arc<Vec<u8>>,
     in_pos: usize,
     in_len: usize,
     /// zstd's hint from the last call; 0 means the frame ended cleanly.
@@ -73,13 +76,14 @@ impl State {
         decoder
             .set_parameter(DParameter::WindowLogMax(max_window_log))
             .map_err(decompress_err)?;
+        let hasher = HashPipeline::new(INPUT_CHUNK).map_err(decompress_err)?;
         Ok(State {
             info,
-            hasher: Sha384::new(),
+            hasher,
             compressed_read: 0,
             produced: 0,
             decoder,
-            input: vec![0u8; INPUT_CHUNK],
+            input: Arc::new(Vec::new()),
             in_pos: 0,
             in_len: 0,
             last_hint: 1,
@@ -91,15 +95,20 @@ impl State {
         self.info.image.path.clone()
     }
 
-    /// Reads the next piece of compressed data into `input`, hashing it.
+    /// Reads the next piece of compressed data into `input` and hands it
+    /// to the hasher.
     fn fill(&mut self, url: &str, tar: &mut Tar) -> Result<(), CosiError> {
+        // Release our clone of the previous chunk so its buffer can return.
+        self.input = Arc::new(Vec::new());
+        let mut buf = self.hasher.buffer();
         loop {
-            match tar.read_data(&mut self.input) {
+            match tar.read_data(&mut buf) {
                 Ok(n) => {
-                    self.hasher.update(&self.input[..n]);
                     self.compressed_read += n as u64;
                     self.in_pos = 0;
                     self.in_len = n;
+                    self.input = Arc::new(buf);
+                    self.hasher.submit(Arc::clone(&self.input), n);
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -138,7 +147,7 @@ impl State {
                 actual: self.compressed_read,
             });
         }
-        let actual = hex::encode(std::mem::take(&mut self.hasher).finalize());
+        let actual = self.hasher.finish().unwrap_or_default();
         if actual != self.info.image.sha384 {
             return Err(CosiError::HashMismatch {
                 path: self.path(),

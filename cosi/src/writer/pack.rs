@@ -109,6 +109,30 @@ struct Planned {
 
 /// Builds the fixture COSI at `out` and returns what it contains.
 pub fn write_cosi(spec: &FixtureSpec, out: &Path) -> Result<FixtureOutput, WriterError> {
+    write(spec, out, None)
+}
+
+/// Like [`write_cosi`], and also leaves each compressed region as
+/// `keep/region-<i>.zst` (i = index in `regions`), e.g. for a
+/// `zstd -dc | dd` baseline in benchmarks.
+pub fn write_cosi_keeping_regions(
+    spec: &FixtureSpec,
+    out: &Path,
+    keep: &Path,
+) -> Result<FixtureOutput, WriterError> {
+    write(spec, out, Some(keep))
+}
+
+/// Path of a region kept by [`write_cosi_keeping_regions`].
+pub fn kept_region_path(keep: &Path, index: usize) -> PathBuf {
+    keep.join(format!("region-{index}.zst"))
+}
+
+fn write(
+    spec: &FixtureSpec,
+    out: &Path,
+    keep: Option<&Path>,
+) -> Result<FixtureOutput, WriterError> {
     let gpt = spec.gpt()?;
     let lba = spec.lba_size;
     let parent = out
@@ -236,6 +260,14 @@ pub fn write_cosi(spec: &FixtureSpec, out: &Path) -> Result<FixtureOutput, Write
             .open(out)
             .map_err(io_err(out))?;
         f.set_len(offset).map_err(io_err(out))?;
+    }
+    if let Some(keep) = keep {
+        for (i, p) in planned.iter().enumerate() {
+            let dst = kept_region_path(keep, i);
+            if std::fs::rename(&p.tmp, &dst).is_err() {
+                std::fs::copy(&p.tmp, &dst).map_err(io_err(&dst))?;
+            }
+        }
     }
     Ok(FixtureOutput {
         path: out.to_owned(),
