@@ -14,7 +14,7 @@ use tonic::{
 use tonic_health::{ServingStatus, server::HealthReporter};
 use trident_proto::{v1, v1preview};
 
-use super::{ServerContext, ServerError, pending::Pending, version::Version};
+use super::{ServerContext, ServerError, version::Version};
 
 /// Collects services and their names.
 #[derive(Debug, Default)]
@@ -64,7 +64,7 @@ fn add_services(registry: &mut ServiceRegistry, ctx: &ServerContext) {
     // --- Servicing (engine helper). StreamDisk: build it on `servicing.engine()`.
     let servicing = crate::servicing::api(ctx);
     registry.add(v1::streaming_service_server::StreamingServiceServer::new(
-        Pending,
+        crate::servicing::stream_disk::StreamDiskService::new(&servicing, &ctx.config.disks),
     ));
     registry.add(v1::update_service_server::UpdateServiceServer::new(servicing.clone()));
     registry.add(v1::commit_service_server::CommitServiceServer::new(servicing.clone()));
