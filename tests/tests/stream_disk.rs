@@ -233,3 +233,66 @@ async fn unreachable_image_server_is_a_servicing_error() {
     assert_failed(&o, TridentErrorKind::ServicingError, "download-image");
     assert!(untouched(&target));
 }
+
+/// `python3 -m http.server` on a free loopback port, killed on drop.
+#[derive(Debug)]
+struct HttpServer(std::process::Child, u16);
+
+impl HttpServer {
+    fn serve(dir: &Path) -> HttpServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                "--bind",
+                "127.0.0.1",
+                &port.to_string(),
+            ])
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "http.server did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        HttpServer(child, port)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn stream_disk_from_an_http_url_writes_the_same_disk() {
+    let s = setup(None);
+    let server = HttpServer::serve(s.dir.path());
+    let target = disk_file(s.dir.path(), "t.img", DISK);
+    let o = stream_disk(
+        &[&target],
+        format!("http://127.0.0.1:{}/image.cosi", server.1),
+        Some(format!("sha384:{}", s.cosi.metadata_sha384)),
+    )
+    .await;
+    assert_eq!(
+        o.completed.status(),
+        StatusCode::Success,
+        "{:?}",
+        o.completed
+    );
+    assert_regions_equal(&s, &target);
+}
