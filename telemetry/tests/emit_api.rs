@@ -72,6 +72,51 @@ fn log_records_carry_level_target_fields_location_and_span_ids() {
 }
 
 #[test]
+fn every_field_type_round_trips_through_the_encoded_log_record() {
+    use trident_proto::v1::field::Value;
+    let bus = Bus::new(BusConfig::default()).expect("bus");
+    let error = std::io::Error::other("disk gone");
+    tracing::subscriber::with_default(bus.subscriber(), || {
+        tracing::info!(
+            text = "t",
+            signed = -5i64,
+            unsigned = 7u64,
+            real = 1.5f64,
+            flag = false,
+            debug = ?vec![1, 2],
+            display = %"shown",
+            error = &error as &(dyn std::error::Error + 'static),
+            "value {}", 42
+        );
+    });
+    let all = records(&snapshot(
+        &bus,
+        vec![RecordKind::Log],
+        WatchOptions::default(),
+    ));
+    let Some(record::Record::Log(log)) = all.first() else {
+        panic!("no log record");
+    };
+    assert_eq!(log.message, "value 42");
+    let value = |name: &str| {
+        log.fields
+            .iter()
+            .find(|f| f.name == name)
+            .and_then(|f| f.value.clone())
+            .expect(name)
+    };
+    assert_eq!(value("text"), Value::Text("t".into()));
+    assert_eq!(value("signed"), Value::Signed(-5));
+    assert_eq!(value("unsigned"), Value::Unsigned(7));
+    assert_eq!(value("real"), Value::Real(1.5));
+    assert_eq!(value("flag"), Value::Boolean(false));
+    assert_eq!(value("debug"), Value::Text("[1, 2]".into()));
+    assert_eq!(value("display"), Value::Text("shown".into()));
+    assert_eq!(value("error"), Value::Text("disk gone".into()));
+    assert!(log.trace_id.is_empty() && log.span_id.is_empty() && log.operation_id.is_empty());
+}
+
+#[test]
 fn operation_progress_and_error_records_follow_the_emit_api() {
     let bus = Bus::new(BusConfig::default()).expect("bus");
     let parent = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");

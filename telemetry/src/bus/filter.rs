@@ -38,6 +38,12 @@ impl WatchFilter {
         }
     }
 
+    /// Whether records must be decoded to be checked (target or span
+    /// filters); otherwise the ring metadata decides.
+    pub fn needs_decode(&self) -> bool {
+        !self.target_prefixes.is_empty() || self.span_name.is_some()
+    }
+
     /// The operation the subscriber is limited to.
     pub fn operation(&self) -> Option<&str> {
         self.operation.as_deref()

@@ -49,8 +49,10 @@ pub(crate) struct BusInner {
     pub config: BusConfig,
     pub state: Mutex<BusState>,
     pub notify: Notify,
-    /// Subscribers between "checked the ring" and "woken"; producers skip
-    /// the wake-up call when nobody waits.
+    /// Sequence of the newest record, readable without the lock.
+    pub head: AtomicU64,
+    /// Subscribers parked waiting for a record; producers skip the wake-up
+    /// call when nobody waits (the common case under load).
     pub waiting: AtomicUsize,
     pub subscribers: AtomicU32,
     pub drops: DropTotals,
@@ -164,6 +166,7 @@ impl Bus {
                 config,
                 state: Mutex::new(BusState { ring, operations }),
                 notify: Notify::new(),
+                head: AtomicU64::new(0),
                 waiting: AtomicUsize::new(0),
                 subscribers: AtomicU32::new(0),
                 drops: DropTotals::default(),
@@ -249,6 +252,9 @@ impl Bus {
                     seq
                 }
             };
+            // With `waiting` (both SeqCst): a subscriber about to park either
+            // sees this head or is seen waiting and woken below.
+            self.inner.head.store(seq, Ordering::SeqCst);
             // Sent under the lock so the journal sees sequence order.
             if journaled && let Some(journal) = &self.inner.journal {
                 journal.append(seq, bytes, sync, &self.inner.drops.journal);
@@ -383,6 +389,23 @@ impl Bus {
         &self,
         subscription: Subscription,
     ) -> BoxStream<'static, Vec<StreamEvent>> {
+        let bus = self.clone();
+        self.subscribe_out(subscription)
+            .map(move |batch| {
+                batch
+                    .into_iter()
+                    .filter_map(|out| out.into_event(&bus))
+                    .collect()
+            })
+            .boxed()
+    }
+
+    /// Batches as the subscriber produces them (records possibly still
+    /// encoded), for the gRPC service.
+    pub(crate) fn subscribe_out(
+        &self,
+        subscription: Subscription,
+    ) -> BoxStream<'static, Vec<subscriber::Out>> {
         subscriber::Subscriber::start(self.clone(), subscription)
             .into_stream()
             .boxed()

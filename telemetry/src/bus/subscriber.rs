@@ -16,8 +16,35 @@ use super::ring::{Entry, KIND_SLOTS, KindCounts};
 use super::{Bus, Subscription, kind_mask};
 use crate::journal::{ReplayRequest, replay};
 
-/// Ring records examined per lock acquisition.
-const READ_CHUNK: usize = 1024;
+/// Ring records examined per lock acquisition (bounds how long a reader
+/// holds the lock producers take).
+const READ_CHUNK: usize = 64;
+/// Least time between two wake-ups of one subscriber.
+const WAKE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// One item of a subscriber's output: an event, or a record still in its
+/// encoded form (sent as is by the gRPC service; decoded for in-process
+/// subscribers).
+#[derive(Debug)]
+pub(crate) enum Out {
+    Event(Box<StreamEvent>),
+    /// Sequence and encoded record (without cursor).
+    Raw(u64, bytes::Bytes),
+}
+
+impl Out {
+    /// The event, decoding a still-encoded record.
+    pub fn into_event(self, bus: &Bus) -> Option<StreamEvent> {
+        match self {
+            Out::Event(event) => Some(*event),
+            Out::Raw(seq, bytes) => {
+                let mut record = Record::decode(bytes).ok()?;
+                record.cursor = Some(bus.cursor(seq));
+                Some(record_event(record))
+            }
+        }
+    }
+}
 
 /// Work to do before reading the ring.
 #[derive(Debug)]
@@ -73,10 +100,11 @@ pub(crate) struct Subscriber {
     /// Reason of the first gap (EVICTED when the start was already gone).
     first_gap_reason: GapReason,
     preludes: VecDeque<Prelude>,
-    pending: VecDeque<StreamEvent>,
+    pending: VecDeque<Out>,
     max_batch: usize,
     drops: DropCounters,
     finished: bool,
+    last_wake: std::time::Instant,
     _registration: Registration,
 }
 
@@ -192,19 +220,20 @@ impl Subscriber {
             max_batch: max_batch.max(1),
             drops: DropCounters::default(),
             finished: false,
+            last_wake: std::time::Instant::now(),
             _registration: Registration(bus),
         }
     }
 
     /// The subscriber as a stream of batches.
-    pub fn into_stream(self) -> impl Stream<Item = Vec<StreamEvent>> + Send + 'static {
+    pub fn into_stream(self) -> impl Stream<Item = Vec<Out>> + Send + 'static {
         futures::stream::unfold(self, |mut subscriber| async move {
             let batch = subscriber.next_batch().await?;
             Some((batch, subscriber))
         })
     }
 
-    async fn next_batch(&mut self) -> Option<Vec<StreamEvent>> {
+    async fn next_batch(&mut self) -> Option<Vec<Out>> {
         loop {
             if !self.pending.is_empty() {
                 let take = self.pending.len().min(self.max_batch);
@@ -221,7 +250,7 @@ impl Subscriber {
                 && self.next > stop
             {
                 self.finished = true;
-                self.pending.push_back(StreamEvent {
+                self.push_event(StreamEvent {
                     event: Some(stream_event::Event::EndOfSnapshot(self.bus.cursor(stop))),
                 });
                 continue;
@@ -230,12 +259,24 @@ impl Subscriber {
             let notified = bus.inner().notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let waiting = Waiting::new(&bus);
             if self.read_ring() {
+                continue;
+            }
+            // Caught up: park until a producer publishes.
+            let waiting = Waiting::new(&bus);
+            if bus.inner().head.load(Ordering::SeqCst) >= self.next {
                 continue;
             }
             notified.await;
             drop(waiting);
+            // Under a steady stream, collect a batch instead of waking per
+            // record: at most one wake-up per WAKE_INTERVAL per subscriber
+            // (an idle stream still gets its first record at once).
+            let since = self.last_wake.elapsed();
+            if since < WAKE_INTERVAL {
+                tokio::time::sleep(WAKE_INTERVAL - since).await;
+            }
+            self.last_wake = std::time::Instant::now();
         }
     }
 
@@ -272,8 +313,17 @@ impl Subscriber {
         progressed
     }
 
+    fn push_event(&mut self, event: StreamEvent) {
+        self.pending.push_back(Out::Event(Box::new(event)));
+    }
+
     fn deliver(&mut self, seq: u64, entry: &Entry) {
         if !self.filter.accepts_entry(entry) {
+            return;
+        }
+        if !self.filter.needs_decode() {
+            // Still encoded: the gRPC service sends these bytes as they are.
+            self.pending.push_back(Out::Raw(seq, entry.bytes.clone()));
             return;
         }
         let Ok(mut record) = Record::decode(entry.bytes.clone()) else {
@@ -281,13 +331,13 @@ impl Subscriber {
         };
         if self.filter.accepts_record(&record) {
             record.cursor = Some(self.bus.cursor(seq));
-            self.pending.push_back(record_event(record));
+            self.push_event(record_event(record));
         }
     }
 
     fn on_gap(&mut self, first: u64, last: u64, missing: KindCounts, redeliver: Vec<(u64, Entry)>) {
         let reason = std::mem::replace(&mut self.first_gap_reason, GapReason::SubscriberLagged);
-        self.pending.push_back(gap_event(
+        self.push_event(gap_event(
             self.bus.cursor(first),
             self.bus.cursor(last),
             last - first + 1,
@@ -314,7 +364,7 @@ impl Subscriber {
         self.drops.operations += dropped[RecordKind::Operation as usize];
         self.drops.progress_coalesced += coalesced;
         self.bus.inner().drops.add(&dropped, coalesced);
-        self.pending.push_back(StreamEvent {
+        self.push_event(StreamEvent {
             event: Some(stream_event::Event::Drops(self.drops)),
         });
     }
@@ -322,7 +372,7 @@ impl Subscriber {
     async fn run_prelude(&mut self, prelude: Prelude) {
         let (request, flush, previous_run) = match prelude {
             Prelude::Event(event) => {
-                self.pending.push_back(*event);
+                self.pending.push_back(Out::Event(event));
                 return;
             }
             Prelude::Replay {
@@ -350,7 +400,7 @@ impl Subscriber {
         for record in records {
             let seq = record.cursor.as_ref().map_or(0, |c| c.sequence);
             if report_holes && seq > expected {
-                self.pending.push_back(gap_event(
+                self.push_event(gap_event(
                     cursor(&run_id, expected),
                     cursor(&run_id, seq - 1),
                     seq - expected,
@@ -359,7 +409,7 @@ impl Subscriber {
             }
             expected = seq + 1;
             if self.filter.accepts_record(&record) {
-                self.pending.push_back(record_event(record));
+                self.push_event(record_event(record));
             }
         }
         if previous_run && expected == request.after + 1 {
@@ -373,7 +423,7 @@ impl Subscriber {
             let last = head.filter(|h| *h > request.after).unwrap_or(expected);
             let count = head.map_or(0, |h| h.saturating_sub(request.after));
             if head.is_none_or(|h| h > request.after) {
-                self.pending.push_back(gap_event(
+                self.push_event(gap_event(
                     cursor(&run_id, expected),
                     cursor(&run_id, last),
                     count,

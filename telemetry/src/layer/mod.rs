@@ -18,8 +18,8 @@ use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, SubscriberExt as _};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 use trident_proto::v1::{
-    FileLocation, LogLevel, LogRecord, PhaseState, ProgressRecord, ProgressUnit, Record,
-    RecordKind, SpanEvent, SpanRecord, SpanStatus, record,
+    FileLocation, LogLevel, PhaseState, ProgressRecord, ProgressUnit, Record, RecordKind,
+    SpanEvent, SpanRecord, SpanStatus, record,
 };
 
 use crate::bus::ring::Entry;
@@ -27,6 +27,7 @@ use crate::bus::{Bus, Effect};
 use crate::ids::{self, TraceParent};
 use crate::progress::fields as pf;
 use crate::record::fields::{Collected, merge};
+use crate::record::log_encoder::{EventContext, encode_event};
 use span_data::SpanData;
 
 /// Span field naming the servicing operation (and making the span its root).
@@ -159,11 +160,6 @@ where
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let meta = event.metadata();
-        let mut collected = Collected {
-            fields: Vec::with_capacity(meta.fields().len()),
-            ..Collected::default()
-        };
-        event.record(&mut collected);
         let span = ctx.event_span(event);
         let (trace_id, span_id, operation) = span
             .as_ref()
@@ -175,6 +171,8 @@ where
             .unwrap_or((0, 0, None));
 
         if meta.target() == crate::progress::PROGRESS_TARGET {
+            let mut collected = Collected::default();
+            event.record(&mut collected);
             self.publish_progress(collected, operation);
             return;
         }
@@ -185,42 +183,18 @@ where
         {
             data.error = true;
         }
-        let log = LogRecord {
-            level: level as i32,
-            message: collected.message,
-            target: collected.target.unwrap_or_else(|| meta.target().to_owned()),
-            module: collected
-                .module
-                .or_else(|| meta.module_path().map(str::to_owned))
-                .unwrap_or_default(),
-            location: location(
-                collected.file.as_deref().or(meta.file()),
-                collected.line.or(meta.line()),
-            ),
-            fields: collected.fields,
-            trace_id: if trace_id == 0 {
-                String::new()
-            } else {
-                ids::trace_id_hex(trace_id)
-            },
-            span_id: if span_id == 0 {
-                String::new()
-            } else {
-                ids::span_id_hex(span_id)
-            },
-            operation_id: operation.as_deref().unwrap_or_default().to_owned(),
+        let context = EventContext {
+            trace_id,
+            span_id,
+            operation_id: operation.as_deref().unwrap_or_default(),
         };
-        let record = Record {
-            cursor: None,
-            timestamp: Some(crate::record::now()),
-            record: Some(record::Record::Log(log)),
-        };
+        let bytes = encode_event(event, level as i32, context, SystemTime::now());
         self.bus.publish(
             Entry {
                 kind: RecordKind::Log as u8,
                 level: level as u8,
                 operation,
-                bytes: crate::record::encode(&record),
+                bytes: bytes.into(),
             },
             Effect::None,
         );

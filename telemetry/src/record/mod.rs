@@ -2,6 +2,8 @@
 //! metadata the ring keeps beside each encoded record.
 
 pub(crate) mod fields;
+pub(crate) mod log_encoder;
+pub(crate) mod wire;
 
 use std::time::SystemTime;
 

@@ -1,6 +1,10 @@
 //! `TelemetryService`: each Watch RPC only registers a subscriber on the bus
 //! and returns its stream of batches; unary calls read bus state.
 
+mod encoded;
+
+pub use encoded::{EncodedResponse, TelemetryGrpc};
+
 use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
@@ -56,38 +60,42 @@ impl TelemetryServer {
 }
 
 impl Bus {
-    /// The `TelemetryService` of this bus, ready to add to a tonic router.
-    pub fn service(&self) -> TelemetryServiceServer<TelemetryServer> {
-        TelemetryServer::new(self.clone()).into_service()
+    /// The `TelemetryService` of this bus, ready to add to a tonic router
+    /// (Watch streams send records without re-encoding them).
+    pub fn service(&self) -> TelemetryGrpc {
+        TelemetryGrpc::new(self.clone())
     }
 }
 
 /// Rejects malformed options with a clear message.
-fn validate(options: &WatchOptions) -> Result<(), TelemetryError> {
+pub(crate) fn validate(options: &WatchOptions) -> Result<(), Status> {
     if let Some(after) = &options.after
         && uuid::Uuid::parse_str(&after.run_id).is_err()
     {
         return Err(TelemetryError::InvalidRequest(format!(
             "cursor run_id {:?} is not a daemon run id (UUID)",
             after.run_id
-        )));
+        ))
+        .into());
     }
     if trident_proto::v1::LogLevel::try_from(options.min_level).is_err() {
         return Err(TelemetryError::InvalidRequest(format!(
             "min_level {} is not a LogLevel",
             options.min_level
-        )));
+        ))
+        .into());
     }
     Ok(())
 }
 
 /// Record kinds of a Watch request (unknown values are rejected).
-fn kinds_of(values: &[i32]) -> Result<Vec<RecordKind>, TelemetryError> {
+pub(crate) fn kinds_of(values: &[i32]) -> Result<Vec<RecordKind>, Status> {
     values
         .iter()
         .map(|v| {
-            RecordKind::try_from(*v)
-                .map_err(|_| TelemetryError::InvalidRequest(format!("{v} is not a RecordKind")))
+            RecordKind::try_from(*v).map_err(|_| {
+                TelemetryError::InvalidRequest(format!("{v} is not a RecordKind")).into()
+            })
         })
         .collect()
 }

@@ -1,0 +1,258 @@
+//! The Watch RPCs without decoding and re-encoding: records leave the ring
+//! as the bytes the layer encoded, wrapped on the fly in the response
+//! framing (`repeated StreamEvent events = 1` of every Watch response) with
+//! their cursor appended. Only what a filter must look into is decoded.
+
+use std::convert::Infallible;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::BufMut;
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
+use prost::Message;
+use tonic::body::Body;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::server::NamedService;
+use tonic::{Request, Response, Status};
+use trident_proto::v1::telemetry_service_server::TelemetryServiceServer;
+use trident_proto::v1::{
+    RecordKind, WatchErrorsRequest, WatchLogsRequest, WatchOptions, WatchProgressRequest,
+    WatchRequest, WatchTracesRequest,
+};
+
+use super::{TelemetryServer, kinds_of, validate};
+use crate::bus::subscriber::Out;
+use crate::bus::{Bus, Subscription};
+use crate::record::wire::{
+    len_delimited_len, put_len_delimited, put_str, put_varint, str_len, varint_len,
+};
+
+/// Field 1 of every Watch response, of `StreamEvent` (record) and of
+/// `Record` (cursor); fields 1 and 2 of `Cursor`.
+const TAG_EVENTS: u32 = 1;
+const TAG_EVENT_RECORD: u32 = 1;
+const TAG_RECORD_CURSOR: u32 = 1;
+const TAG_CURSOR_RUN_ID: u32 = 1;
+const TAG_CURSOR_SEQUENCE: u32 = 2;
+
+/// One Watch response, already encoded.
+#[derive(Debug)]
+pub struct EncodedResponse(Vec<u8>);
+
+/// Encodes a batch as a Watch response.
+pub(crate) fn encode_batch(batch: Vec<Out>, run_id: &str) -> EncodedResponse {
+    let mut buf = Vec::with_capacity(
+        batch
+            .iter()
+            .map(|o| match o {
+                Out::Raw(_, bytes) => bytes.len() + 64,
+                Out::Event(_) => 128,
+            })
+            .sum(),
+    );
+    for out in batch {
+        match out {
+            Out::Event(event) => {
+                put_len_delimited(TAG_EVENTS, event.encoded_len(), &mut buf);
+                // A Vec grows as needed: encoding cannot fail.
+                let _ = event.encode(&mut buf);
+            }
+            Out::Raw(seq, bytes) => {
+                let cursor_len = str_len(TAG_CURSOR_RUN_ID, run_id.as_bytes())
+                    + varint_len(TAG_CURSOR_SEQUENCE, seq);
+                let record_len = bytes.len() + len_delimited_len(TAG_RECORD_CURSOR, cursor_len);
+                put_len_delimited(
+                    TAG_EVENTS,
+                    len_delimited_len(TAG_EVENT_RECORD, record_len),
+                    &mut buf,
+                );
+                put_len_delimited(TAG_EVENT_RECORD, record_len, &mut buf);
+                buf.extend_from_slice(&bytes);
+                put_len_delimited(TAG_RECORD_CURSOR, cursor_len, &mut buf);
+                put_str(TAG_CURSOR_RUN_ID, run_id.as_bytes(), &mut buf);
+                put_varint(TAG_CURSOR_SEQUENCE, seq, &mut buf);
+            }
+        }
+    }
+    EncodedResponse(buf)
+}
+
+/// Codec: prost-decoded requests, pre-encoded responses.
+#[derive(Debug)]
+struct WatchCodec<R>(PhantomData<R>);
+
+#[derive(Debug)]
+struct ResponseEncoder;
+
+#[derive(Debug)]
+struct RequestDecoder<R>(PhantomData<R>);
+
+impl<R: Message + Default + Send + 'static> Codec for WatchCodec<R> {
+    type Encode = EncodedResponse;
+    type Decode = R;
+    type Encoder = ResponseEncoder;
+    type Decoder = RequestDecoder<R>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ResponseEncoder
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RequestDecoder(PhantomData)
+    }
+}
+
+impl Encoder for ResponseEncoder {
+    type Item = EncodedResponse;
+    type Error = Status;
+
+    fn encode(&mut self, item: EncodedResponse, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(&item.0);
+        Ok(())
+    }
+}
+
+impl<R: Message + Default> Decoder for RequestDecoder<R> {
+    type Item = R;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<R>, Status> {
+        R::decode(src)
+            .map(Some)
+            .map_err(|e| Status::invalid_argument(format!("malformed request: {e}")))
+    }
+}
+
+type EncodedStream = Pin<Box<dyn Stream<Item = Result<EncodedResponse, Status>> + Send + 'static>>;
+
+/// What a Watch request asks for: its options and record kinds.
+type Split<R> = fn(R) -> Result<(Option<WatchOptions>, Vec<RecordKind>), Status>;
+
+/// One Watch method: what to subscribe to, from its request.
+struct WatchMethod<R> {
+    bus: Bus,
+    split: Split<R>,
+}
+
+impl<R: Send + 'static> tower::Service<Request<R>> for WatchMethod<R> {
+    type Response = Response<EncodedStream>;
+    type Error = Status;
+    type Future = std::future::Ready<Result<Self::Response, Status>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Status>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<R>) -> Self::Future {
+        std::future::ready(self.subscribe(request.into_inner()))
+    }
+}
+
+impl<R> WatchMethod<R> {
+    fn subscribe(&self, request: R) -> Result<Response<EncodedStream>, Status> {
+        let (options, kinds) = (self.split)(request)?;
+        let options = options.unwrap_or_default();
+        validate(&options)?;
+        let run_id = self.bus.run_id().to_owned();
+        let batches = self.bus.subscribe_out(Subscription { options, kinds });
+        Ok(Response::new(Box::pin(
+            batches.map(move |batch| Ok(encode_batch(batch, &run_id))),
+        )))
+    }
+}
+
+async fn serve_watch<R>(
+    bus: Bus,
+    split: Split<R>,
+    request: http::Request<Body>,
+) -> http::Response<Body>
+where
+    R: Message + Default + Send + 'static,
+{
+    let mut grpc = tonic::server::Grpc::new(WatchCodec::<R>(PhantomData));
+    grpc.server_streaming(WatchMethod { bus, split }, request)
+        .await
+}
+
+/// `TelemetryService` as a tower service: the Watch methods stream
+/// pre-encoded records; the unary methods are the generated server's.
+#[derive(Clone, Debug)]
+pub struct TelemetryGrpc {
+    bus: Bus,
+    unary: TelemetryServiceServer<TelemetryServer>,
+}
+
+impl TelemetryGrpc {
+    /// Serves this bus.
+    pub fn new(bus: Bus) -> Self {
+        let unary = TelemetryServer::new(bus.clone()).into_service();
+        TelemetryGrpc { bus, unary }
+    }
+}
+
+impl NamedService for TelemetryGrpc {
+    const NAME: &'static str = <TelemetryServiceServer<TelemetryServer> as NamedService>::NAME;
+}
+
+impl tower::Service<http::Request<Body>> for TelemetryGrpc {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<http::Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let bus = self.bus.clone();
+        let method = request
+            .uri()
+            .path()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        match method.as_str() {
+            "WatchLogs" => Box::pin(async move {
+                Ok(serve_watch(
+                    bus,
+                    |r: WatchLogsRequest| Ok((r.options, vec![RecordKind::Log])),
+                    request,
+                )
+                .await)
+            }),
+            "WatchTraces" => Box::pin(async move {
+                Ok(serve_watch(
+                    bus,
+                    |r: WatchTracesRequest| Ok((r.options, vec![RecordKind::Span])),
+                    request,
+                )
+                .await)
+            }),
+            "WatchProgress" => Box::pin(async move {
+                let split = |r: WatchProgressRequest| {
+                    Ok((r.options, vec![RecordKind::Progress, RecordKind::Operation]))
+                };
+                Ok(serve_watch(bus, split, request).await)
+            }),
+            "WatchErrors" => Box::pin(async move {
+                Ok(serve_watch(
+                    bus,
+                    |r: WatchErrorsRequest| Ok((r.options, vec![RecordKind::Error])),
+                    request,
+                )
+                .await)
+            }),
+            "Watch" => Box::pin(async move {
+                let split = |r: WatchRequest| Ok((r.options, kinds_of(&r.kinds)?));
+                Ok(serve_watch(bus, split, request).await)
+            }),
+            _ => {
+                let mut unary = self.unary.clone();
+                Box::pin(async move { tower::Service::call(&mut unary, request).await })
+            }
+        }
+    }
+}
