@@ -6,7 +6,7 @@ mod common;
 
 use std::fs;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::*;
 use trident_cosi::metadata::{ImageFile, Metadata};
@@ -43,7 +43,7 @@ fn repack(f: &Fixture, path: &str, change: impl Fn(&mut ImageFile)) -> PathBuf {
     p
 }
 
-fn stream(f: &Fixture, cosi: &PathBuf) -> CosiError {
+fn stream(f: &Fixture, cosi: &Path) -> CosiError {
     let t = target(f.dir.path(), DISK);
     let mut src = CosiSource::open(&url(cosi), &ExpectedHash::Ignored).unwrap();
     stream_to_target(&mut src, &t, &mut NoProgress).unwrap_err()
