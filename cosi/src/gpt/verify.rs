@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use super::{Gpt, GptError};
+use super::{Gpt, GptError, u32_at, u64_at};
 
 /// Why a written disk's GPT could not be confirmed.
 #[derive(Debug, thiserror::Error)]
@@ -13,18 +13,6 @@ pub enum VerifyError {
     Io(#[from] io::Error),
     #[error(transparent)]
     Gpt(#[from] GptError),
-}
-
-fn u32_at(b: &[u8], off: usize) -> u64 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[off..off + 4]);
-    u64::from(u32::from_le_bytes(a))
-}
-
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[off..off + 8]);
-    u64::from_le_bytes(a)
 }
 
 /// Upper bound on the primary GPT we read back (header + entry array).
@@ -41,7 +29,7 @@ impl Gpt {
         let h = &head[lba_size as usize..];
         let entries_end = u64_at(h, 72)
             .saturating_mul(lba_size)
-            .saturating_add(u32_at(h, 80).saturating_mul(u32_at(h, 84)));
+            .saturating_add(u64::from(u32_at(h, 80)).saturating_mul(u64::from(u32_at(h, 84))));
         let len = entries_end.clamp(2 * lba_size, MAX_PRIMARY_BYTES.min(disk_size));
         let mut primary = vec![0u8; len as usize];
         file.read_exact_at(&mut primary, 0)?;
