@@ -66,13 +66,23 @@ fn add_services(registry: &mut ServiceRegistry, ctx: &ServerContext) {
     registry.add(v1::streaming_service_server::StreamingServiceServer::new(
         crate::servicing::stream_disk::StreamDiskService::new(&servicing, &ctx.config.disks),
     ));
-    registry.add(v1::update_service_server::UpdateServiceServer::new(servicing.clone()));
-    registry.add(v1::commit_service_server::CommitServiceServer::new(servicing.clone()));
+    registry.add(v1::update_service_server::UpdateServiceServer::new(
+        servicing.clone(),
+    ));
+    registry.add(v1::commit_service_server::CommitServiceServer::new(
+        servicing.clone(),
+    ));
     registry.add(v1preview::install_service_server::InstallServiceServer::new(servicing.clone()));
-    registry.add(v1preview::commit_service_server::CommitServiceServer::new(servicing.clone()));
-    registry.add(v1preview::rebuild_raid_service_server::RebuildRaidServiceServer::new(servicing.clone()));
+    registry.add(v1preview::commit_service_server::CommitServiceServer::new(
+        servicing.clone(),
+    ));
+    registry.add(
+        v1preview::rebuild_raid_service_server::RebuildRaidServiceServer::new(servicing.clone()),
+    );
     registry.add(v1preview::rollback_service_server::RollbackServiceServer::new(servicing.clone()));
-    registry.add(v1preview::status_service_server::StatusServiceServer::new(servicing.clone()));
+    registry.add(v1preview::status_service_server::StatusServiceServer::new(
+        servicing.clone(),
+    ));
     registry.add(v1preview::validation_service_server::ValidationServiceServer::new(servicing));
 }
 
