@@ -51,12 +51,20 @@ fn translate(event: StreamEvent, operation_id: &str) -> Result<Option<ServicingR
     let Some(stream_event::Event::Record(rec)) = event.event else {
         return Ok(None);
     };
+    // Keep the record's own time (when it happened, not when it was sent).
+    let timestamp = rec
+        .timestamp
+        .or_else(|| Some(trident_host::time_util::now_proto()));
+    let stamped = |r: servicing_response::Response| ServicingResponse {
+        timestamp,
+        response: Some(r),
+    };
     match rec.record {
-        Some(record::Record::Log(log)) => Ok(Some(response(servicing_response::Response::Log(
+        Some(record::Record::Log(log)) => Ok(Some(stamped(servicing_response::Response::Log(
             log_of(log),
         )))),
         Some(record::Record::Progress(p)) => {
-            Ok(Some(response(servicing_response::Response::Progress(p))))
+            Ok(Some(stamped(servicing_response::Response::Progress(p))))
         }
         Some(record::Record::Operation(op))
             if op.operation_id == operation_id && op.event == OperationEvent::Completed as i32 =>
