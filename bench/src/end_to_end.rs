@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio_stream::StreamExt;
-use trident_proto::v1::{WatchOptions, WatchRequest, stream_event};
+use trident_proto::v1::{StreamEvent, WatchOptions, WatchRequest, stream_event};
 use trident_telemetry::{Bus, BusConfig};
 
 use crate::report;
@@ -22,39 +22,92 @@ struct Seen {
     gapped: AtomicU64,
 }
 
+/// How a bench subscriber reads its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Client {
+    /// The generated tonic client: every record fully decoded.
+    Decoding,
+    /// Decodes the response framing only (records stay bytes), as a
+    /// forwarder or recorder would; gaps are decoded.
+    Framing,
+}
+
+/// A Watch response with its events left encoded (wire-compatible with
+/// every Watch response: `repeated StreamEvent events = 1`).
+#[derive(Clone, PartialEq, prost::Message)]
+struct FramedResponse {
+    #[prost(bytes = "bytes", repeated, tag = "1")]
+    events: Vec<bytes::Bytes>,
+}
+
+/// Key of `StreamEvent.record` (field 1, length-delimited).
+const RECORD_KEY: u8 = 0x0a;
+
+fn tally(seen: &Seen, event: StreamEvent) {
+    match event.event {
+        Some(stream_event::Event::Record(_)) => {
+            seen.records.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(stream_event::Event::Gap(gap)) => {
+            seen.gapped.fetch_add(gap.count, Ordering::Relaxed);
+        }
+        _ => {}
+    }
+}
+
 /// Starts `count` following Watch subscribers; each counts records and
 /// gapped sequences until the stream ends.
-async fn subscribers(served: &Served, count: usize) -> anyhow::Result<Vec<Arc<Seen>>> {
+async fn subscribers(
+    served: &Served,
+    count: usize,
+    client: Client,
+) -> anyhow::Result<Vec<Arc<Seen>>> {
     let mut seen = Vec::new();
     for _ in 0..count {
-        let mut client = served.client().await?;
-        let mut stream = client
-            .watch(WatchRequest {
-                options: Some(WatchOptions {
-                    max_batch: 1024,
-                    ..WatchOptions::default()
-                }),
-                kinds: vec![],
-            })
-            .await?
-            .into_inner();
+        let request = WatchRequest {
+            options: Some(WatchOptions {
+                max_batch: 1024,
+                ..WatchOptions::default()
+            }),
+            kinds: vec![],
+        };
         let counters = Arc::new(Seen::default());
         seen.push(counters.clone());
-        tokio::spawn(async move {
-            while let Some(Ok(response)) = stream.next().await {
-                for event in response.events {
-                    match event.event {
-                        Some(stream_event::Event::Record(_)) => {
-                            counters.records.fetch_add(1, Ordering::Relaxed);
+        match client {
+            Client::Decoding => {
+                let mut stream = served.client().await?.watch(request).await?.into_inner();
+                tokio::spawn(async move {
+                    while let Some(Ok(response)) = stream.next().await {
+                        for event in response.events {
+                            tally(&counters, event);
                         }
-                        Some(stream_event::Event::Gap(gap)) => {
-                            counters.gapped.fetch_add(gap.count, Ordering::Relaxed);
-                        }
-                        _ => {}
                     }
-                }
+                });
             }
-        });
+            Client::Framing => {
+                let mut grpc = tonic::client::Grpc::new(served.channel().await?);
+                grpc.ready().await?;
+                let path =
+                    http::uri::PathAndQuery::from_static("/trident.v1.TelemetryService/Watch");
+                let codec = tonic_prost::ProstCodec::<WatchRequest, FramedResponse>::default();
+                let mut stream = grpc
+                    .server_streaming(tonic::Request::new(request), path, codec)
+                    .await?
+                    .into_inner();
+                tokio::spawn(async move {
+                    while let Some(Ok(response)) = stream.next().await {
+                        for event in response.events {
+                            if event.first() == Some(&RECORD_KEY) {
+                                counters.records.fetch_add(1, Ordering::Relaxed);
+                            } else if let Ok(event) = <StreamEvent as prost::Message>::decode(event)
+                            {
+                                tally(&counters, event);
+                            }
+                        }
+                    }
+                });
+            }
+        }
     }
     Ok(seen)
 }
@@ -94,16 +147,18 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    runtime.block_on(flood(if quick { 500_000 } else { 3_000_000 }))?;
+    let total = if quick { 500_000 } else { 3_000_000 };
+    runtime.block_on(flood(total, Client::Framing))?;
+    runtime.block_on(flood(total, Client::Decoding))?;
     runtime.block_on(sustained(100_000, if quick { 2 } else { 10 }, 4))?;
     Ok(())
 }
 
 /// As fast as the producer can: records delivered per second to one subscriber.
-async fn flood(total: u64) -> anyhow::Result<()> {
+async fn flood(total: u64, client: Client) -> anyhow::Result<()> {
     let bus = Bus::in_memory(BusConfig::default());
     let served = Served::start(&bus)?;
-    let seen = subscribers(&served, 1).await?;
+    let seen = subscribers(&served, 1, client).await?;
     wait_subscribed(&bus, 1).await;
     let producer_bus = bus.clone();
     let start = Instant::now();
@@ -123,21 +178,31 @@ async fn flood(total: u64) -> anyhow::Result<()> {
     let received = seen[0].records.load(Ordering::Relaxed) as f64;
     let gapped = seen[0].gapped.load(Ordering::Relaxed) as f64;
     let producer_rate = total as f64 / produced_in.as_secs_f64();
+    let name = match client {
+        Client::Framing => "flood_framing_client",
+        Client::Decoding => "flood_decoding_client",
+    };
     report::line(
         BENCH,
-        "flood.producer_records_per_second",
+        &format!("{name}.producer_records_per_second"),
         producer_rate,
         "records/s",
         None,
     );
     report::line(
         BENCH,
-        "flood.delivered_records_per_second",
+        &format!("{name}.delivered_records_per_second"),
         received / elapsed,
         "records/s",
         Some(1_000_000.0),
     );
-    report::line(BENCH, "flood.gapped_records", gapped, "records", None);
+    report::line(
+        BENCH,
+        &format!("{name}.gapped_records"),
+        gapped,
+        "records",
+        None,
+    );
     Ok(())
 }
 
@@ -146,7 +211,7 @@ async fn flood(total: u64) -> anyhow::Result<()> {
 async fn sustained(rate: u64, seconds: u64, count: usize) -> anyhow::Result<()> {
     let bus = Bus::in_memory(BusConfig::default());
     let served = Served::start(&bus)?;
-    let seen = subscribers(&served, count).await?;
+    let seen = subscribers(&served, count, Client::Decoding).await?;
     wait_subscribed(&bus, count).await;
     let total = rate * seconds;
     let producer_bus = bus.clone();

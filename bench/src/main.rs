@@ -37,15 +37,32 @@ fn main() -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!("trident-bench: warning: debug build; figures are meaningful with --release");
     }
+    let alone = which.len() == 1;
     for bench in which {
         match bench.as_str() {
             "hot-path" => hot_path::run(quick)?,
             "end-to-end" => end_to_end::run(quick)?,
+            // Peak RSS must be this benchmark's own: a fresh process.
+            "memory" if !alone => run_alone("memory", quick)?,
             "memory" => memory::run(quick)?,
             "stream-disk" => stream_disk::run(quick)?,
             "otlp-export" => otlp_export::run(quick)?,
             other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
         }
+    }
+    Ok(())
+}
+
+/// Runs one benchmark in a child process (same binary), output passed through.
+fn run_alone(bench: &str, quick: bool) -> anyhow::Result<()> {
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command.arg(bench);
+    if quick {
+        command.arg("--quick");
+    }
+    let status = command.status()?;
+    if !status.success() {
+        bail!("{bench} benchmark failed: {status}");
     }
     Ok(())
 }

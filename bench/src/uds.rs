@@ -40,6 +40,11 @@ impl Served {
         })
     }
 
+    /// A new connection.
+    pub async fn channel(&self) -> anyhow::Result<Channel> {
+        channel(&self.socket).await
+    }
+
     /// A new client on its own connection.
     pub async fn client(&self) -> anyhow::Result<TelemetryServiceClient<Channel>> {
         Ok(TelemetryServiceClient::new(channel(&self.socket).await?)

@@ -226,7 +226,8 @@ impl Bus {
         let sync = matches!(effect, Effect::Completed(_));
         let seq = {
             let mut state = self.lock();
-            let bytes = entry.bytes.clone();
+            // Cloning promotes the bytes to shared storage: only when needed.
+            let bytes = (journaled && self.inner.journal.is_some()).then(|| entry.bytes.clone());
             let seq = match effect {
                 Effect::None => state.ring.push(entry),
                 Effect::Progress { phase_id } => {
@@ -256,7 +257,7 @@ impl Bus {
             // sees this head or is seen waiting and woken below.
             self.inner.head.store(seq, Ordering::SeqCst);
             // Sent under the lock so the journal sees sequence order.
-            if journaled && let Some(journal) = &self.inner.journal {
+            if let (Some(bytes), Some(journal)) = (bytes, &self.inner.journal) {
                 journal.append(seq, bytes, sync, &self.inner.drops.journal);
             }
             seq
