@@ -314,3 +314,31 @@ fn the_journal_stays_within_its_bound_by_deleting_the_oldest_segments() {
     );
     bus.shutdown();
 }
+
+#[test]
+fn a_full_journal_queue_drops_and_counts_instead_of_blocking_the_producer() {
+    let state = tempfile::tempdir().unwrap();
+    let config = BusConfig {
+        journal_queue: 1,
+        ..BusConfig::with_state_dir(state.path())
+    };
+    let bus = Bus::new(config).unwrap();
+    tracing::subscriber::with_default(bus.subscriber(), || {
+        let op = Operation::start(OperationSpec {
+            kind: ServicingKind::AbUpdate,
+            rpc: "UpdateStage",
+            parent: None,
+        });
+        let _in_op = op.span().enter();
+        for i in 0..50_000u32 {
+            tracing::info!(i, "operation line");
+        }
+    });
+    let dropped = bus.journal_drops();
+    assert!(
+        dropped > 0,
+        "a one-slot queue cannot keep up with 50k records"
+    );
+    assert_eq!(bus.status().drops.unwrap().journal, dropped);
+    bus.shutdown();
+}

@@ -99,6 +99,7 @@ impl DropTotals {
             errors: kind(RecordKind::Error),
             operations: kind(RecordKind::Operation),
             progress_coalesced: self.progress_coalesced.load(Ordering::Relaxed),
+            journal: self.journal.load(Ordering::Relaxed),
         }
     }
 }

@@ -45,12 +45,16 @@ impl Writer {
             path: dir.to_owned(),
             source,
         };
-        let index = list(dir)
-            .map_err(journal_error)?
-            .last()
-            .map_or(1, |(index, _, _)| index + 1);
+        let segments = list(dir).map_err(journal_error)?;
+        let index = segments.last().map_or(1, |(index, _, _)| index + 1);
+        // Runs that journaled nothing leave empty segments: not worth keeping.
+        for (_, path, size) in &segments {
+            if *size == 0 {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         let file = create(dir, index)?;
-        Ok(Writer {
+        let writer = Writer {
             dir: dir.to_owned(),
             run_id,
             segment_bytes: config.journal_segment_bytes.max(4096),
@@ -61,7 +65,9 @@ impl Writer {
             written,
             last_seq: 0,
             frame: Vec::new(),
-        })
+        };
+        writer.enforce_bound();
+        Ok(writer)
     }
 
     /// Serves commands until shutdown or until every sender is gone.
