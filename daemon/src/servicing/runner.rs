@@ -4,6 +4,9 @@
 //! to write a step.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
 use std::sync::Arc;
 
 use tonic::Status;
@@ -11,7 +14,7 @@ use tonic::metadata::MetadataMap;
 use tracing::Instrument;
 use trident_host::datastore::{OperationEnd, OperationResult};
 use trident_host::status::HostStatus;
-use trident_host::{ErrorRecord, TridentError};
+use trident_host::{ErrorRecord, Subkind, TridentError};
 use trident_proto::v1::{
     Completed, RebootHandling, RebootStatus, RecordKind, ServicingKind, Started, StatusCode,
     WatchOptions,
@@ -201,7 +204,22 @@ where
         engine.with_datastore(|ds| ds.operation_started(ids.id, ids.kind, ids.rpc, ids.trace_id))
     };
     let result = match ids_started {
-        Ok(()) => step(ctx.clone()).await,
+        // A panicking step is recorded like any failure (and the lock is
+        // released), not left "running" until the next daemon start.
+        Ok(()) => match AssertUnwindSafe(step(ctx.clone())).catch_unwind().await {
+            Ok(result) => result,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(StepError::from(TridentError::new(
+                    Subkind::TaskFailed,
+                    format!("The servicing step panicked: {what}"),
+                )))
+            }
+        },
         Err(error) => Err(StepError::from(error)),
     };
     let default_kind = ctx.kind;
