@@ -8,7 +8,7 @@ use std::fs;
 
 use common::*;
 use trident_cosi::gpt::Gpt;
-use trident_cosi::writer::{Corruption, FixtureSpec};
+use trident_cosi::writer::Corruption;
 use trident_cosi::{
     CosiError, CosiSource, ErrorClass, ExpectedHash, NoProgress, Progress, RegionInfo,
     stream_to_target,
@@ -194,7 +194,7 @@ fn target_smaller_than_the_image_disk_is_refused_untouched() {
 #[test]
 fn update_image_with_another_seed_differs_and_overwrites_install_image() {
     let install = fixture(&spec(1));
-    let update = fixture(&FixtureSpec::new(DISK, 2));
+    let update = fixture(&spec(2));
     assert_ne!(install.cosi.metadata_sha384, update.cosi.metadata_sha384);
     let t = target(install.dir.path(), DISK);
     stream_to_target(&mut open(&install), &t, &mut NoProgress).unwrap();

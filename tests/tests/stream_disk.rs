@@ -14,7 +14,7 @@ use trident_proto::v1::{
     streaming_service_client::StreamingServiceClient,
 };
 
-const DISK: u64 = 24 << 20;
+const DISK: u64 = 12 << 20;
 const FILL: u8 = 0xEE;
 
 struct Setup {
@@ -26,7 +26,10 @@ struct Setup {
 fn setup(corruption: Option<Corruption>) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let expected = dir.path().join("expected.img");
-    let spec = FixtureSpec::new(DISK, 7);
+    let spec = FixtureSpec {
+        esp_size: 2 << 20,
+        ..FixtureSpec::new(DISK, 7)
+    };
     writer::write_disk_image(&spec, &expected).unwrap();
     let spec = FixtureSpec { corruption, ..spec };
     let cosi = writer::write_cosi(&spec, &dir.path().join("image.cosi")).unwrap();

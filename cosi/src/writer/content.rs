@@ -29,28 +29,27 @@ pub fn fill(seed: u64, number: u32, offset: u64, out: &mut [u8]) {
         match key % 8 {
             0 | 1 => dst.fill(0),
             kind => {
-                // Generate the whole block's stream from its start so any
+                // Word w of the block is the (w+1)-th xorshift state, so any
                 // sub-range is consistent with a full-block read.
                 let mut state = key | 1;
-                let first_word = in_block / 8;
-                for _ in 0..first_word {
+                for _ in 0..in_block / 8 {
                     state = xorshift(state);
                 }
-                let mut word_bytes = [0u8; 8];
+                let mut skip = in_block % 8;
                 let mut i = 0;
-                let mut byte_in_word = in_block % 8;
-                state = xorshift(state);
-                word_bytes.copy_from_slice(&state.to_le_bytes());
                 while i < n {
-                    if byte_in_word == 8 {
-                        state = xorshift(state);
-                        word_bytes.copy_from_slice(&state.to_le_bytes());
-                        byte_in_word = 0;
-                    }
-                    let b = word_bytes[byte_in_word];
-                    dst[i] = if kind >= 5 { b'a' + (b & 0x0F) } else { b };
-                    byte_in_word += 1;
-                    i += 1;
+                    state = xorshift(state);
+                    let word = if kind >= 5 {
+                        // Low-entropy "text": bytes 'a'..='p'.
+                        (state & 0x0F0F_0F0F_0F0F_0F0F) + 0x6161_6161_6161_6161
+                    } else {
+                        state
+                    };
+                    let bytes = word.to_le_bytes();
+                    let take = (8 - skip).min(n - i);
+                    dst[i..i + take].copy_from_slice(&bytes[skip..skip + take]);
+                    i += take;
+                    skip = 0;
                 }
             }
         }

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use trident_cosi::writer::{self, Corruption, FixtureOutput, FixtureSpec};
 
-pub const DISK: u64 = 24 << 20;
+pub const DISK: u64 = 12 << 20;
+/// Small ESP keeps fixtures quick in debug builds.
+pub const ESP: u64 = 2 << 20;
 /// Byte the targets are pre-filled with, to see what was written.
 pub const FILL: u8 = 0xEE;
 
@@ -19,7 +21,10 @@ pub struct Fixture {
 }
 
 pub fn spec(seed: u64) -> FixtureSpec {
-    FixtureSpec::new(DISK, seed)
+    FixtureSpec {
+        esp_size: ESP,
+        ..FixtureSpec::new(DISK, seed)
+    }
 }
 
 pub fn fixture(spec: &FixtureSpec) -> Fixture {
