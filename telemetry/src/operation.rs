@@ -77,27 +77,14 @@ impl Operation {
             .parent
             .map(|p| p.parent_span_id_hex())
             .unwrap_or_default();
-        let span = tracing::info_span!(
-            target: OPERATION_TARGET,
-            parent: None,
-            "servicing_operation",
-            operation_id = %id,
-            kind = spec.kind.as_str_name(),
-            rpc = spec.rpc,
-            trace_id = %ids::trace_id_hex(trace_id),
-            parent_span_id = %parent_span_id,
-            otel.status_code = tracing::field::Empty,
-            result = tracing::field::Empty,
-        );
-        // OTLP export (when on): the exported root span continues the caller's
-        // trace, or takes this trace id, so bus and export agree.
-        crate::otlp::link_operation_span(&span, &id, trace_id, spec.parent.as_ref());
         let mut op = Operation {
             id,
             trace_id,
             kind: spec.kind,
             rpc: spec.rpc,
-            span,
+            // Replaced below: the started record comes first, so a watch of
+            // the operation (which starts at that record) sees its root span open.
+            span: tracing::Span::none(),
             bus: Bus::current(),
             started_cursor: None,
             completed: false,
@@ -118,6 +105,21 @@ impl Operation {
             ..OperationSummary::default()
         };
         op.started_cursor = op.publish(record, Effect::Started(summary));
+        op.span = tracing::info_span!(
+            target: OPERATION_TARGET,
+            parent: None,
+            "servicing_operation",
+            operation_id = %op.id,
+            kind = spec.kind.as_str_name(),
+            rpc = spec.rpc,
+            trace_id = %ids::trace_id_hex(trace_id),
+            parent_span_id = %parent_span_id,
+            otel.status_code = tracing::field::Empty,
+            result = tracing::field::Empty,
+        );
+        // OTLP export (when on): the exported root span continues the caller's
+        // trace, or takes this trace id, so bus and export agree.
+        crate::otlp::link_operation_span(&op.span, &op.id, trace_id, spec.parent.as_ref());
         tracing::info!(target: OPERATION_TARGET, parent: &op.span, rpc = op.rpc, "servicing operation started");
         op
     }
@@ -168,6 +170,9 @@ impl Operation {
         } else {
             tracing::info!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, "servicing operation completed");
         }
+        // Close the root span (unless the caller still holds clones of it)
+        // before the completed record, which is the operation's last.
+        drop(std::mem::replace(&mut self.span, tracing::Span::none()));
         let record = self.record(
             OperationEvent::Completed,
             completion.result,

@@ -155,6 +155,25 @@ fn operation_progress_and_error_records_follow_the_emit_api() {
     assert!(cursor.is_some_and(|c| c.sequence > 0));
     let all = records(&snapshot(&bus, vec![], WatchOptions::default()));
 
+    let of_op: Vec<_> = all
+        .iter()
+        .filter(|r| {
+            trident_telemetry::record::operation_of(&trident_proto::v1::Record {
+                cursor: None,
+                timestamp: None,
+                record: Some((*r).clone()),
+            }) == op_id
+        })
+        .collect();
+    assert!(
+        matches!(of_op.first(), Some(record::Record::Operation(o)) if o.event == OperationEvent::Started as i32),
+        "the started record opens the operation"
+    );
+    assert!(
+        matches!(of_op.last(), Some(record::Record::Operation(o)) if o.event == OperationEvent::Completed as i32),
+        "the completed record ends it"
+    );
+
     let ops: Vec<_> = all
         .iter()
         .filter_map(|r| match r {
