@@ -29,10 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let fds = protox::compile(&files, [INCLUDE])?;
     let out_dir = PathBuf::from(env::var("OUT_DIR")?);
-    fs::write(
-        out_dir.join("trident_descriptor.bin"),
-        fds.encode_to_vec(),
-    )?;
+    fs::write(out_dir.join("trident_descriptor.bin"), fds.encode_to_vec())?;
 
     tonic_prost_build::configure()
         .build_client(true)

@@ -5,7 +5,6 @@
 pub mod idle;
 pub mod listener;
 pub mod observability;
-pub mod pending;
 pub mod router;
 pub mod security;
 pub mod shutdown;
