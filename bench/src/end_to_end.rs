@@ -17,14 +17,14 @@ const BENCH: &str = "end-to-end";
 
 /// What one subscriber saw.
 #[derive(Debug, Default)]
-struct Seen {
+pub(crate) struct Seen {
     records: AtomicU64,
     gapped: AtomicU64,
 }
 
 /// How a bench subscriber reads its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Client {
+pub(crate) enum Client {
     /// The generated tonic client: every record fully decoded.
     Decoding,
     /// Decodes the response framing only (records stay bytes), as a
@@ -57,7 +57,7 @@ fn tally(seen: &Seen, event: StreamEvent) {
 
 /// Starts `count` following Watch subscribers; each counts records and
 /// gapped sequences until the stream ends.
-async fn subscribers(
+pub(crate) async fn subscribers(
     served: &Served,
     count: usize,
     client: Client,
@@ -112,7 +112,7 @@ async fn subscribers(
     Ok(seen)
 }
 
-async fn wait_subscribed(bus: &Bus, count: usize) {
+pub(crate) async fn wait_subscribed(bus: &Bus, count: usize) {
     while (bus.status().subscribers as usize) < count {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

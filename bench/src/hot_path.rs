@@ -1,6 +1,7 @@
 //! Hot path: nanoseconds per `info!` with three fields, side by side:
-//! (a) registry only, (b) our bus layer with 0, 1 and 4 live (draining)
-//! subscribers, (c) `tracing_subscriber::fmt` JSON to `io::sink` (the
+//! (a) registry only, (b) our bus layer with 0, 1 and 4 live subscribers
+//! (in-process subscribers that decode every record, and gRPC subscribers
+//! over the Unix socket, as the daemon's clients are), (c) `tracing_subscriber::fmt` JSON to `io::sink` (the
 //! baseline of every ratio), (d) opentelemetry-appender-tracing with a
 //! no-op exporter (batch processor).
 
@@ -13,7 +14,9 @@ use tracing::Dispatch;
 use tracing_subscriber::layer::SubscriberExt;
 use trident_telemetry::{Bus, BusConfig, Subscription};
 
+use crate::end_to_end::{self, Client};
 use crate::report;
+use crate::uds::Served;
 
 const BENCH: &str = "hot-path";
 /// Repetitions of each measurement; the median is reported.
@@ -120,6 +123,27 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         for drain in drains {
             drain.abort();
         }
+    }
+
+    // The daemon's real consumers: gRPC subscribers over the Unix socket
+    // (records leave the ring pre-encoded; these clients read the framing).
+    for subscribers in [1usize, 4] {
+        let bus = Bus::in_memory(BusConfig::default());
+        let served = runtime.block_on(async {
+            let served = Served::start(&bus)?;
+            end_to_end::subscribers(&served, subscribers, Client::Framing).await?;
+            end_to_end::wait_subscribed(&bus, subscribers).await;
+            anyhow::Ok(served)
+        })?;
+        let ns = measure(&Dispatch::new(bus.subscriber()), iterations);
+        report::line(
+            BENCH,
+            &format!("ns_per_event.bus_layer_{subscribers}_grpc_subscribers"),
+            ns,
+            "ns",
+            baseline,
+        );
+        drop(served);
     }
 
     let provider = SdkLoggerProvider::builder()
