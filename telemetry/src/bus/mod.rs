@@ -3,6 +3,8 @@
 //! and never wait for a consumer; subscribers read from their own position
 //! and are woken when something new arrives.
 
+mod drops;
+mod errors;
 pub(crate) mod filter;
 pub(crate) mod operations;
 pub(crate) mod ring;
@@ -14,18 +16,18 @@ use std::time::SystemTime;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use prost::Message;
 use tokio::sync::Notify;
 use trident_proto::v1::{
-    Cursor, DropCounters, ErrorReport, GetBusStatusResponse, LogRecord, OperationSummary, Record,
-    RecordKind, StreamEvent, WatchOptions, record,
+    Cursor, ErrorReport, GetBusStatusResponse, OperationSummary, RecordKind, StreamEvent,
+    WatchOptions,
 };
 
 use crate::config::BusConfig;
 use crate::error::TelemetryError;
 use crate::journal::{Journal, JournalHistory};
+use drops::DropTotals;
 use operations::OperationTable;
-use ring::{Entry, KIND_SLOTS, KindCounts, Ring};
+use ring::{Entry, Ring};
 
 /// What to deliver to a subscriber.
 #[derive(Clone, Debug, Default)]
@@ -67,41 +69,6 @@ pub(crate) struct BusInner {
 pub(crate) struct BusState {
     pub ring: Ring,
     pub operations: OperationTable,
-}
-
-/// Bus-wide drop counters.
-#[derive(Debug, Default)]
-pub(crate) struct DropTotals {
-    pub by_kind: [AtomicU64; KIND_SLOTS],
-    pub progress_coalesced: AtomicU64,
-    pub journal: AtomicU64,
-}
-
-impl DropTotals {
-    pub fn add(&self, counts: &KindCounts, coalesced: u64) {
-        for (slot, count) in self.by_kind.iter().zip(counts) {
-            if *count > 0 {
-                slot.fetch_add(*count, Ordering::Relaxed);
-            }
-        }
-        if coalesced > 0 {
-            self.progress_coalesced
-                .fetch_add(coalesced, Ordering::Relaxed);
-        }
-    }
-
-    pub fn snapshot(&self) -> DropCounters {
-        let kind = |k: RecordKind| self.by_kind[k as usize].load(Ordering::Relaxed);
-        DropCounters {
-            logs: kind(RecordKind::Log),
-            spans: kind(RecordKind::Span),
-            progress: kind(RecordKind::Progress),
-            errors: kind(RecordKind::Error),
-            operations: kind(RecordKind::Operation),
-            progress_coalesced: self.progress_coalesced.load(Ordering::Relaxed),
-            journal: self.journal.load(Ordering::Relaxed),
-        }
-    }
 }
 
 /// What publishing a record also updates.
@@ -267,87 +234,6 @@ impl Bus {
             self.inner.notify.notify_waiters();
         }
         seq
-    }
-
-    /// Publishes a structured error report: fills its timestamp, its
-    /// operation and trace ids from the current span when empty, and its
-    /// recent log lines from the ring; keeps it as the last error. Returns
-    /// the report's cursor.
-    pub fn report_error(&self, mut report: ErrorReport) -> Cursor {
-        if (report.operation_id.is_empty() || report.trace_id.is_empty())
-            && let Some(context) = crate::layer::current_context()
-        {
-            if report.operation_id.is_empty() {
-                report.operation_id = context
-                    .operation_id
-                    .map(|o| o.to_string())
-                    .unwrap_or_default();
-            }
-            if report.trace_id.is_empty() {
-                report.trace_id = crate::ids::trace_id_hex(context.trace_id);
-            }
-        }
-        let timestamp = crate::record::now();
-        if report.timestamp.is_none() {
-            report.timestamp = Some(timestamp);
-        }
-        if report.recent_logs.is_empty() && !report.operation_id.is_empty() {
-            report.recent_logs = self.recent_logs(&report.operation_id);
-        }
-        let operation: Option<Arc<str>> =
-            (!report.operation_id.is_empty()).then(|| Arc::from(report.operation_id.as_str()));
-        let record = Record {
-            cursor: None,
-            timestamp: Some(timestamp),
-            record: Some(record::Record::Error(report.clone())),
-        };
-        let entry = Entry {
-            kind: RecordKind::Error as u8,
-            level: 0,
-            operation,
-            bytes: crate::record::encode(&record),
-        };
-        let seq = self.publish(entry, Effect::None);
-        *self
-            .inner
-            .last_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(report);
-        self.cursor(seq)
-    }
-
-    /// The last log records of an operation still in the ring, oldest first.
-    fn recent_logs(&self, operation_id: &str) -> Vec<LogRecord> {
-        let wanted = self.inner.config.error_recent_logs;
-        let mut found = Vec::new();
-        {
-            let state = self.lock();
-            state.ring.visit_newest_first(|_, entry| {
-                if entry.kind == RecordKind::Log as u8
-                    && entry.operation.as_deref() == Some(operation_id)
-                {
-                    found.push(entry.bytes.clone());
-                }
-                found.len() < wanted
-            });
-        }
-        found
-            .iter()
-            .rev()
-            .filter_map(|bytes| match Record::decode(bytes.clone()).ok()?.record {
-                Some(record::Record::Log(log)) => Some(log),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// The last error report of this run, or of an earlier one (journal).
-    pub fn last_error(&self) -> Option<ErrorReport> {
-        self.inner
-            .last_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
     }
 
     /// Servicing operations known to the bus and its journal, oldest first.

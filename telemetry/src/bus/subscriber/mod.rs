@@ -2,19 +2,22 @@
 //! to be sent. Reading never blocks producers: a subscriber that fell
 //! behind the ring gets a gap marker and continues at the oldest record.
 
+mod replay;
+mod start;
+
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use futures::Stream;
 use prost::Message;
 use trident_proto::v1::{
-    Cursor, DropCounters, Gap, GapReason, Record, RecordKind, RunChange, StreamEvent, stream_event,
+    Cursor, DropCounters, Gap, GapReason, Record, RecordKind, StreamEvent, stream_event,
 };
 
+use super::Bus;
 use super::filter::WatchFilter;
 use super::ring::{Entry, KIND_SLOTS, KindCounts};
-use super::{Bus, Subscription, kind_mask};
-use crate::journal::{ReplayRequest, replay};
+use crate::journal::ReplayRequest;
 
 /// Ring records examined per lock acquisition (bounds how long a reader
 /// holds the lock producers take).
@@ -109,122 +112,6 @@ pub(crate) struct Subscriber {
 }
 
 impl Subscriber {
-    /// Resolves the start position of a subscription.
-    pub fn start(bus: Bus, subscription: Subscription) -> Subscriber {
-        bus.inner().subscribers.fetch_add(1, Ordering::Relaxed);
-        let options = subscription.options;
-        let filter = WatchFilter::new(&options, kind_mask(&subscription.kinds));
-        let max_batch = match options.max_batch {
-            0 => bus.config().default_max_batch,
-            n => n as usize,
-        };
-        let journal_dir = bus.config().journal_dir.clone();
-        let mut preludes = VecDeque::new();
-        let state = bus.lock();
-        let head = state.ring.head();
-        let oldest = state.ring.oldest();
-        let stop_at = options.snapshot.then_some(head);
-        let mut first_gap_reason = GapReason::SubscriberLagged;
-        let start = if let Some(after) = &options.after {
-            first_gap_reason = GapReason::Evicted;
-            if after.run_id == bus.run_id() {
-                after.sequence.saturating_add(1)
-            } else {
-                if journal_dir.is_some() {
-                    preludes.push_back(Prelude::Replay {
-                        request: Box::new(ReplayRequest {
-                            run_id: Some(after.run_id.clone()),
-                            after: after.sequence,
-                            before: None,
-                            operation_id: filter.operation().map(str::to_owned),
-                            exclude_run: None,
-                        }),
-                        flush: false,
-                        previous_run: true,
-                    });
-                } else {
-                    preludes.push_back(Prelude::Event(Box::new(gap_event(
-                        cursor(&after.run_id, after.sequence + 1),
-                        cursor(&after.run_id, after.sequence + 1),
-                        0,
-                        GapReason::PreviousRun,
-                    ))));
-                }
-                preludes.push_back(Prelude::Event(Box::new(StreamEvent {
-                    event: Some(stream_event::Event::RunChange(RunChange {
-                        previous_run_id: after.run_id.clone(),
-                        current_run_id: bus.run_id().to_owned(),
-                    })),
-                })));
-                1
-            }
-        } else if let Some(tail) = options.tail {
-            tail_start(&state.ring, &filter, tail as usize)
-        } else if let Some(op) = filter.operation() {
-            match state.operations.first_seq(op) {
-                Some(first) => first,
-                None => {
-                    // Not started in this run: an operation of an earlier
-                    // run (its records are on disk), or records that carry
-                    // the id without a lifecycle (scan what the ring holds).
-                    if journal_dir.is_some() {
-                        preludes.push_back(Prelude::Replay {
-                            request: Box::new(ReplayRequest {
-                                operation_id: Some(op.to_owned()),
-                                exclude_run: Some(bus.run_id().to_owned()),
-                                ..ReplayRequest::default()
-                            }),
-                            flush: false,
-                            previous_run: false,
-                        });
-                    }
-                    oldest
-                }
-            }
-        } else if options.snapshot {
-            oldest
-        } else {
-            head + 1
-        };
-        // Records of this run already gone from the ring, but journaled
-        // because they belong to the watched operation.
-        let mut start = start.max(1);
-        if start < oldest
-            && journal_dir.is_some()
-            && let Some(op) = filter.operation()
-        {
-            preludes.push_back(Prelude::Replay {
-                request: Box::new(ReplayRequest {
-                    run_id: Some(bus.run_id().to_owned()),
-                    after: start - 1,
-                    before: Some(oldest),
-                    operation_id: Some(op.to_owned()),
-                    exclude_run: None,
-                }),
-                flush: true,
-                previous_run: false,
-            });
-            start = oldest;
-        }
-        let passed = state.ring.counts_before(start.max(oldest));
-        drop(state);
-        Subscriber {
-            bus: bus.clone(),
-            filter,
-            next: start,
-            passed,
-            stop_at,
-            first_gap_reason,
-            preludes,
-            pending: VecDeque::new(),
-            max_batch: max_batch.max(1),
-            drops: DropCounters::default(),
-            finished: false,
-            last_wake: std::time::Instant::now(),
-            _registration: Registration(bus),
-        }
-    }
-
     /// The subscriber as a stream of batches.
     pub fn into_stream(self) -> impl Stream<Item = Vec<Out>> + Send + 'static {
         futures::stream::unfold(self, |mut subscriber| async move {
@@ -368,89 +255,6 @@ impl Subscriber {
             event: Some(stream_event::Event::Drops(self.drops)),
         });
     }
-
-    async fn run_prelude(&mut self, prelude: Prelude) {
-        let (request, flush, previous_run) = match prelude {
-            Prelude::Event(event) => {
-                self.pending.push_back(Out::Event(event));
-                return;
-            }
-            Prelude::Replay {
-                request,
-                flush,
-                previous_run,
-            } => (*request, flush, previous_run),
-        };
-        let Some(dir) = self.bus.config().journal_dir.clone() else {
-            return;
-        };
-        let bus = self.bus.clone();
-        let replay_request = request.clone();
-        let records = tokio::task::spawn_blocking(move || {
-            if flush {
-                bus.flush();
-            }
-            replay(&dir, &replay_request)
-        })
-        .await
-        .unwrap_or_default();
-        let run_id = request.run_id.clone().unwrap_or_default();
-        let mut expected = request.after + 1;
-        let report_holes = previous_run && request.operation_id.is_none();
-        for record in records {
-            let seq = record.cursor.as_ref().map_or(0, |c| c.sequence);
-            if report_holes && seq > expected {
-                self.push_event(gap_event(
-                    cursor(&run_id, expected),
-                    cursor(&run_id, seq - 1),
-                    seq - expected,
-                    GapReason::PreviousRun,
-                ));
-            }
-            expected = seq + 1;
-            if self.filter.accepts_record(&record) {
-                self.push_event(record_event(record));
-            }
-        }
-        if previous_run && expected == request.after + 1 {
-            // Nothing of that run after the cursor is on disk.
-            let head = self
-                .bus
-                .inner()
-                .history
-                .as_ref()
-                .and_then(|h| h.run_head(&run_id));
-            let last = head.filter(|h| *h > request.after).unwrap_or(expected);
-            let count = head.map_or(0, |h| h.saturating_sub(request.after));
-            if head.is_none_or(|h| h > request.after) {
-                self.push_event(gap_event(
-                    cursor(&run_id, expected),
-                    cursor(&run_id, last),
-                    count,
-                    GapReason::PreviousRun,
-                ));
-            }
-        }
-    }
-}
-
-/// Where a `tail N` subscription starts: at the Nth newest matching record.
-fn tail_start(ring: &super::ring::Ring, filter: &WatchFilter, tail: usize) -> u64 {
-    let mut start = ring.head() + 1;
-    if tail == 0 {
-        return start;
-    }
-    let mut found = 0;
-    ring.visit_newest_first(|seq, entry| {
-        if filter.accepts_entry(entry)
-            && Record::decode(entry.bytes.clone()).is_ok_and(|r| filter.matches_static(&r))
-        {
-            found += 1;
-            start = seq;
-        }
-        found < tail
-    });
-    if found < tail { ring.oldest() } else { start }
 }
 
 fn cursor(run_id: &str, sequence: u64) -> Cursor {
