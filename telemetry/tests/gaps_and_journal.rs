@@ -342,3 +342,70 @@ fn a_full_journal_queue_drops_and_counts_instead_of_blocking_the_producer() {
     assert_eq!(bus.status().drops.unwrap().journal, dropped);
     bus.shutdown();
 }
+
+#[test]
+fn a_watch_of_an_operation_older_than_the_ring_replays_its_start_from_the_journal() {
+    let state = tempfile::tempdir().unwrap();
+    let config = BusConfig {
+        ring_records: 100,
+        ..BusConfig::with_state_dir(state.path())
+    };
+    let bus = Bus::new(config).unwrap();
+    let op_id = tracing::subscriber::with_default(bus.subscriber(), || {
+        let op = Operation::start(OperationSpec {
+            kind: ServicingKind::AbUpdate,
+            rpc: "UpdateStage",
+            parent: None,
+        });
+        {
+            let _in_op = op.span().enter();
+            for i in 0..500 {
+                tracing::info!("step {i}");
+            }
+        }
+        let id = op.id().to_owned();
+        op.complete(Completion {
+            result: StatusCode::Success,
+            reboot_status: RebootStatus::RebootRequired,
+            error: None,
+        });
+        id
+    });
+    assert!(
+        bus.status().oldest_sequence > 1,
+        "the start of the operation left the ring"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let events: Vec<StreamEvent> =
+        runtime.block_on(futures::StreamExt::collect(bus.subscribe(Subscription {
+            options: WatchOptions {
+                operation_id: op_id,
+                snapshot: true,
+                ..Default::default()
+            },
+            kinds: vec![],
+        })));
+    assert!(
+        events
+            .iter()
+            .all(|e| !matches!(e.event, Some(stream_event::Event::Gap(_))))
+    );
+    let steps: Vec<String> = messages(&events)
+        .into_iter()
+        .filter(|m| m.starts_with("step "))
+        .collect();
+    assert_eq!(
+        steps,
+        (0..500).map(|i| format!("step {i}")).collect::<Vec<_>>()
+    );
+    let seqs: Vec<u64> = records(&events).iter().map(|r| seq(r)).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0] < w[1]),
+        "journal then ring, in order, no duplicates"
+    );
+    bus.shutdown();
+}

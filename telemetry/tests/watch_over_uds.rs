@@ -204,6 +204,20 @@ async fn filters_select_by_kind_level_target_prefix_operation_and_span_name() {
         ]
     );
 
+    // A subscriber starting after the span opened still knows it.
+    let opened = cursor(records(&in_span)[0]);
+    let late = collect(
+        &mut client,
+        snap(WatchOptions {
+            after: Some(opened),
+            span_name: "write_image".into(),
+            ..Default::default()
+        }),
+        vec![],
+    )
+    .await;
+    assert_eq!(messages(&late), ["inside write"]);
+
     let spans_only = collect(
         &mut client,
         snap(WatchOptions::default()),

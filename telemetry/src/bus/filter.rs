@@ -44,6 +44,11 @@ impl WatchFilter {
         !self.target_prefixes.is_empty() || self.span_name.is_some()
     }
 
+    /// Whether the subscriber is limited to spans of a name.
+    pub fn has_span_name(&self) -> bool {
+        self.span_name.is_some()
+    }
+
     /// The operation the subscriber is limited to.
     pub fn operation(&self) -> Option<&str> {
         self.operation.as_deref()

@@ -6,7 +6,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use prost::Message;
-use trident_proto::v1::{DropCounters, GapReason, Record, RunChange, StreamEvent, stream_event};
+use trident_proto::v1::{
+    DropCounters, GapReason, Record, RecordKind, RunChange, StreamEvent, stream_event,
+};
 
 use super::super::filter::WatchFilter;
 use super::super::ring::Ring;
@@ -19,7 +21,7 @@ impl Subscriber {
     pub fn start(bus: Bus, subscription: Subscription) -> Subscriber {
         bus.inner().subscribers.fetch_add(1, Ordering::Relaxed);
         let options = subscription.options;
-        let filter = WatchFilter::new(&options, kind_mask(&subscription.kinds));
+        let mut filter = WatchFilter::new(&options, kind_mask(&subscription.kinds));
         let max_batch = match options.max_batch {
             0 => bus.config().default_max_batch,
             n => n as usize,
@@ -111,6 +113,19 @@ impl Subscriber {
                 previous_run: false,
             });
             start = oldest;
+        }
+        if filter.has_span_name() && start > oldest {
+            // Spans opened before the start: learn which are in scope.
+            let mut earlier = Vec::new();
+            state.ring.read(oldest, start - 1, usize::MAX, &mut earlier);
+            for (_, entry) in earlier
+                .iter()
+                .filter(|(_, e)| e.kind == RecordKind::Span as u8)
+            {
+                if let Ok(record) = Record::decode(entry.bytes.clone()) {
+                    filter.accepts_record(&record);
+                }
+            }
         }
         let passed = state.ring.counts_before(start.max(oldest));
         drop(state);
