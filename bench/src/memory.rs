@@ -60,11 +60,14 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     })?;
     let start_rss = status_kib("VmRSS");
     let mut rss_after_fill = 0.0;
+    let mut rss_halfway = 0.0;
     tracing::subscriber::with_default(bus.subscriber(), || {
         for i in 0..total {
             tracing::info!(target: "tridentd::bench", disk = "/dev/sda", bytes = i, ok = true, "wrote block");
             if i == ring_records * 2 {
                 rss_after_fill = status_kib("VmRSS");
+            } else if i == total / 2 {
+                rss_halfway = status_kib("VmRSS");
             }
         }
     });
@@ -78,6 +81,13 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         rss_after_fill / 1024.0,
         "MiB",
         None,
+    );
+    report::line(
+        BENCH,
+        "rss_halfway",
+        rss_halfway / 1024.0,
+        "MiB",
+        Some(rss_after_fill / 1024.0),
     );
     report::line(
         BENCH,
