@@ -3,7 +3,7 @@
 //! Field names follow the spec (camelCase). Unknown fields are ignored, as the
 //! spec requires, so newer writers stay readable. Parsing is deliberately
 //! lenient about enums that only matter to other components (bootloader
-//! type, arch): they are plain strings checked in [`validate`].
+//! type, arch): they are plain strings checked by [`Metadata::validate`].
 
 mod validate;
 
