@@ -1,6 +1,38 @@
 //! The COSI 1.2 image format (Composable OS Image): a streaming,
 //! hash-verifying reader, GPT handling, the StreamDisk core
-//! ([`stream_to_target`]) and a writer for test fixtures.
+//! ([`stream_to_target`]) and a writer for test fixtures ([`writer`]).
+//!
+//! Writing selected filesystem images into partitions of a target:
+//!
+//! ```no_run
+//! use std::fs::OpenOptions;
+//! use std::path::Path;
+//! use trident_cosi::{CosiSource, ExpectedHash, NoProgress, RegionKind, write_region_at};
+//!
+//! # fn demo() -> Result<(), trident_cosi::CosiError> {
+//! // Reads the marker and metadata.json; fails before any region is handed
+//! // out if metadata.json does not have this SHA-384.
+//! let expected = ExpectedHash::parse("ignored")?;
+//! let mut source = CosiSource::open("file:///srv/os.cosi", &expected)?;
+//! let target = Path::new("/tmp/disk.img");
+//! let file = OpenOptions::new().write(true).open(target).map_err(|e| {
+//!     trident_cosi::CosiError::Target { target: "/tmp/disk.img".into(), action: "open".into(), source: e }
+//! })?;
+//! while let Some(mut region) = source.next_region()? {
+//!     let info = region.info().clone();
+//!     match (info.kind, info.mount_point.as_deref()) {
+//!         // Decompresses while writing; verifies hash and sizes at the end.
+//!         (RegionKind::Partition { .. }, Some("/")) => {
+//!             let (offset, partition_size) = (9 << 20, 2 << 30);
+//!             write_region_at(&mut region, &file, target, offset, partition_size, &mut NoProgress)?;
+//!         }
+//!         // Not wanted: still hash-checked, not decompressed.
+//!         _ => region.skip()?,
+//!     }
+//! }
+//! println!("wrote image {}", source.image_hash());
+//! # Ok(()) }
+//! ```
 
 pub mod error;
 pub mod gpt;
