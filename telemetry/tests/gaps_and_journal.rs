@@ -18,7 +18,7 @@ use trident_telemetry::operation::{Completion, Operation, OperationSpec};
 use trident_telemetry::progress::{Phase, Unit};
 use trident_telemetry::{Bus, BusConfig, Subscription};
 
-const BURSTS: u64 = 40;
+const BURSTS: u64 = 60;
 const BURST: u64 = 1000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
