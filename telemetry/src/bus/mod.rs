@@ -18,8 +18,8 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::Notify;
 use trident_proto::v1::{
-    Cursor, ErrorReport, GetBusStatusResponse, OperationSummary, RecordKind, StreamEvent,
-    WatchOptions,
+    Cursor, DropCounters, ErrorReport, GetBusStatusResponse, OperationSummary, RecordKind,
+    StreamEvent, WatchOptions,
 };
 
 use crate::config::BusConfig;
@@ -252,15 +252,20 @@ impl Bus {
             ring_bytes: state.ring.bytes() as u64,
             ring_capacity_records: state.ring.capacity_records() as u64,
             ring_capacity_bytes: state.ring.capacity_bytes() as u64,
-            drops: Some(self.inner.drops.snapshot()),
+            drops: Some(DropCounters {
+                journal: self.journal_drops(),
+                ..self.inner.drops.snapshot()
+            }),
             subscribers: self.inner.subscribers.load(Ordering::Relaxed),
             started: Some(crate::record::timestamp(self.inner.started)),
         }
     }
 
-    /// Records the journal could not take (its queue was full), since start.
+    /// Records the journal could not take (its queue was full) or could
+    /// not write (I/O errors), since start.
     pub fn journal_drops(&self) -> u64 {
-        self.inner.drops.journal.load(Ordering::Relaxed)
+        let failed = self.inner.journal.as_ref().map_or(0, Journal::failed);
+        self.inner.drops.journal.load(Ordering::Relaxed) + failed
     }
 
     /// Streams the events of a subscription, one at a time (records,

@@ -47,6 +47,8 @@ pub(crate) enum Command {
 #[derive(Debug)]
 pub(crate) struct Journal {
     sender: SyncSender<Command>,
+    /// Records the writer could not write (I/O errors).
+    failed: Arc<AtomicU64>,
 }
 
 impl Journal {
@@ -57,13 +59,13 @@ impl Journal {
             source,
         })?;
         let (sender, receiver) = mpsc::sync_channel(config.journal_queue.max(1));
-        let written = Arc::new(AtomicU64::new(0));
-        let writer = writer::Writer::new(dir, config, run_id, written)?;
+        let failed = Arc::new(AtomicU64::new(0));
+        let writer = writer::Writer::new(dir, config, run_id, failed.clone())?;
         std::thread::Builder::new()
             .name("trident-journal".into())
             .spawn(move || writer.run(receiver))
             .map_err(TelemetryError::Writer)?;
-        Ok(Journal { sender })
+        Ok(Journal { sender, failed })
     }
 
     /// Queues a record; a full queue drops it and counts the drop.
@@ -74,6 +76,11 @@ impl Journal {
                 drops.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Records lost to write errors since start.
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
     }
 
     /// Writes and fsyncs everything queued so far; waits at most

@@ -65,3 +65,28 @@ pub(crate) fn read_frames(path: &Path, mut visit: impl FnMut(&[u8])) -> io::Resu
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_last_frame_ends_the_segment_without_losing_the_earlier_ones() {
+        let dir = std::env::temp_dir().join(format!("trident-journal-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = segment_path(&dir, 7);
+        let mut bytes = Vec::new();
+        for frame in [&b"first"[..], &b"second"[..]] {
+            bytes.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(frame);
+        }
+        bytes.extend_from_slice(&100u32.to_le_bytes());
+        bytes.extend_from_slice(b"torn");
+        std::fs::write(&path, &bytes).expect("write");
+        let mut frames = Vec::new();
+        read_frames(&path, |f| frames.push(f.to_vec())).expect("read");
+        assert_eq!(frames, [b"first".to_vec(), b"second".to_vec()]);
+        assert_eq!(list(&dir).expect("list")[0].0, 7);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -28,8 +28,8 @@ pub(crate) struct Writer {
     index: u64,
     file: BufWriter<File>,
     size: u64,
-    written: Arc<AtomicU64>,
-    last_seq: u64,
+    /// Records that could not be written (I/O errors), since start.
+    failed: Arc<AtomicU64>,
     frame: Vec<u8>,
 }
 
@@ -39,7 +39,7 @@ impl Writer {
         dir: &Path,
         config: &BusConfig,
         run_id: Arc<str>,
-        written: Arc<AtomicU64>,
+        failed: Arc<AtomicU64>,
     ) -> Result<Self, TelemetryError> {
         let journal_error = |source| TelemetryError::Journal {
             path: dir.to_owned(),
@@ -62,8 +62,7 @@ impl Writer {
             index,
             file,
             size: 0,
-            written,
-            last_seq: 0,
+            failed,
             frame: Vec::new(),
         };
         writer.enforce_bound();
@@ -96,7 +95,6 @@ impl Writer {
                 next = commands.try_recv().ok();
             }
             let _ = self.file.flush();
-            self.written.store(self.last_seq, Ordering::Release);
         }
         self.sync();
     }
@@ -117,11 +115,11 @@ impl Writer {
             || self.file.write_all(&self.frame).is_err()
         {
             // A full or failing disk must not stop the daemon: the record
-            // stays in the ring, the journal is best effort.
+            // stays in the ring, and the loss is counted.
+            self.failed.fetch_add(1, Ordering::Relaxed);
             return;
         }
         self.size += 4 + u64::from(len);
-        self.last_seq = seq;
         if self.size >= self.segment_bytes {
             self.rotate();
         }
@@ -130,7 +128,6 @@ impl Writer {
     fn sync(&mut self) {
         let _ = self.file.flush();
         let _ = self.file.get_ref().sync_data();
-        self.written.store(self.last_seq, Ordering::Release);
     }
 
     fn rotate(&mut self) {
