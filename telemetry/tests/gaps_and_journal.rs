@@ -409,3 +409,70 @@ fn a_watch_of_an_operation_older_than_the_ring_replays_its_start_from_the_journa
     );
     bus.shutdown();
 }
+
+#[test]
+fn a_long_operation_replays_completely_across_segments_in_bounded_steps() {
+    let state = tempfile::tempdir().unwrap();
+    let config = BusConfig {
+        journal_segment_bytes: 64 * 1024,
+        ..BusConfig::with_state_dir(state.path())
+    };
+    let first = Bus::new(config.clone()).unwrap();
+    let op_id = tracing::subscriber::with_default(first.subscriber(), || {
+        let op = Operation::start(OperationSpec {
+            kind: ServicingKind::AbUpdate,
+            rpc: "UpdateStage",
+            parent: None,
+        });
+        {
+            let _in_op = op.span().enter();
+            for i in 0..6000 {
+                tracing::info!("line {i}");
+                if i % 1000 == 0 {
+                    first.flush(); // keep the bounded journal queue from dropping
+                }
+            }
+        }
+        let id = op.id().to_owned();
+        op.complete(Completion {
+            result: StatusCode::Success,
+            reboot_status: RebootStatus::RebootNotRequired,
+            error: None,
+        });
+        id
+    });
+    first.shutdown();
+    drop(first);
+    let segments = std::fs::read_dir(state.path().join("journal"))
+        .unwrap()
+        .count();
+    assert!(segments > 3, "the operation spans {segments} segments");
+
+    let second = Bus::new(config).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let events: Vec<StreamEvent> = runtime.block_on(futures::StreamExt::collect(second.subscribe(
+        Subscription {
+            options: WatchOptions {
+                operation_id: op_id,
+                snapshot: true,
+                ..Default::default()
+            },
+            kinds: vec![],
+        },
+    )));
+    let lines: Vec<String> = messages(&events)
+        .into_iter()
+        .filter(|m| m.starts_with("line "))
+        .collect();
+    assert_eq!(
+        lines,
+        (0..6000).map(|i| format!("line {i}")).collect::<Vec<_>>()
+    );
+    let seqs: Vec<u64> = records(&events).iter().map(|r| seq(r)).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+    second.shutdown();
+}

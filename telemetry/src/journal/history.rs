@@ -9,7 +9,7 @@ use trident_proto::v1::{
     ErrorReport, OperationEvent, OperationSummary, Record, StatusCode, record,
 };
 
-use super::segments::{list, read_frames};
+use super::segments::{list, read_frames, read_frames_from};
 use crate::error::TelemetryError;
 
 /// What the journal held when the bus started.
@@ -124,34 +124,78 @@ pub(crate) struct ReplayRequest {
     pub operation_id: Option<String>,
     /// No records of this run.
     pub exclude_run: Option<String>,
+    /// How far the replay got.
+    pub position: ReplayPosition,
 }
 
-/// Reads the journaled records matching a request, in journal order.
-pub(crate) fn replay(dir: &Path, request: &ReplayRequest) -> Vec<Record> {
+/// Where a replay continues: a segment (by index) and a byte offset in it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ReplayPosition {
+    pub segment: u64,
+    pub offset: u64,
+    pub done: bool,
+    /// Sequence expected next (0: the one after `after`), for holes.
+    pub expected: u64,
+}
+
+impl ReplayRequest {
+    fn matches(&self, record: &Record) -> bool {
+        let Some(cursor) = &record.cursor else {
+            return false;
+        };
+        let in_run = self.run_id.as_deref().is_none_or(|r| r == cursor.run_id)
+            && self.exclude_run.as_deref() != Some(cursor.run_id.as_str());
+        let in_range =
+            cursor.sequence > self.after && self.before.is_none_or(|b| cursor.sequence < b);
+        let in_operation = self
+            .operation_id
+            .as_deref()
+            .is_none_or(|o| o == crate::record::operation_of(record));
+        in_run && in_range && in_operation
+    }
+}
+
+/// Frames examined, and records returned, at most per replay step (bounds
+/// both the memory and the blocking time of one step).
+const STEP_FRAMES: usize = 16_384;
+const STEP_RECORDS: usize = 2_048;
+
+/// The next journaled records matching a request, in journal order,
+/// continuing from `request.position`; `position.done` once all are read.
+pub(crate) fn replay_step(dir: &Path, request: &mut ReplayRequest) -> Vec<Record> {
     let mut found = Vec::new();
     let Ok(segments) = list(dir) else {
+        request.position.done = true;
         return found;
     };
-    for (_, path, _) in segments {
-        let _ = read_frames(&path, |frame| {
-            let Ok(record) = Record::decode(frame) else {
-                return;
-            };
-            let Some(cursor) = &record.cursor else {
-                return;
-            };
-            let in_run = request.run_id.as_deref().is_none_or(|r| r == cursor.run_id)
-                && request.exclude_run.as_deref() != Some(cursor.run_id.as_str());
-            let in_range = cursor.sequence > request.after
-                && request.before.is_none_or(|b| cursor.sequence < b);
-            let in_operation = request
-                .operation_id
-                .as_deref()
-                .is_none_or(|o| o == crate::record::operation_of(&record));
-            if in_run && in_range && in_operation {
+    let mut examined = 0;
+    let start = request.position.segment;
+    for (index, path, _) in segments.iter().filter(|(i, _, _)| *i >= start) {
+        if *index != request.position.segment {
+            request.position.segment = *index;
+            request.position.offset = 0;
+        }
+        let read = read_frames_from(path, request.position.offset, |frame| {
+            examined += 1;
+            if let Ok(record) = Record::decode(frame)
+                && request.matches(&record)
+            {
                 found.push(record);
             }
+            examined < STEP_FRAMES && found.len() < STEP_RECORDS
         });
+        match read {
+            Ok((offset, false)) => {
+                request.position.offset = offset;
+                return found;
+            }
+            // The segment is read (or vanished: rotated away meanwhile).
+            Ok((_, true)) | Err(_) => {
+                request.position.segment = index + 1;
+                request.position.offset = 0;
+            }
+        }
     }
+    request.position.done = true;
     found
 }

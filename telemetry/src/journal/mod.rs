@@ -15,7 +15,7 @@ mod segments;
 mod writer;
 
 pub use history::JournalHistory;
-pub(crate) use history::{ReplayRequest, replay};
+pub(crate) use history::{ReplayRequest, replay_step};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Naming, listing and framing of journal segment files.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Segment file name prefix and suffix: `segment-000000000001.log`.
@@ -43,25 +43,46 @@ pub(crate) fn list(dir: &Path) -> io::Result<Vec<(u64, PathBuf, u64)>> {
 /// Reads the framed records of one segment, calling `visit` with each. A
 /// torn last frame (crash mid-write) ends the segment quietly.
 pub(crate) fn read_frames(path: &Path, mut visit: impl FnMut(&[u8])) -> io::Result<()> {
-    let file = std::fs::File::open(path)?;
+    read_frames_from(path, 0, |frame| {
+        visit(frame);
+        true
+    })
+    .map(|_| ())
+}
+
+/// Reads frames from byte `offset` while `visit` returns true. Returns the
+/// offset after the last frame read and whether the segment's end (or a
+/// torn frame) was reached.
+pub(crate) fn read_frames_from(
+    path: &Path,
+    offset: u64,
+    mut visit: impl FnMut(&[u8]) -> bool,
+) -> io::Result<(u64, bool)> {
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(offset))?;
     let mut reader = io::BufReader::with_capacity(256 * 1024, file);
+    let mut position = offset;
     let mut buf = Vec::new();
     loop {
         let mut len = [0u8; 4];
         match reader.read_exact(&mut len) {
             Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok((position, true)),
             Err(e) => return Err(e),
         }
         let len = u32::from_le_bytes(len);
         if len > MAX_FRAME {
-            return Ok(());
+            return Ok((position, true));
         }
         buf.resize(len as usize, 0);
         match reader.read_exact(&mut buf) {
-            Ok(()) => visit(&buf),
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok((position, true)),
             Err(e) => return Err(e),
+        }
+        position += 4 + u64::from(len);
+        if !visit(&buf) {
+            return Ok((position, false));
         }
     }
 }

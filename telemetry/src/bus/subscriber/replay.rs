@@ -5,9 +5,11 @@
 use trident_proto::v1::GapReason;
 
 use super::{Out, Prelude, Subscriber, cursor, gap_event, record_event};
-use crate::journal::replay;
+use crate::journal::replay_step;
 
 impl Subscriber {
+    /// Runs one step of a prelude: an event, or the next chunk of a journal
+    /// replay (re-queued until the replay is done, so memory stays bounded).
     pub(super) async fn run_prelude(&mut self, prelude: Prelude) {
         let (request, flush, previous_run) = match prelude {
             Prelude::Event(event) => {
@@ -18,23 +20,27 @@ impl Subscriber {
                 request,
                 flush,
                 previous_run,
-            } => (*request, flush, previous_run),
+            } => (request, flush, previous_run),
         };
         let Some(dir) = self.bus.config().journal_dir.clone() else {
             return;
         };
         let bus = self.bus.clone();
-        let replay_request = request.clone();
-        let records = tokio::task::spawn_blocking(move || {
+        let Ok((records, mut request)) = tokio::task::spawn_blocking(move || {
             if flush {
                 bus.flush();
             }
-            replay(&dir, &replay_request)
+            let mut request = request;
+            let records = replay_step(&dir, &mut request);
+            (records, request)
         })
         .await
-        .unwrap_or_default();
+        else {
+            return;
+        };
         let run_id = request.run_id.clone().unwrap_or_default();
-        let mut expected = request.after + 1;
+        let first = request.after + 1;
+        let mut expected = request.position.expected.max(first);
         let report_holes = previous_run && request.operation_id.is_none();
         for record in records {
             let seq = record.cursor.as_ref().map_or(0, |c| c.sequence);
@@ -51,7 +57,16 @@ impl Subscriber {
                 self.push_event(record_event(record));
             }
         }
-        if previous_run && expected == request.after + 1 {
+        request.position.expected = expected;
+        if !request.position.done {
+            self.preludes.push_front(Prelude::Replay {
+                request,
+                flush: false,
+                previous_run,
+            });
+            return;
+        }
+        if previous_run && expected == first {
             // Nothing of that run after the cursor is on disk.
             let head = self
                 .bus
