@@ -30,7 +30,7 @@ pub const REBOOT_REQUESTS_FILE: &str = "reboot-requests.log";
 /// Default number of records the in-memory bus ring keeps.
 pub const DEFAULT_BUS_RING_RECORDS: usize = 65_536;
 /// Default number of encoded bytes the in-memory bus ring keeps.
-pub const DEFAULT_BUS_RING_BYTES: usize = 64 * 1024 * 1024;
+pub const DEFAULT_BUS_RING_BYTES: usize = 32 * 1024 * 1024;
 
 /// What the daemon does when a servicing operation needs a reboot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -356,3 +356,43 @@ async fn a_cursor_from_before_a_restart_is_recognised_and_the_stream_moves_to_th
         .into_inner();
     assert!(operations.operations.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_an_open_follow_stream_instead_of_waiting_out_the_grace_period() {
+    // A grace period far longer than the wait below: only the daemon ending
+    // the follower itself lets it exit in time.
+    let mut daemon = Daemon::builder()
+        .args(["--shutdown-grace", "10m"])
+        .spawn()
+        .await
+        .unwrap();
+    let mut client = telemetry(&daemon).await;
+    let mut stream = client
+        .watch_logs(WatchLogsRequest {
+            options: Some(WatchOptions {
+                tail: Some(5),
+                ..WatchOptions::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // The stream is live: it delivers the last records, then follows.
+    let first = tokio::time::timeout(STREAM_TIMEOUT, stream.next()).await;
+    assert!(matches!(first, Ok(Some(Ok(_)))), "{first:?}");
+
+    daemon.signal(nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = daemon.wait_exit(Duration::from_secs(60)).await.unwrap();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "daemon did not exit 0 while a follower was open: {status:?}\n{}",
+        daemon.stderr()
+    );
+    // The follower saw its stream end (cleanly or by the connection closing),
+    // never a hang.
+    let rest = tokio::time::timeout(STREAM_TIMEOUT, async {
+        while let Some(Ok(_)) = stream.next().await {}
+    })
+    .await;
+    assert!(rest.is_ok(), "the follow stream did not end");
+}

@@ -4,7 +4,9 @@
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
+use tracing_subscriber::{
+    EnvFilter, Layer, filter::LevelFilter, layer::SubscriberExt, util::SubscriberInitExt,
+};
 
 use crate::config::{Config, ENV_LOG_FILTER};
 
@@ -13,6 +15,12 @@ use crate::config::{Config, ENV_LOG_FILTER};
 /// The OpenTelemetry SDK's own log stays off: it would log every failed
 /// export; the OTLP export says once per outage itself (`tridentd::otlp`).
 pub const DEFAULT_FILTER: &str = "info,h2=warn,hyper=warn,tower=warn,tonic=warn,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,opentelemetry_http=off";
+
+/// Most verbose level the telemetry bus records, whatever stderr shows:
+/// subscribers choose their own `min_level`, so `-v`/RUST_LOG only change
+/// what the daemon prints. (The bus layer itself drops our transport and
+/// export internals.)
+pub const BUS_MAX_LEVEL: LevelFilter = LevelFilter::DEBUG;
 
 /// Keeps whatever must live as long as logging does (flushes on drop).
 #[derive(Debug)]
@@ -84,10 +92,11 @@ pub fn init(config: &Config) -> ObservabilityGuard {
     .ok()
     .flatten();
     // `try_init` fails only if a subscriber is already set (e.g. in tests).
+    // Per-layer filters: the stderr verbosity must not decide what the bus
+    // (and so every subscriber and the journal) receives.
     let installed = tracing_subscriber::registry()
-        .with(filter(config))
-        .with(fmt)
-        .with(bus.layer())
+        .with(fmt.with_filter(filter(config)))
+        .with(bus.layer().with_filter(BUS_MAX_LEVEL))
         .with(otlp.as_ref().map(|export| export.layer()))
         .try_init()
         .is_ok();

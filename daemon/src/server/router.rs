@@ -59,6 +59,11 @@ fn add_services(registry: &mut ServiceRegistry, ctx: &ServerContext) {
     let flushed = bus.clone();
     ctx.shutdown_hooks
         .register("telemetry-journal", move || async move { flushed.flush() });
+    let (closing, trigger) = (bus.clone(), ctx.shutdown.clone());
+    tokio::spawn(async move {
+        trigger.triggered().await;
+        closing.end_remote_streams();
+    });
     registry.add(bus.service());
 
     // --- Servicing (engine helper). StreamDisk: build it on `servicing.engine()`.

@@ -10,7 +10,7 @@ pub(crate) mod operations;
 pub(crate) mod ring;
 pub(crate) mod subscriber;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
@@ -57,6 +57,8 @@ pub(crate) struct BusInner {
     /// call when nobody waits (the common case under load).
     pub waiting: AtomicUsize,
     pub subscribers: AtomicU32,
+    /// Set by [`Bus::end_remote_streams`]: gRPC followers end once caught up.
+    pub remote_streams_closed: AtomicBool,
     pub drops: DropTotals,
     pub last_error: Mutex<Option<ErrorReport>>,
     pub journal: Option<Journal>,
@@ -137,6 +139,7 @@ impl Bus {
                 head: AtomicU64::new(0),
                 waiting: AtomicUsize::new(0),
                 subscribers: AtomicU32::new(0),
+                remote_streams_closed: AtomicBool::new(false),
                 drops: DropTotals::default(),
                 last_error: Mutex::new(last_error),
                 journal,
@@ -299,9 +302,20 @@ impl Bus {
         &self,
         subscription: Subscription,
     ) -> BoxStream<'static, Vec<subscriber::Out>> {
-        subscriber::Subscriber::start(self.clone(), subscription)
-            .into_stream()
-            .boxed()
+        let mut subscriber = subscriber::Subscriber::start(self.clone(), subscription);
+        subscriber.ends_with_remote_streams = true;
+        subscriber.into_stream().boxed()
+    }
+
+    /// Ends every gRPC Watch stream once it has delivered what the bus holds
+    /// (call when the daemon starts shutting down): followers must not keep
+    /// the daemon alive, and they resume from their cursor on the next run.
+    /// In-process subscriptions (servicing streams) are not affected.
+    pub fn end_remote_streams(&self) {
+        self.inner
+            .remote_streams_closed
+            .store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
     }
 
     /// Writes and fsyncs everything journaled so far. Blocks until done (or

@@ -107,6 +107,10 @@ pub(crate) struct Subscriber {
     max_batch: usize,
     drops: DropCounters,
     finished: bool,
+    /// A gRPC Watch stream: it ends (once caught up) when the daemon shuts
+    /// down, so a follower does not hold the exit for the grace period; the
+    /// client resumes from its cursor on the next daemon.
+    pub(crate) ends_with_remote_streams: bool,
     last_wake: std::time::Instant,
     _registration: Registration,
 }
@@ -147,6 +151,12 @@ impl Subscriber {
             tokio::pin!(notified);
             notified.as_mut().enable();
             if self.read_ring() {
+                continue;
+            }
+            if self.ends_with_remote_streams
+                && bus.inner().remote_streams_closed.load(Ordering::SeqCst)
+            {
+                self.finished = true;
                 continue;
             }
             // Caught up: park until a producer publishes.

@@ -143,6 +143,7 @@ impl Subscriber {
             max_batch: max_batch.max(1),
             drops: DropCounters::default(),
             finished: false,
+            ends_with_remote_streams: false,
             last_wake: std::time::Instant::now(),
             _registration: Registration(bus),
         }
