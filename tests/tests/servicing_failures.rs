@@ -472,3 +472,17 @@ async fn install_onto_a_too_small_disk_is_an_execution_environment_error() {
     );
     assert_eq!(c.state().await, ServicingState::NotProvisioned);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operation_started_right_after_completed_is_never_refused_as_busy() {
+    let d = daemon().await;
+    let c = Clients::new(&d).await;
+    let mut preview = v1preview::commit_service_client::CommitServiceClient::new(c.channel.clone());
+    for i in 0..25 {
+        let response = preview.check_root(v1preview::CheckRootRequest {}).await;
+        if let Err(status) = &response {
+            panic!("operation {i} refused: {status:?}");
+        }
+        collect(response).await.completed();
+    }
+}

@@ -179,11 +179,14 @@ where
                     .unwrap_or(RebootStatus::Unspecified),
                 error: completed.error.clone(),
             };
+            op.complete(completion);
+            // Release the lock before the client can see Completed, so a
+            // client that starts its next operation right away is not
+            // told "busy".
+            drop(guard);
             // The handler waits for this before it sends Completed; a
             // disconnected handler is fine.
             let _ = outcome_tx.send(completed);
-            op.complete(completion);
-            drop(guard);
             drop(activity);
         }
         .instrument(span),
