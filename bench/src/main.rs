@@ -9,6 +9,7 @@ mod hot_path;
 mod memory;
 mod otlp_export;
 mod report;
+mod servicing;
 mod stream_disk;
 mod uds;
 
@@ -47,6 +48,7 @@ fn main() -> anyhow::Result<()> {
             "memory" => memory::run(quick)?,
             "stream-disk" => stream_disk::run(quick)?,
             "otlp-export" => otlp_export::run(quick)?,
+            "servicing" => servicing::run(quick)?,
             other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
         }
     }
