@@ -48,7 +48,99 @@ done
 step "trident --socket $SOCKET version"
 "$TRIDENT" --socket "$SOCKET" version
 
-# The servicing demo (install / update / commit on disk images) goes here.
+# --- Servicing demo (engine helper): install, A/B update, commit on a
+# disk-image file. The daemon runs with the default `--reboot record`: it
+# never reboots this machine; a reboot request is a line in
+# STATE/reboot-requests.log and the volume to boot is kept in
+# STATE/boot-record.json. We "reboot" by restarting tridentd: a pending
+# reboot completes when the daemon starts (booted := nextBoot).
+step "building mkcosi (COSI fixture writer)"
+cargo build --release --quiet -p trident-cosi --bin mkcosi
+MKCOSI="$REPO/target/release/mkcosi"
+cli() { "$TRIDENT" --socket "$SOCKET" "$@"; }
+image_hash() { sed -n 's/.*"metadata_sha384":"\([0-9a-f]*\)".*/\1/p'; }
+
+step "making two COSI images (v1, v2: ESP + root, 256 MiB disks) and a 600 MiB disk-image target"
+V1_HASH="$("$MKCOSI" --out "$WORK/os-v1.cosi" --size 256MiB --seed 1 | image_hash)"
+V2_HASH="$("$MKCOSI" --out "$WORK/os-v2.cosi" --size 256MiB --seed 2 | image_hash)"
+ls -l "$WORK"/os-v*.cosi
+truncate -s 600M "$WORK/disk.img"
+
+host_config() { # $1 = image file, $2 = its metadata hash
+    cat <<EOF
+image:
+  url: file://$1
+  sha384: $2
+storage:
+  disks:
+  - id: os
+    device: $WORK/disk.img
+    partitions:
+    - { id: esp, type: esp, size: 8M }
+    - { id: root-a, type: root, size: 280M }
+    - { id: root-b, type: root, size: 280M }
+  abUpdate:
+    volumePairs:
+    - { id: root, volumeAId: root-a, volumeBId: root-b }
+  filesystems:
+  - { deviceId: esp, mountPoint: { path: /boot/efi, options: umask=0077 } }
+  - { deviceId: root, mountPoint: / }
+scripts:
+  preServicing:
+  - { name: announce, runOn: [all], content: 'echo "servicing: \$TRIDENT_SERVICING_TYPE into \$TRIDENT_TARGET_VOLUME"' }
+health:
+  checks:
+  - { name: smoke, runOn: [ab-update], content: 'echo "healthy on \$TRIDENT_TARGET_VOLUME"', timeoutSeconds: 10 }
+EOF
+}
+host_config "$WORK/os-v1.cosi" "$V1_HASH" > "$WORK/host-config-v1.yaml"
+host_config "$WORK/os-v2.cosi" "$V2_HASH" > "$WORK/host-config-v2.yaml"
+echo "Host Configuration ($WORK/host-config-v1.yaml):"
+sed 's/^/    /' "$WORK/host-config-v1.yaml"
+
+restart_daemon() { # the simulated reboot
+    kill -TERM "$DAEMON_PID"
+    wait "$DAEMON_PID" || true
+    "$TRIDENTD" --socket "$SOCKET" --state-dir "$STATE" --inactivity-timeout 10m \
+        2>>"$WORK/tridentd.log" &
+    DAEMON_PID=$!
+    for _ in $(seq 1 200); do
+        cli version >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+    echo "tridentd did not come back" >&2
+    exit 1
+}
+
+step "trident validate host-config-v1.yaml"
+cli validate "$WORK/host-config-v1.yaml"
+
+step "trident install host-config-v1.yaml (live progress)"
+cli install "$WORK/host-config-v1.yaml"
+step "trident get status (after install)"
+cli get status | grep -E '^(servicingState|abActiveVolume):'
+echo "boot record: $(tr -d ' \n' < "$STATE/boot-record.json")"
+
+step "\"reboot\" into volume A (restart tridentd), then trident commit"
+restart_daemon
+cli commit
+cli get status | grep -E '^(servicingState|abActiveVolume):'
+
+step "trident update host-config-v2.yaml: writes root-b, root-a untouched"
+cli update "$WORK/host-config-v2.yaml"
+cli get status | grep -E '^(servicingState|abActiveVolume):'
+echo "boot record: $(tr -d ' \n' < "$STATE/boot-record.json")"
+echo "reboot requests so far:"
+sed 's/^/    /' "$STATE/reboot-requests.log"
+
+step "\"reboot\" into volume B (restart tridentd), then trident commit (runs the health check)"
+restart_daemon
+cli commit
+
+step "trident get status"
+cli get status
+step "trident get last-error"
+cli get last-error
 
 step "stopping tridentd (SIGTERM)"
 kill -TERM "$DAEMON_PID"
