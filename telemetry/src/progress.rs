@@ -9,20 +9,26 @@
 //! phase.done();         // final state: always emitted
 //! ```
 //!
-//! A phase reports through `tracing` events with target [`PROGRESS_TARGET`]
-//! inside the span that was current when it started (normally the
-//! operation's span), so the bus layer turns them into `ProgressRecord`s of
-//! that operation and other layers may see them too. Updates are emitted at
-//! most every [`MIN_UPDATE_INTERVAL`]; state changes always are. A phase
-//! dropped without `done()` is reported failed.
+//! A phase is a tracing span (static name [`PHASE_SPAN`], run-time name
+//! `phase <id>` in `otel.name`) opened as a child of the current span (or of
+//! its parent phase) and closed when the phase ends, with
+//! `otel.status_code = "ERROR"` when it failed: the bus records it as a span
+//! (so `trident traces` shows the phase tree with durations) and OTLP export
+//! sends it as a child span of the operation. Inside that span the phase
+//! reports through `tracing` events with target [`PROGRESS_TARGET`], which
+//! the bus layer turns into `ProgressRecord`s of the operation. Updates are
+//! emitted at most every [`MIN_UPDATE_INTERVAL`]; state changes always are.
+//! A phase dropped without `done()` is reported failed.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use trident_proto::v1::{PhaseState, ProgressUnit};
 
-/// Target of the events that carry progress.
+/// Target of the events that carry progress (and of the phase spans).
 pub const PROGRESS_TARGET: &str = "trident::progress";
+/// Static name of a phase's span.
+pub const PHASE_SPAN: &str = "phase";
 /// Least time between two emitted updates of one phase.
 pub const MIN_UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 /// Stored total meaning "unknown".
@@ -91,7 +97,7 @@ impl Phase {
             name.into(),
             unit,
             total,
-            tracing::Span::current(),
+            &tracing::Span::current(),
         )
     }
 
@@ -109,7 +115,7 @@ impl Phase {
             name.into(),
             unit,
             total,
-            parent.span.clone(),
+            &parent.span,
         )
     }
 
@@ -119,8 +125,11 @@ impl Phase {
         name: String,
         unit: Unit,
         total: Option<u64>,
-        span: tracing::Span,
+        parent: &tracing::Span,
     ) -> Phase {
+        let span = tracing::info_span!(target: PROGRESS_TARGET, parent: parent, PHASE_SPAN,
+            otel.name = %format_args!("phase {id}"), phase_id = %id,
+            otel.status_code = tracing::field::Empty);
         let phase = Phase {
             id,
             parent_id,
@@ -175,6 +184,9 @@ impl Phase {
     fn finish(&self, state: PhaseState) {
         if !self.finished.swap(true, Ordering::AcqRel) {
             self.emit(state);
+            if state == PhaseState::Failed {
+                self.span.record("otel.status_code", "ERROR");
+            }
         }
     }
 

@@ -633,6 +633,8 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
     // The operations' spans and logs.
     let traces = ok(s, &["traces"], 0);
     assert!(traces.contains("servicing_operation"), "{traces}");
+    // Each phase is a span under the operation, with its duration.
+    assert!(traces.contains("phase finalize"), "{traces}");
     let logs = ok(
         s,
         &["logs", "--level", "info", "--target", "trident::operation"],

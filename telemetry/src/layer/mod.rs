@@ -40,6 +40,9 @@ pub const PARENT_SPAN_ID_FIELD: &str = "parent_span_id";
 pub const TRACEPARENT_FIELD: &str = "traceparent";
 /// Span field (OpenTelemetry convention) that marks a span failed when "ERROR".
 pub const STATUS_FIELD: &str = "otel.status_code";
+/// Span field (OpenTelemetry convention) naming a span at run time, for
+/// spans whose static name is generic (e.g. each servicing phase).
+pub const SPAN_NAME_FIELD: &str = "otel.name";
 
 /// The layer; build it with [`Bus::layer`].
 #[derive(Clone, Debug)]
@@ -133,6 +136,7 @@ where
             error: collected
                 .text(STATUS_FIELD)
                 .is_some_and(|s| s.eq_ignore_ascii_case("error")),
+            name: collected.text(SPAN_NAME_FIELD).filter(|n| !n.is_empty()),
             fields: collected.fields,
             start: SystemTime::now(),
             start_instant: Instant::now(),
@@ -258,7 +262,7 @@ impl BusLayer {
             } else {
                 ids::span_id_hex(data.parent_span_id)
             },
-            name: span.name().to_owned(),
+            name: data.name.clone().unwrap_or_else(|| span.name().to_owned()),
             target: data.target.clone(),
             fields: data.fields.clone(),
             start: Some(crate::record::timestamp(data.start)),

@@ -15,6 +15,8 @@ pub(crate) struct SpanData {
     /// The nearest enclosing span with an `operation_id` field.
     pub operation: Option<Arc<str>>,
     pub target: String,
+    /// Run-time name (`otel.name`), replacing the static one when set.
+    pub name: Option<String>,
     pub fields: Vec<Field>,
     pub start: SystemTime,
     pub start_instant: Instant,

@@ -9,7 +9,6 @@ use trident_proto::v1::{StreamEvent, WatchOptions, stream_event};
 
 use super::{BusGaugeSource, BusGauges, ServicingMetrics};
 use crate::bus::{Bus, Subscription};
-use crate::otlp::PhaseSpans;
 
 /// The bus's drop counters and subscriber count, as the gauges read them.
 /// The observer's own subscription is not counted.
@@ -25,14 +24,8 @@ pub fn bus_gauges(bus: &Bus) -> BusGaugeSource {
 }
 
 /// Subscribes to every record published from now on and hands each to
-/// `metrics` and to the exported phase spans. Runs until the bus's stream
-/// ends or the runtime stops.
-pub fn spawn(
-    bus: &Bus,
-    metrics: Arc<ServicingMetrics>,
-    mut phases: PhaseSpans,
-    runtime: &tokio::runtime::Handle,
-) {
+/// `metrics`. Runs until the bus's stream ends or the runtime stops.
+pub fn spawn(bus: &Bus, metrics: Arc<ServicingMetrics>, runtime: &tokio::runtime::Handle) {
     let stream = bus.subscribe(Subscription {
         options: WatchOptions::default(),
         kinds: Vec::new(),
@@ -42,7 +35,6 @@ pub fn spawn(
         while let Some(StreamEvent { event }) = stream.next().await {
             if let Some(stream_event::Event::Record(record)) = event {
                 metrics.observe(&record);
-                phases.observe(&record);
             }
         }
     });

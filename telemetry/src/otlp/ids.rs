@@ -46,7 +46,6 @@ impl IdGenerator for HintedIdGenerator {
 /// Returns the exported trace id when export is on, `None` when it is off.
 pub fn link_operation_span(
     span: &tracing::Span,
-    operation_id: &str,
     trace_id: u128,
     parent: Option<&TraceParent>,
 ) -> Option<TraceId> {
@@ -72,7 +71,5 @@ pub fn link_operation_span(
     if !root.is_valid() {
         return None;
     }
-    // Phase spans (built from the bus) hang under this root.
-    super::phases::register_operation(operation_id, root.clone());
     Some(root.trace_id())
 }

@@ -21,7 +21,6 @@ pub mod health;
 mod http_client;
 pub mod ids;
 mod logs;
-mod phases;
 mod pipeline;
 pub mod resource;
 #[cfg(test)]
@@ -48,7 +47,6 @@ use tracing_subscriber::registry::LookupSpan;
 pub use config::{OtlpConfig, OtlpFlags, OtlpProtocol};
 pub use health::{DropReason, ExportHealth, Signal};
 pub use ids::link_operation_span;
-pub use phases::PhaseSpans;
 pub use resource::ServiceIdentity;
 
 use crate::bus::Bus;
@@ -184,9 +182,8 @@ impl OtlpExport {
             Some(bus_observer::bus_gauges(bus)),
             Some(Arc::clone(&self.health)),
         ));
-        let phases = phases::PhaseSpans::new(self.tracer_provider.tracer(SCOPE_NAME));
         if let Some(runtime) = &self.runtime {
-            bus_observer::spawn(bus, Arc::clone(&metrics), phases, runtime.handle());
+            bus_observer::spawn(bus, Arc::clone(&metrics), runtime.handle());
         }
         self.metrics = Some(metrics);
     }
