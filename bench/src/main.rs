@@ -1,5 +1,5 @@
-//! `trident-bench [hot-path|end-to-end|memory|all] [--quick]`: benchmarks of
-//! tridentd. Prints one JSON object per line:
+//! `trident-bench [BENCH...|all] [--quick]`: benchmarks of tridentd
+//! ([`USAGE`] lists them). Prints one JSON object per line:
 //! `{"bench","metric","value","unit","baseline","ratio"}`, where `baseline`
 //! is the comparison measured side by side in the same run (null if none)
 //! and `ratio` is value / baseline. Build with `--release`.
@@ -18,6 +18,10 @@ use anyhow::bail;
 /// Benchmarks `all` runs, in order.
 const ALL: &[&str] = &["hot-path", "end-to-end", "memory"];
 
+/// Usage line, naming every benchmark (the last three need a few GB of disk
+/// and are run by name only).
+const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export]... [--quick]";
+
 fn main() -> anyhow::Result<()> {
     let mut quick = false;
     let mut which = Vec::new();
@@ -25,7 +29,7 @@ fn main() -> anyhow::Result<()> {
         match arg.as_str() {
             "--quick" => quick = true,
             "-h" | "--help" => {
-                println!("usage: trident-bench [hot-path|end-to-end|memory|all] [--quick]");
+                println!("{USAGE}");
                 return Ok(());
             }
             "all" => which.extend(ALL.iter().map(|s| s.to_string())),
