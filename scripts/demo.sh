@@ -141,6 +141,10 @@ step "trident get status"
 cli get status
 step "trident get last-error"
 cli get last-error
+step "trident traces (span tree of the last operation, from the telemetry bus)"
+cli traces
+step "trident logs -n 8 (the bus's last log records; --cursor-file resumes)"
+cli logs -n 8
 
 step "stopping tridentd (SIGTERM)"
 kill -TERM "$DAEMON_PID"
