@@ -1,28 +1,20 @@
 //! `trident install [CONFIG]`: InstallService (v1preview).
 
-use trident_proto::v1::HostConfiguration;
 use trident_proto::v1preview::install_service_client::InstallServiceClient;
 use trident_proto::v1preview::{FinalizeInstallRequest, InstallRequest, StageInstallRequest};
 
 use super::Ctx;
-use super::servicing::{self, Steps, fail, load_config, reboot};
+use super::servicing::{self, Steps, reboot};
 use crate::args::ServicingConfigArgs;
 use crate::exit::{CliResult, Exit};
 
 pub async fn run(ctx: &Ctx, args: &ServicingConfigArgs) -> CliResult<Exit> {
-    let steps = Steps::from_allowed(&args.allowed_operations);
-    if steps == Steps::Nothing {
-        eprintln!("trident: no operation allowed (--allowed-operations is empty); nothing to do");
+    let Some((steps, config)) = servicing::plan(args)? else {
         return Ok(Exit::Success);
-    }
-    let stage = if steps == Steps::FinalizeOnly {
-        None
-    } else {
-        let config = load_config(&args.config).map_err(|e| fail(&args.servicing, e))?;
-        Some(StageInstallRequest {
-            config: Some(HostConfiguration { config }),
-        })
     };
+    let stage = config.map(|config| StageInstallRequest {
+        config: Some(config),
+    });
     let finalize = FinalizeInstallRequest { reboot: reboot() };
     servicing::run(
         ctx,

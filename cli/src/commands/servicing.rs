@@ -13,14 +13,14 @@ use tonic::transport::Channel;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
-    Cursor, RebootHandling, RebootManagement, RebootStatus, ServicingResponse, TridentErrorKind,
-    VersionRequest,
+    Cursor, HostConfiguration, RebootHandling, RebootManagement, RebootStatus, ServicingResponse,
+    TridentErrorKind, VersionRequest,
 };
 
 use super::Ctx;
 use super::follow::{Dedup, Followed, follow_operation};
 use super::progress::Progress;
-use crate::args::{AllowedOperation, OutputFormat, ServicingArgs};
+use crate::args::{AllowedOperation, OutputFormat, ServicingArgs, ServicingConfigArgs};
 use crate::client::TraceParent;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::render::error::ErrorView;
@@ -70,6 +70,24 @@ impl Steps {
             (false, false) => Steps::Nothing,
         }
     }
+}
+
+/// What a stage/finalize command (install, update) is asked to do: the
+/// steps and, when staging, the Host Configuration read from `args.config`.
+/// `None` when `--allowed-operations` allows nothing (said on stderr).
+pub fn plan(args: &ServicingConfigArgs) -> CliResult<Option<(Steps, Option<HostConfiguration>)>> {
+    let steps = Steps::from_allowed(&args.allowed_operations);
+    if steps == Steps::Nothing {
+        eprintln!("trident: no operation allowed (--allowed-operations is empty); nothing to do");
+        return Ok(None);
+    }
+    let config = if steps == Steps::FinalizeOnly {
+        None
+    } else {
+        let config = load_config(&args.config).map_err(|e| fail(&args.servicing, e))?;
+        Some(HostConfiguration { config })
+    };
+    Ok(Some((steps, config)))
 }
 
 /// Runs one servicing RPC. `open` starts the stream on a channel, with the

@@ -1,29 +1,20 @@
 //! `trident update [CONFIG]`: UpdateService (v1).
 
 use trident_proto::v1::update_service_client::UpdateServiceClient;
-use trident_proto::v1::{
-    FinalizeUpdateRequest, HostConfiguration, StageUpdateRequest, UpdateRequest,
-};
+use trident_proto::v1::{FinalizeUpdateRequest, StageUpdateRequest, UpdateRequest};
 
 use super::Ctx;
-use super::servicing::{self, Steps, fail, load_config, reboot};
+use super::servicing::{self, Steps, reboot};
 use crate::args::ServicingConfigArgs;
 use crate::exit::{CliResult, Exit};
 
 pub async fn run(ctx: &Ctx, args: &ServicingConfigArgs) -> CliResult<Exit> {
-    let steps = Steps::from_allowed(&args.allowed_operations);
-    if steps == Steps::Nothing {
-        eprintln!("trident: no operation allowed (--allowed-operations is empty); nothing to do");
+    let Some((steps, config)) = servicing::plan(args)? else {
         return Ok(Exit::Success);
-    }
-    let stage = if steps == Steps::FinalizeOnly {
-        None
-    } else {
-        let config = load_config(&args.config).map_err(|e| fail(&args.servicing, e))?;
-        Some(StageUpdateRequest {
-            config: Some(HostConfiguration { config }),
-        })
     };
+    let stage = config.map(|config| StageUpdateRequest {
+        config: Some(config),
+    });
     let finalize = FinalizeUpdateRequest { reboot: reboot() };
     servicing::run(
         ctx,
