@@ -23,18 +23,17 @@ def test_health_check_reports_serving_overall_and_for_version_service(stubs, dae
             assert response.status == health_pb2.HealthCheckResponse.SERVING, service
 
 
-def test_servicing_state_answers_or_names_what_is_missing(stubs, daemon):
-    """An RPC of the preview surface answers either for real or with
-    UNIMPLEMENTED naming what is missing, never "unknown service"."""
+def test_servicing_state_of_a_fresh_daemon_is_not_provisioned(stubs, daemon):
+    """The preview surface answers a stock client too: a daemon on an empty
+    state directory reports NOT_PROVISIONED and NO_VOLUME."""
     from trident.v1preview import status_pb2, status_pb2_grpc
 
     with daemon.channel() as channel:
         client = status_pb2_grpc.StatusServiceStub(channel)
-        try:
-            client.GetServicingState(status_pb2.GetServicingStateRequest(), timeout=10)
-        except grpc.RpcError as error:
-            assert error.code() == grpc.StatusCode.UNIMPLEMENTED, error
-            assert "not built yet" in error.details(), error.details()
+        state = client.GetServicingState(status_pb2.GetServicingStateRequest(), timeout=10)
+        assert state.state == status_pb2.NOT_PROVISIONED, state
+        volume = client.GetActiveVolume(status_pb2.GetActiveVolumeRequest(), timeout=10)
+        assert volume.active_volume == status_pb2.NO_VOLUME, volume
 
 
 def test_sigterm_exits_zero_and_removes_socket(daemon):
