@@ -384,3 +384,32 @@ impl Drop for Daemon {
         }
     }
 }
+
+/// Every event of a snapshot `Watch` (all kinds) with `options`: what the
+/// bus holds up to the head at the time of the call. Fails if the stream
+/// stalls for `timeout` before it ends.
+pub async fn watch_snapshot(
+    client: &mut trident_proto::v1::telemetry_service_client::TelemetryServiceClient<Channel>,
+    options: trident_proto::v1::WatchOptions,
+    timeout: Duration,
+) -> anyhow::Result<Vec<trident_proto::v1::StreamEvent>> {
+    use tokio_stream::StreamExt;
+    let mut stream = client
+        .watch(trident_proto::v1::WatchRequest {
+            options: Some(trident_proto::v1::WatchOptions {
+                snapshot: true,
+                ..options
+            }),
+            kinds: vec![],
+        })
+        .await?
+        .into_inner();
+    let mut events = Vec::new();
+    while let Some(response) = tokio::time::timeout(timeout, stream.next())
+        .await
+        .context("snapshot stream stalled")?
+    {
+        events.extend(response?.events);
+    }
+    Ok(events)
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
-use trident_e2e::{Daemon, uds_channel, version};
+use trident_e2e::{Daemon, uds_channel, version, watch_snapshot};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
     Cursor, GapReason, GetBusStatusRequest, ListOperationsRequest, Record, StreamEvent,
@@ -89,25 +89,9 @@ async fn snapshot(
     client: &mut TelemetryServiceClient<Channel>,
     options: WatchOptions,
 ) -> Vec<StreamEvent> {
-    let mut stream = client
-        .watch(WatchRequest {
-            options: Some(WatchOptions {
-                snapshot: true,
-                ..options
-            }),
-            kinds: vec![],
-        })
+    watch_snapshot(client, options, STREAM_TIMEOUT)
         .await
         .unwrap()
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(response) = tokio::time::timeout(STREAM_TIMEOUT, stream.next())
-        .await
-        .unwrap()
-    {
-        events.extend(response.unwrap().events);
-    }
-    events
 }
 
 fn batches(

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
-use trident_e2e::Daemon;
+use trident_e2e::{Daemon, watch_snapshot};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::update_service_client::UpdateServiceClient;
 use trident_proto::v1::{
     GetLastErrorRequest, HostConfiguration, ListOperationsRequest, OperationEvent, Record,
-    StageUpdateRequest, StatusCode, StreamEvent, WatchOptions, WatchRequest, record,
-    servicing_response, stream_event,
+    StageUpdateRequest, StatusCode, StreamEvent, WatchOptions, record, servicing_response,
+    stream_event,
 };
 
 const STREAM_TIMEOUT: Duration = Duration::from_secs(60);
@@ -30,25 +30,9 @@ async fn snapshot(
     client: &mut TelemetryServiceClient<Channel>,
     options: WatchOptions,
 ) -> Vec<StreamEvent> {
-    let mut stream = client
-        .watch(WatchRequest {
-            options: Some(WatchOptions {
-                snapshot: true,
-                ..options
-            }),
-            kinds: vec![],
-        })
+    watch_snapshot(client, options, STREAM_TIMEOUT)
         .await
         .unwrap()
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(response) = tokio::time::timeout(STREAM_TIMEOUT, stream.next())
-        .await
-        .unwrap()
-    {
-        events.extend(response.unwrap().events);
-    }
-    events
 }
 
 fn records(events: &[StreamEvent]) -> Vec<&Record> {
