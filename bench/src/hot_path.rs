@@ -21,7 +21,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use trident_telemetry::{Bus, BusConfig, Subscription};
 
 use crate::end_to_end::{self, Client};
-use crate::report;
+use crate::report::{self, median};
 use crate::uds::Served;
 
 const BENCH: &str = "hot-path";
@@ -56,11 +56,6 @@ fn thread_cpu_ns() -> f64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
         .map(|t| t.tv_sec() as f64 * 1e9 + t.tv_nsec() as f64)
         .unwrap_or(0.0)
-}
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
 }
 
 /// Median cost per event under `dispatch`.

@@ -4,6 +4,7 @@
 //! is the comparison measured side by side in the same run (null if none)
 //! and `ratio` is value / baseline. Build with `--release`.
 
+mod daemon;
 mod end_to_end;
 mod hot_path;
 mod memory;

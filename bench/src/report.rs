@@ -16,6 +16,12 @@ pub fn line(bench: &str, metric: &str, value: f64, unit: &str, baseline: Option<
     );
 }
 
+/// Median of samples (the upper middle one for an even count).
+pub fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
 fn round(value: f64) -> f64 {
     (value * 100.0).round() / 100.0
 }

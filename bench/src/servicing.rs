@@ -7,14 +7,10 @@
 //! medians of [`RUNS`] runs. Also reports the commit latency.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::{Context, bail};
-use hyper_util::rt::TokioIo;
-use tokio::net::UnixStream;
+use anyhow::bail;
 use tokio_stream::StreamExt;
-use tonic::transport::{Channel, Endpoint, Uri};
 use trident_cosi::writer::{FixtureOutput, FixtureSpec, write_cosi};
 use trident_cosi::{CosiSource, ExpectedHash, NoProgress};
 use trident_proto::v1::{
@@ -23,23 +19,18 @@ use trident_proto::v1::{
 };
 use trident_proto::v1preview::{self, install_service_client::InstallServiceClient};
 
-use crate::report;
+use crate::daemon::Daemon;
+use crate::report::{self, median};
+use crate::uds::channel;
 
 const BENCH: &str = "servicing";
 /// Disk size of each image: 1 GiB, or 256 MiB with `--quick`.
 const DISK_BYTES: u64 = 1 << 30;
 const QUICK_DISK_BYTES: u64 = 256 << 20;
 const RUNS: usize = 3;
-/// Env var: directory holding `tridentd` (default: next to this binary).
-const ENV_BIN_DIR: &str = "TRIDENT_BIN_DIR";
 /// Env var: work directory (default: a temp dir).
 const ENV_WORK_DIR: &str = "TRIDENT_BENCH_DIR";
 const MIB: f64 = (1 << 20) as f64;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn host_config(image: &FixtureOutput, disk: &Path, volume_mib: u64) -> String {
     format!(
@@ -52,61 +43,6 @@ fn host_config(image: &FixtureOutput, disk: &Path, volume_mib: u64) -> String {
         image.metadata_sha384,
         disk.display()
     )
-}
-
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn channel(socket: &Path) -> anyhow::Result<Channel> {
-    let socket = socket.to_owned();
-    Ok(Endpoint::try_from("http://[::]:50051")?
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let socket = socket.clone();
-            async move { UnixStream::connect(socket).await.map(TokioIo::new) }
-        }))
-        .await?)
-}
-
-async fn start_daemon(dir: &Path) -> anyhow::Result<Daemon> {
-    let bin = std::env::var_os(ENV_BIN_DIR).map_or_else(
-        || {
-            let exe = std::env::current_exe().unwrap_or_default();
-            exe.parent().map(|d| d.join("tridentd")).unwrap_or_default()
-        },
-        |d| PathBuf::from(d).join("tridentd"),
-    );
-    let socket = dir.join("tridentd.sock");
-    let state = dir.join("state");
-    let _ = std::fs::remove_dir_all(&state);
-    std::fs::create_dir_all(&state)?;
-    let child = Command::new(&bin)
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--state-dir")
-        .arg(&state)
-        .args(["--inactivity-timeout", "0", "--reboot", "none"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("start {} (build it with --release first)", bin.display()))?;
-    let daemon = Daemon { child, socket };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while channel(&daemon.socket).await.is_err() {
-        if Instant::now() > deadline {
-            bail!("tridentd did not answer on {}", daemon.socket.display());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(daemon)
 }
 
 /// Reads a servicing stream to Completed; fails unless it succeeded.
@@ -141,7 +77,7 @@ async fn daemon_run(
     disk_len: u64,
 ) -> anyhow::Result<(f64, f64, f64)> {
     std::fs::File::create(disk)?.set_len(disk_len)?;
-    let daemon = start_daemon(dir).await?;
+    let daemon = Daemon::start(dir, std::iter::empty::<&str>()).await?;
     let ch = channel(&daemon.socket).await?;
     let t = Instant::now();
     completed(

@@ -11,14 +11,11 @@
 //! (3 with `--quick`), each next to a baseline run (alternating order).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-use hyper_util::rt::TokioIo;
-use tokio::net::UnixStream;
+use anyhow::bail;
 use tokio_stream::StreamExt;
-use tonic::transport::{Channel, Endpoint, Uri};
 use trident_cosi::writer::{self, FixtureOutput, FixtureSpec};
 use trident_cosi::{CosiSource, ExpectedHash, NoProgress};
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
@@ -27,7 +24,9 @@ use trident_proto::v1::{
     StatusCode, StreamDiskRequest, WatchOptions, WatchRequest, servicing_response,
 };
 
-use crate::report;
+use crate::daemon::{Daemon, tridentd};
+use crate::report::{self, median};
+use crate::uds::channel;
 
 const BENCH: &str = "stream-disk";
 /// Disk size of the image: 1 GiB, or 256 MiB with `--quick`.
@@ -40,8 +39,6 @@ const QUICK_RUNS: usize = 3;
 const SUBSCRIBERS: usize = 4;
 /// Env var: directory for the image, regions and target (default: temp dir).
 const ENV_WORK_DIR: &str = "TRIDENT_BENCH_DIR";
-/// Env var: directory holding `tridentd` (default: next to this binary).
-const ENV_BIN_DIR: &str = "TRIDENT_BIN_DIR";
 const MIB: f64 = (1 << 20) as f64;
 
 struct Fixture {
@@ -49,11 +46,6 @@ struct Fixture {
     regions_dir: PathBuf,
     target: PathBuf,
     total: u64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// `zstd -dc region | dd ... conv=fsync` for every region, then `sha384sum`.
@@ -104,66 +96,6 @@ fn prepare(dir: &Path, disk: u64) -> anyhow::Result<Fixture> {
         target,
         total,
     })
-}
-
-/// A running `tridentd --disk target`, killed on drop.
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn tridentd() -> PathBuf {
-    if let Some(dir) = std::env::var_os(ENV_BIN_DIR) {
-        return PathBuf::from(dir).join("tridentd");
-    }
-    let exe = std::env::current_exe().unwrap_or_default();
-    exe.parent().map(|d| d.join("tridentd")).unwrap_or_default()
-}
-
-async fn channel(socket: &Path) -> anyhow::Result<Channel> {
-    let socket = socket.to_owned();
-    Ok(Endpoint::try_from("http://[::]:50051")?
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let socket = socket.clone();
-            async move { UnixStream::connect(socket).await.map(TokioIo::new) }
-        }))
-        .await?)
-}
-
-async fn start_daemon(dir: &Path, target: &Path) -> anyhow::Result<Daemon> {
-    let bin = tridentd();
-    let socket = dir.join("tridentd.sock");
-    let state = dir.join("state");
-    let _ = std::fs::remove_dir_all(&state);
-    std::fs::create_dir_all(&state)?;
-    let child = Command::new(&bin)
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--disk")
-        .arg(target)
-        .args(["--inactivity-timeout", "0", "--reboot", "none"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("start {} (build it with --release first)", bin.display()))?;
-    let daemon = Daemon { child, socket };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while channel(&daemon.socket).await.is_err() {
-        if Instant::now() > deadline {
-            bail!("tridentd did not answer on {}", daemon.socket.display());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(daemon)
 }
 
 /// Starts `count` following Watch subscribers that drain every record.
@@ -234,7 +166,7 @@ async fn daemon_median(
     subscribers: usize,
     runs: usize,
 ) -> anyhow::Result<(f64, f64)> {
-    let daemon = start_daemon(dir, &f.target).await?;
+    let daemon = Daemon::start(dir, [std::ffi::OsStr::new("--disk"), f.target.as_os_str()]).await?;
     let subs = subscribe(&daemon.socket, subscribers).await?;
     let (mut ours, mut base) = (Vec::new(), Vec::new());
     for i in 0..runs {

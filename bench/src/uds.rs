@@ -52,7 +52,8 @@ impl Served {
     }
 }
 
-async fn channel(socket: &Path) -> anyhow::Result<Channel> {
+/// A channel to a gRPC server on the Unix socket `socket`.
+pub async fn channel(socket: &Path) -> anyhow::Result<Channel> {
     let socket = socket.to_owned();
     Ok(Endpoint::try_from("http://[::]:50051")?
         .connect_with_connector(tower::service_fn(move |_: Uri| {
