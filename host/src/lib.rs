@@ -6,7 +6,9 @@
 pub mod config;
 pub mod datastore;
 pub mod error;
+pub mod names;
 pub mod status;
 pub mod time_util;
 
 pub use error::{Category, ContextExt, ErrorRecord, ResultExt, Subkind, TridentError};
+pub use names::{KebabName, NoCounterpart};

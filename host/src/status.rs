@@ -8,6 +8,7 @@ use trident_proto::v1preview::{AbVolumeState, ServicingState as ProtoState};
 
 use crate::config::HostConfiguration;
 use crate::error::{ErrorRecord, ResultExt, Subkind, TridentError};
+use crate::names::KebabName;
 
 /// Upstream servicing states (kebab-case in YAML).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -26,49 +27,9 @@ pub enum ServicingState {
 }
 
 impl ServicingState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotProvisioned => "not-provisioned",
-            Self::CleanInstallStaged => "clean-install-staged",
-            Self::CleanInstallFinalized => "clean-install-finalized",
-            Self::AbUpdateStaged => "ab-update-staged",
-            Self::AbUpdateFinalized => "ab-update-finalized",
-            Self::AbUpdateHealthCheckFailed => "ab-update-health-check-failed",
-            Self::ManualRollbackAbStaged => "manual-rollback-ab-staged",
-            Self::ManualRollbackAbFinalized => "manual-rollback-ab-finalized",
-            Self::Provisioned => "provisioned",
-        }
-    }
-
+    /// The daemon's handlers' spelling of `ProtoState::from`.
     pub fn to_proto(self) -> ProtoState {
-        match self {
-            Self::NotProvisioned => ProtoState::NotProvisioned,
-            Self::CleanInstallStaged => ProtoState::InstallStaged,
-            Self::CleanInstallFinalized => ProtoState::InstallFinalized,
-            Self::AbUpdateStaged => ProtoState::UpdateAbStaged,
-            Self::AbUpdateFinalized => ProtoState::UpdateAbFinalized,
-            Self::AbUpdateHealthCheckFailed => ProtoState::UpdateAbHealthCheckFailed,
-            Self::ManualRollbackAbStaged => ProtoState::ManualRollbackAbStaged,
-            Self::ManualRollbackAbFinalized => ProtoState::ManualRollbackAbFinalized,
-            Self::Provisioned => ProtoState::Provisioned,
-        }
-    }
-
-    pub fn from_proto(state: ProtoState) -> Option<Self> {
-        Some(match state {
-            ProtoState::NotProvisioned => Self::NotProvisioned,
-            ProtoState::InstallStaged => Self::CleanInstallStaged,
-            ProtoState::InstallFinalized => Self::CleanInstallFinalized,
-            ProtoState::UpdateAbStaged => Self::AbUpdateStaged,
-            ProtoState::UpdateAbFinalized => Self::AbUpdateFinalized,
-            ProtoState::UpdateAbHealthCheckFailed => Self::AbUpdateHealthCheckFailed,
-            ProtoState::ManualRollbackAbStaged => Self::ManualRollbackAbStaged,
-            ProtoState::ManualRollbackAbFinalized => Self::ManualRollbackAbFinalized,
-            ProtoState::Provisioned => Self::Provisioned,
-            ProtoState::Unspecified
-            | ProtoState::ManualRollbackRuntimeStaged
-            | ProtoState::UpdateRuntimeStaged => return None,
-        })
+        self.into()
     }
 
     /// A host that booted into an installed OS (or was told it did).
@@ -79,7 +40,7 @@ impl ServicingState {
 
 impl std::fmt::Display for ServicingState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.kebab_name())
     }
 }
 
@@ -99,37 +60,15 @@ impl AbVolume {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::VolumeA => "volume-a",
-            Self::VolumeB => "volume-b",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "volume-a" => Some(Self::VolumeA),
-            "volume-b" => Some(Self::VolumeB),
-            _ => None,
-        }
-    }
-
-    pub fn to_proto(self) -> AbVolumeState {
-        match self {
-            Self::VolumeA => AbVolumeState::VolumeA,
-            Self::VolumeB => AbVolumeState::VolumeB,
-        }
-    }
-
     /// `None` maps to NO_VOLUME.
     pub fn option_to_proto(v: Option<Self>) -> AbVolumeState {
-        v.map_or(AbVolumeState::NoVolume, Self::to_proto)
+        v.map_or(AbVolumeState::NoVolume, AbVolumeState::from)
     }
 }
 
 impl std::fmt::Display for AbVolume {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.kebab_name())
     }
 }
 
@@ -213,23 +152,6 @@ impl HostStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn states_map_to_proto_and_back() {
-        for s in [
-            ServicingState::NotProvisioned,
-            ServicingState::CleanInstallStaged,
-            ServicingState::CleanInstallFinalized,
-            ServicingState::AbUpdateStaged,
-            ServicingState::AbUpdateFinalized,
-            ServicingState::AbUpdateHealthCheckFailed,
-            ServicingState::ManualRollbackAbStaged,
-            ServicingState::ManualRollbackAbFinalized,
-            ServicingState::Provisioned,
-        ] {
-            assert_eq!(ServicingState::from_proto(s.to_proto()), Some(s));
-        }
-    }
 
     #[test]
     fn host_status_yaml_is_camel_case_with_kebab_values() {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use tokio_stream::StreamExt;
+use trident_host::KebabName;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
@@ -165,7 +166,7 @@ async fn collect_from_daemon(ctx: &Ctx, args: &DiagnoseArgs, bundle: &mut Bundle
         .iter()
         .map(|op| {
             json!({ "operation_id": op.operation_id, "rpc": op.rpc, "running": op.running,
-                    "kind": crate::render::format::servicing_kind(op.kind()),
+                    "kind": op.kind().kebab_name(),
                     "result": crate::render::format::status(op.result()),
                     "reboot_status": crate::render::format::reboot(op.reboot_status()),
                     "trace_id": op.trace_id })

@@ -7,9 +7,12 @@ use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1preview::rollback_service_client::RollbackServiceClient;
 use trident_proto::v1preview::status_service_client::StatusServiceClient;
 use trident_proto::v1preview::{
-    AbVolumeState, GetActiveVolumeRequest, GetConfigRequest, GetLastErrorRequest,
-    GetRollbackChainRequest, GetRollbackTargetRequest, GetServicingStateRequest, ServicingState,
+    GetActiveVolumeRequest, GetConfigRequest, GetLastErrorRequest, GetRollbackChainRequest,
+    GetRollbackTargetRequest, GetServicingStateRequest,
 };
+
+use trident_host::KebabName;
+use trident_host::status::AbVolume;
 
 use super::Ctx;
 use crate::args::{GetArgs, GetKind, OutputFormat};
@@ -120,12 +123,10 @@ pub async fn host_status(ctx: &Ctx) -> CliResult<HostStatusView> {
         Err(s) => return Err(CliError::rpc("GetProvisionedConfig", s)),
     };
     Ok(HostStatusView {
-        servicing_state: servicing_state(state).to_string(),
-        ab_active_volume: match volume {
-            AbVolumeState::VolumeA => Some("volume-a".into()),
-            AbVolumeState::VolumeB => Some("volume-b".into()),
-            AbVolumeState::NoVolume | AbVolumeState::Unspecified => None,
-        },
+        servicing_state: state.kebab_name().to_string(),
+        ab_active_volume: AbVolume::try_from(volume)
+            .ok()
+            .map(|v| v.kebab_name().to_string()),
         spec,
     })
 }
@@ -148,17 +149,4 @@ pub async fn last_error(ctx: &Ctx) -> CliResult<Option<ErrorView>> {
         .map_err(|s| CliError::rpc("GetLastError", s))?
         .into_inner();
     Ok(response.error.as_ref().map(ErrorView::from))
-}
-
-/// Upstream's kebab-case servicing state (the engine's own names).
-pub fn servicing_state(state: ServicingState) -> &'static str {
-    trident_host::status::ServicingState::from_proto(state).map_or(
-        match state {
-            ServicingState::InstallStaged => "clean-install-staged",
-            ServicingState::UpdateRuntimeStaged => "runtime-update-staged",
-            ServicingState::ManualRollbackRuntimeStaged => "manual-rollback-runtime-staged",
-            _ => "unspecified",
-        },
-        |s| s.as_str(),
-    )
 }

@@ -10,11 +10,12 @@ use tokio_stream::StreamExt;
 use tonic::Streaming;
 use tonic::transport::Channel;
 
+use trident_host::{Category, KebabName, Subkind};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
     Cursor, HostConfiguration, RebootHandling, RebootManagement, RebootStatus, ServicingResponse,
-    TridentErrorKind, VersionRequest,
+    VersionRequest,
 };
 
 use super::Ctx;
@@ -159,9 +160,9 @@ where
     // is a failure to load the agent configuration (exit 4).
     let config_rejected = config_rpc
         && exit == Exit::ServicingFailed
-        && error.as_ref().is_some_and(|e| {
-            e.category == crate::render::format::category(TridentErrorKind::InvalidInputError)
-        });
+        && error
+            .as_ref()
+            .is_some_and(|e| e.category == Category::InvalidInput.kebab_name());
     if config_rejected {
         return Err(CliError::ConfigInvalid(format!(
             "{what} failed: the daemon rejected the Host Configuration (error above)"
@@ -314,20 +315,18 @@ async fn drive(
 
 /// An error view for a failure that happened outside the stream.
 fn error_view_of(err: &CliError) -> ErrorView {
-    let (category, subkind) = match err {
-        CliError::Connect { .. } => ("execution-environment-misconfiguration", "connect-daemon"),
-        CliError::ConfigLoad { .. } | CliError::ConfigInvalid(_) => {
-            ("invalid-input", "load-host-configuration")
-        }
+    let subkind = match err {
+        CliError::Connect { .. } => Subkind::ConnectDaemon,
+        CliError::ConfigLoad { .. } | CliError::ConfigInvalid(_) => Subkind::LoadHostConfiguration,
         CliError::Rpc { status, .. } if status.code() == tonic::Code::Unavailable => {
-            ("servicing", "daemon-busy")
+            Subkind::DaemonBusy
         }
-        _ => ("servicing", "client"),
+        _ => Subkind::Client,
     };
     ErrorView {
         message: err.to_string(),
-        error: subkind.to_string(),
-        category: category.to_string(),
+        error: subkind.kebab_name().to_string(),
+        category: subkind.category().kebab_name().to_string(),
         location: String::new(),
         cause: None,
         causes: Vec::new(),

@@ -3,6 +3,7 @@
 //! printed as YAML/JSON (`get last-error`, `-e FILE`) or as a text block.
 
 use serde::Serialize;
+use trident_host::KebabName;
 use trident_proto::v1::{ErrorContext, ErrorReport, LogRecord, TridentError};
 
 use super::event::system_time;
@@ -68,7 +69,7 @@ impl From<&TridentError> for ErrorView {
         ErrorView {
             message,
             error: e.subkind.clone(),
-            category: format::category(e.kind()).to_string(),
+            category: e.kind().kebab_name().to_string(),
             location: format::location(e.location.as_ref()),
             cause: e.causes.last().cloned(),
             causes: e.causes.clone(),
@@ -86,7 +87,7 @@ impl From<&ErrorReport> for ErrorView {
         ErrorView {
             message: e.message.clone(),
             error: e.subkind.clone(),
-            category: format::category(e.category()).to_string(),
+            category: e.category().kebab_name().to_string(),
             location: format::location(e.location.as_ref()),
             cause: e.causes.last().cloned(),
             causes: e.causes.clone(),

@@ -2,9 +2,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use trident_proto::v1::{
-    LogLevel, PhaseState, ProgressUnit, RebootStatus, ServicingKind, StatusCode, TridentErrorKind,
-};
+use trident_proto::v1::{LogLevel, PhaseState, ProgressUnit, RebootStatus, StatusCode};
 
 /// "4.2s", "1m05s", "2h03m".
 pub fn duration(d: Duration) -> String {
@@ -46,34 +44,6 @@ pub fn level(level: LogLevel) -> &'static str {
         LogLevel::Info | LogLevel::Unspecified => "info",
         LogLevel::Debug => "debug",
         LogLevel::Trace => "trace",
-    }
-}
-
-/// Upstream's kebab-case error category.
-pub fn category(kind: TridentErrorKind) -> &'static str {
-    match kind {
-        TridentErrorKind::ExecutionEnvironmentMisconfigurationError => {
-            "execution-environment-misconfiguration"
-        }
-        TridentErrorKind::HealthChecksError => "health-checks",
-        TridentErrorKind::InitializationError => "initialization",
-        TridentErrorKind::InternalError => "internal",
-        TridentErrorKind::InvalidInputError => "invalid-input",
-        TridentErrorKind::ServicingError => "servicing",
-        TridentErrorKind::UnsupportedConfigurationError => "unsupported-configuration",
-        TridentErrorKind::Unspecified => "unspecified",
-    }
-}
-
-pub fn servicing_kind(kind: ServicingKind) -> &'static str {
-    match kind {
-        ServicingKind::Unspecified => "unspecified",
-        ServicingKind::NoneRequired => "none-required",
-        ServicingKind::RuntimeUpdate => "runtime-update",
-        ServicingKind::AbUpdate => "ab-update",
-        ServicingKind::CleanInstall => "clean-install",
-        ServicingKind::ManualRollbackAb => "manual-rollback-ab",
-        ServicingKind::ManualRollbackRuntime => "manual-rollback-runtime",
     }
 }
 

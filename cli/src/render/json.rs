@@ -2,6 +2,7 @@
 //! (keys sorted; "type" says which record). Pure: a function of one event.
 
 use serde_json::{Value, json};
+use trident_host::KebabName;
 
 use super::error::ErrorView;
 use super::event::Event;
@@ -35,7 +36,7 @@ pub fn value(event: &Event) -> Value {
         } => json!({
             "type": "started", "cursor": cursor, "timestamp": opt_time(*timestamp),
             "operation_id": operation_id, "trace_id": trace_id,
-            "kind": format::servicing_kind(*kind), "rpc": rpc,
+            "kind": kind.kebab_name(), "rpc": rpc,
         }),
         Event::Log(log) => json!({
             "type": "log", "cursor": cursor, "timestamp": opt_time(log.timestamp),

@@ -14,7 +14,7 @@ use tonic::metadata::MetadataMap;
 use tracing::Instrument;
 use trident_host::datastore::{OperationEnd, OperationResult};
 use trident_host::status::HostStatus;
-use trident_host::{ErrorRecord, Subkind, TridentError};
+use trident_host::{ErrorRecord, KebabName, Subkind, TridentError};
 use trident_proto::v1::{
     Completed, RebootHandling, RebootStatus, RecordKind, ServicingKind, Started, StatusCode,
     WatchOptions,
@@ -40,7 +40,7 @@ impl StepContext {
     pub fn ids(&self) -> OperationIds<'_> {
         OperationIds {
             id: &self.operation_id,
-            kind: kind_name(self.kind),
+            kind: self.kind.kebab_name(),
             rpc: self.rpc,
             trace_id: &self.trace_id,
         }
@@ -108,19 +108,6 @@ pub struct ServicingRequest {
     pub kind: ServicingKind,
     /// gRPC metadata (for the W3C `traceparent`).
     pub metadata: MetadataMap,
-}
-
-/// Kebab-case kind name for the datastore.
-pub fn kind_name(kind: ServicingKind) -> &'static str {
-    match kind {
-        ServicingKind::Unspecified => "unspecified",
-        ServicingKind::NoneRequired => "none-required",
-        ServicingKind::RuntimeUpdate => "runtime-update",
-        ServicingKind::AbUpdate => "ab-update",
-        ServicingKind::CleanInstall => "clean-install",
-        ServicingKind::ManualRollbackAb => "manual-rollback-ab",
-        ServicingKind::ManualRollbackRuntime => "manual-rollback-runtime",
-    }
 }
 
 /// Starts a servicing operation running `step` and returns its stream.

@@ -18,6 +18,7 @@ pub use operations::{OperationEnd, OperationResult, OperationRow};
 pub use schema::SCHEMA_VERSION;
 
 use crate::error::{ContextExt, ErrorRecord, ResultExt, Subkind, TridentError};
+use crate::names::KebabName;
 use crate::status::HostStatus;
 use crate::time_util;
 
@@ -183,8 +184,8 @@ impl Datastore {
                 params![
                     now,
                     operation_id,
-                    status.servicing_state.as_str(),
-                    status.ab_active_volume.map(|v| v.as_str()),
+                    status.servicing_state.kebab_name(),
+                    status.ab_active_volume.map(KebabName::kebab_name),
                     status.to_json()?,
                 ],
             )

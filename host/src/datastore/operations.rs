@@ -4,6 +4,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Datastore;
 use crate::error::{ErrorRecord, ResultExt, Subkind, TridentError};
+use crate::names::KebabName;
 use crate::time_util;
 
 /// Outcome of an operation.
@@ -205,8 +206,8 @@ impl Datastore {
             params![
                 now,
                 last_id,
-                status.servicing_state.as_str(),
-                status.ab_active_volume.map(|v| v.as_str()),
+                status.servicing_state.kebab_name(),
+                status.ab_active_volume.map(KebabName::kebab_name),
                 status.to_json()?,
             ],
         )

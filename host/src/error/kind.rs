@@ -4,7 +4,8 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use trident_proto::v1::TridentErrorKind;
+
+use crate::names::KebabName;
 
 /// The upstream error category. Decides the CLI exit code and the gRPC
 /// status code of an error returned outside a servicing stream.
@@ -21,19 +22,6 @@ pub enum Category {
 }
 
 impl Category {
-    /// Kebab-case name, as printed by `trident get last-error`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ExecutionEnvironmentMisconfiguration => "execution-environment-misconfiguration",
-            Self::HealthChecks => "health-checks",
-            Self::Initialization => "initialization",
-            Self::Internal => "internal",
-            Self::InvalidInput => "invalid-input",
-            Self::Servicing => "servicing",
-            Self::UnsupportedConfiguration => "unsupported-configuration",
-        }
-    }
-
     /// gRPC status code for an error returned outside a servicing stream
     /// (wire doc, "Error model facts").
     pub fn grpc_code(self) -> tonic::Code {
@@ -46,41 +34,11 @@ impl Category {
             Self::Servicing | Self::HealthChecks => tonic::Code::Unknown,
         }
     }
-
-    pub fn to_proto(self) -> TridentErrorKind {
-        match self {
-            Self::ExecutionEnvironmentMisconfiguration => {
-                TridentErrorKind::ExecutionEnvironmentMisconfigurationError
-            }
-            Self::HealthChecks => TridentErrorKind::HealthChecksError,
-            Self::Initialization => TridentErrorKind::InitializationError,
-            Self::Internal => TridentErrorKind::InternalError,
-            Self::InvalidInput => TridentErrorKind::InvalidInputError,
-            Self::Servicing => TridentErrorKind::ServicingError,
-            Self::UnsupportedConfiguration => TridentErrorKind::UnsupportedConfigurationError,
-        }
-    }
-
-    /// Inverse of [`Category::to_proto`]; `None` for UNSPECIFIED.
-    pub fn from_proto(kind: TridentErrorKind) -> Option<Self> {
-        Some(match kind {
-            TridentErrorKind::Unspecified => return None,
-            TridentErrorKind::ExecutionEnvironmentMisconfigurationError => {
-                Self::ExecutionEnvironmentMisconfiguration
-            }
-            TridentErrorKind::HealthChecksError => Self::HealthChecks,
-            TridentErrorKind::InitializationError => Self::Initialization,
-            TridentErrorKind::InternalError => Self::Internal,
-            TridentErrorKind::InvalidInputError => Self::InvalidInput,
-            TridentErrorKind::ServicingError => Self::Servicing,
-            TridentErrorKind::UnsupportedConfigurationError => Self::UnsupportedConfiguration,
-        })
-    }
 }
 
 impl fmt::Display for Category {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.kebab_name())
     }
 }
 
@@ -98,11 +56,6 @@ macro_rules! subkinds {
                 match self { $(Self::$variant => Category::$category,)* }
             }
 
-            /// Kebab-case name (the `error` key of `get last-error`).
-            pub fn as_str(self) -> &'static str {
-                match self { $(Self::$variant => $name,)* }
-            }
-
             /// Message used when the error is raised without its own.
             pub fn default_message(self) -> &'static str {
                 match self { $(Self::$variant => $message,)* }
@@ -110,6 +63,13 @@ macro_rules! subkinds {
 
             /// Every subkind, for tests and documentation.
             pub const ALL: &'static [Subkind] = &[$(Self::$variant,)*];
+        }
+
+        /// The `error` key of `get last-error`, the `subkind` on the wire.
+        impl KebabName for Subkind {
+            fn kebab_name(self) -> &'static str {
+                match self { $(Self::$variant => $name,)* }
+            }
         }
     };
 }
@@ -155,11 +115,16 @@ subkinds! {
     // unsupported-configuration
     UnsupportedFeature => UnsupportedConfiguration, "unsupported-feature", "The Host Configuration uses a feature this daemon does not support";
     RaidUnsupported => UnsupportedConfiguration, "raid-unsupported", "Software RAID is not supported";
+    // Raised by the CLI for failures outside a servicing stream (its -e file).
+    ConnectDaemon => ExecutionEnvironmentMisconfiguration, "connect-daemon", "Cannot connect to the daemon";
+    LoadHostConfiguration => InvalidInput, "load-host-configuration", "Failed to load the Host Configuration";
+    DaemonBusy => Servicing, "daemon-busy", "The daemon is busy with another operation";
+    Client => Servicing, "client", "The client failed";
 }
 
 impl fmt::Display for Subkind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.kebab_name())
     }
 }
 
@@ -169,7 +134,7 @@ impl std::str::FromStr for Subkind {
         Self::ALL
             .iter()
             .copied()
-            .find(|k| k.as_str() == s)
+            .find(|k| k.kebab_name() == s)
             .ok_or(())
     }
 }

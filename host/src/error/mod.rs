@@ -16,6 +16,8 @@ use std::panic::Location as CallerLocation;
 pub use kind::{Category, Subkind};
 pub use record::{ContextEntry, ErrorRecord, SourceLocation, last_error_yaml};
 
+use crate::names::KebabName;
+
 /// A structured Trident error. Cheap to move (boxed).
 pub struct TridentError(Box<Inner>);
 
@@ -134,7 +136,7 @@ impl TridentError {
     pub fn record(&self) -> ErrorRecord {
         ErrorRecord {
             category: self.category(),
-            subkind: self.subkind().as_str().to_owned(),
+            subkind: self.subkind().kebab_name().to_owned(),
             message: self.0.message.clone(),
             location: self.0.location.clone(),
             context: self.0.context.clone(),

@@ -112,7 +112,7 @@ impl ErrorRecord {
 
     pub fn to_proto(&self) -> v1::TridentError {
         v1::TridentError {
-            kind: self.category.to_proto() as i32,
+            kind: v1::TridentErrorKind::from(self.category) as i32,
             subkind: self.subkind.clone(),
             message: self.report(),
             error_message: self.message.clone(),
@@ -132,7 +132,7 @@ impl ErrorRecord {
     /// by the bus.
     pub fn to_report(&self) -> v1::ErrorReport {
         v1::ErrorReport {
-            category: self.category.to_proto() as i32,
+            category: v1::TridentErrorKind::from(self.category) as i32,
             subkind: self.subkind.clone(),
             message: self.message.clone(),
             location: Some(self.location.to_proto()),
@@ -154,7 +154,7 @@ impl ErrorRecord {
     pub fn from_proto(err: &v1::TridentError) -> Option<Self> {
         let kind = v1::TridentErrorKind::try_from(err.kind).ok()?;
         Some(Self {
-            category: Category::from_proto(kind)?,
+            category: Category::try_from(kind).ok()?,
             subkind: err.subkind.clone(),
             message: if err.error_message.is_empty() {
                 err.message.clone()

@@ -1,4 +1,5 @@
 use super::*;
+use crate::names::KebabName;
 use trident_proto::v1;
 
 #[derive(Debug, thiserror::Error)]
@@ -89,12 +90,12 @@ fn last_error_yaml_has_the_upstream_keys() {
 fn subkind_names_are_unique_kebab_case() {
     let mut seen = std::collections::HashSet::new();
     for k in Subkind::ALL {
-        assert!(seen.insert(k.as_str()));
+        assert!(seen.insert(k.kebab_name()));
         assert!(
-            k.as_str()
+            k.kebab_name()
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c == '-')
         );
-        assert_eq!(k.as_str().parse::<Subkind>(), Ok(*k));
+        assert_eq!(k.kebab_name().parse::<Subkind>(), Ok(*k));
     }
 }
