@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hyper_util::rt::TokioIo;
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 use tokio_stream::wrappers::UnixListenerStream;
-use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::transport::Channel;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_telemetry::Bus;
 
@@ -54,11 +53,5 @@ impl Served {
 
 /// A channel to a gRPC server on the Unix socket `socket`.
 pub async fn channel(socket: &Path) -> anyhow::Result<Channel> {
-    let socket = socket.to_owned();
-    Ok(Endpoint::try_from("http://[::]:50051")?
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let socket = socket.clone();
-            async move { UnixStream::connect(socket).await.map(TokioIo::new) }
-        }))
-        .await?)
+    Ok(trident_proto::client::uds_channel(socket).await?)
 }

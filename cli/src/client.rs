@@ -6,13 +6,12 @@
 
 use std::error::Error as StdError;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use hyper_util::rt::TokioIo;
-use tokio::net::UnixStream;
 use tonic::metadata::MetadataValue;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
+use trident_proto::client::{connect_uds, uds_endpoint};
 
 use crate::exit::{CliError, CliResult, ConnectFailure};
 
@@ -30,18 +29,8 @@ pub const TRACEPARENT: &str = "traceparent";
 /// Opens a channel to the daemon at `socket`, failing fast with a clear
 /// [`CliError::Connect`].
 pub async fn connect(socket: &Path) -> CliResult<Channel> {
-    let path: PathBuf = socket.to_path_buf();
-    // The URI is required by tonic but unused: the connector below decides
-    // where bytes go.
-    let endpoint = Endpoint::try_from("http://localhost")
-        .map_err(|e| connect_error(socket, ConnectFailure::Other, e.to_string()))?
-        .connect_timeout(CONNECT_TIMEOUT);
-    let connector = tower::service_fn(move |_: http::Uri| {
-        let path = path.clone();
-        async move { Ok::<_, io::Error>(TokioIo::new(UnixStream::connect(path).await?)) }
-    });
-    endpoint
-        .connect_with_connector(connector)
+    let endpoint = uds_endpoint().connect_timeout(CONNECT_TIMEOUT);
+    connect_uds(endpoint, socket)
         .await
         .map_err(|e| classify(socket, &e))
 }

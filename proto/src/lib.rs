@@ -4,15 +4,17 @@
 //! additions (the telemetry service and records); `trident.v1preview` is the
 //! upstream preview surface. See `proto/README.md` for the evolution rules.
 
-#![allow(missing_debug_implementations)]
-#![allow(clippy::all, clippy::pedantic)]
+#[cfg(feature = "client")]
+pub mod client;
 
 /// The stable package `trident.v1`.
+#[allow(missing_debug_implementations, clippy::all, clippy::pedantic)]
 pub mod v1 {
     tonic::include_proto!("trident.v1");
 }
 
 /// The preview package `trident.v1preview`.
+#[allow(missing_debug_implementations, clippy::all, clippy::pedantic)]
 pub mod v1preview {
     tonic::include_proto!("trident.v1preview");
 }

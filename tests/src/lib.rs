@@ -28,7 +28,7 @@ use nix::{
     unistd::Pid,
 };
 use tempfile::TempDir;
-use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::transport::Channel;
 
 /// Env var: directory holding the built binaries (overrides the default
 /// `target/<profile>` derived from the test executable's location).
@@ -59,18 +59,7 @@ pub fn bin_path(name: &str) -> PathBuf {
 
 /// A tonic channel over the Unix socket at `path` (HTTP/2, authority "localhost").
 pub async fn uds_channel(path: impl Into<PathBuf>) -> anyhow::Result<Channel> {
-    let path: PathBuf = path.into();
-    let channel = Endpoint::try_from("http://localhost")?
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let path = path.clone();
-            async move {
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                    tokio::net::UnixStream::connect(path).await?,
-                ))
-            }
-        }))
-        .await?;
-    Ok(channel)
+    Ok(trident_proto::client::uds_channel(path).await?)
 }
 
 /// Asks the daemon at `socket` for its version.

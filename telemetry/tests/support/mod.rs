@@ -6,11 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hyper_util::rt::TokioIo;
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnixListenerStream;
-use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::transport::Channel;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
     Cursor, Record, StreamEvent, WatchOptions, WatchRequest, record, stream_event,
@@ -55,15 +54,7 @@ impl Served {
 
 /// A tonic channel over a Unix socket.
 pub async fn channel(socket: &Path) -> Channel {
-    let socket = socket.to_owned();
-    Endpoint::try_from("http://[::]:50051")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let socket = socket.clone();
-            async move { UnixStream::connect(socket).await.map(TokioIo::new) }
-        }))
-        .await
-        .unwrap()
+    trident_proto::client::uds_channel(socket).await.unwrap()
 }
 
 /// Runs a Watch and collects every event until the stream ends.
