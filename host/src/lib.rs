@@ -4,11 +4,13 @@
 //! the Host Status, and the SQLite datastore.
 
 pub mod config;
+pub mod convert;
 pub mod datastore;
 pub mod error;
 pub mod names;
 pub mod status;
 pub mod time_util;
 
+pub use convert::InvalidMessage;
 pub use error::{Category, ContextExt, ErrorRecord, ResultExt, Subkind, TridentError};
 pub use names::{KebabName, NoCounterpart};

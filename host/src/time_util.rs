@@ -21,11 +21,12 @@ pub fn parse_to_proto(text: &str) -> Option<prost_types::Timestamp> {
     })
 }
 
-pub fn proto_to_rfc3339(ts: &prost_types::Timestamp) -> String {
+/// `None` when the timestamp is outside what RFC 3339 can write.
+pub fn proto_to_rfc3339(ts: &prost_types::Timestamp) -> Option<String> {
     let nanos = i128::from(ts.seconds) * 1_000_000_000 + i128::from(ts.nanos);
     OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
         .map(to_rfc3339)
-        .unwrap_or_default()
 }
 
 /// Now, as a protobuf Timestamp.

@@ -8,6 +8,7 @@
 
 mod kind;
 mod record;
+mod wire;
 
 use std::error::Error as StdError;
 use std::fmt;

@@ -1,12 +1,11 @@
 //! The persistable form of an error ([`ErrorRecord`]): stored as the Host
-//! Status `lastError`, sent as `trident.v1.TridentError` / `ErrorReport`,
-//! printed by `trident get last-error`.
+//! Status `lastError`, sent as `trident.v1.TridentError` / `ErrorReport`
+//! (conversions in `wire.rs`), printed by `trident get last-error`.
 
 use std::fmt;
 use std::panic::Location as CallerLocation;
 
 use serde::{Deserialize, Serialize};
-use trident_proto::v1;
 
 use super::Category;
 use crate::time_util;
@@ -23,20 +22,6 @@ impl SourceLocation {
         Self {
             file: caller.file().to_owned(),
             line: caller.line(),
-        }
-    }
-
-    pub fn to_proto(&self) -> v1::FileLocation {
-        v1::FileLocation {
-            path: self.file.clone(),
-            line: self.line,
-        }
-    }
-
-    pub fn from_proto(loc: &v1::FileLocation) -> Self {
-        Self {
-            file: loc.path.clone(),
-            line: loc.line,
         }
     }
 }
@@ -108,94 +93,6 @@ impl ErrorRecord {
         }
         self.timestamp = Some(time_util::now_rfc3339());
         self
-    }
-
-    pub fn to_proto(&self) -> v1::TridentError {
-        v1::TridentError {
-            kind: v1::TridentErrorKind::from(self.category) as i32,
-            subkind: self.subkind.clone(),
-            message: self.report(),
-            error_message: self.message.clone(),
-            location: Some(self.location.to_proto()),
-            context: self.context.iter().map(context_to_proto).collect(),
-            causes: self.causes.clone(),
-            operation_id: self.operation_id.clone().unwrap_or_default(),
-            trace_id: self.trace_id.clone().unwrap_or_default(),
-            timestamp: self
-                .timestamp
-                .as_deref()
-                .and_then(time_util::parse_to_proto),
-        }
-    }
-
-    /// The bus record (`errors::report`); recent logs and cursor are filled
-    /// by the bus.
-    pub fn to_report(&self) -> v1::ErrorReport {
-        v1::ErrorReport {
-            category: v1::TridentErrorKind::from(self.category) as i32,
-            subkind: self.subkind.clone(),
-            message: self.message.clone(),
-            location: Some(self.location.to_proto()),
-            context: self.context.iter().map(context_to_proto).collect(),
-            causes: self.causes.clone(),
-            operation_id: self.operation_id.clone().unwrap_or_default(),
-            trace_id: self.trace_id.clone().unwrap_or_default(),
-            timestamp: self
-                .timestamp
-                .as_deref()
-                .and_then(time_util::parse_to_proto),
-            recent_logs: Vec::new(),
-            report: self.report(),
-        }
-    }
-
-    /// Rebuilds a record from the wire form (CLI side). `None` when the
-    /// category is unspecified.
-    pub fn from_proto(err: &v1::TridentError) -> Option<Self> {
-        let kind = v1::TridentErrorKind::try_from(err.kind).ok()?;
-        Some(Self {
-            category: Category::try_from(kind).ok()?,
-            subkind: err.subkind.clone(),
-            message: if err.error_message.is_empty() {
-                err.message.clone()
-            } else {
-                err.error_message.clone()
-            },
-            location: err
-                .location
-                .as_ref()
-                .map(SourceLocation::from_proto)
-                .unwrap_or(SourceLocation {
-                    file: String::new(),
-                    line: 0,
-                }),
-            context: err
-                .context
-                .iter()
-                .map(|c| ContextEntry {
-                    message: c.message.clone(),
-                    location: c
-                        .location
-                        .as_ref()
-                        .map(SourceLocation::from_proto)
-                        .unwrap_or(SourceLocation {
-                            file: String::new(),
-                            line: 0,
-                        }),
-                })
-                .collect(),
-            causes: err.causes.clone(),
-            operation_id: Some(err.operation_id.clone()).filter(|s| !s.is_empty()),
-            trace_id: Some(err.trace_id.clone()).filter(|s| !s.is_empty()),
-            timestamp: err.timestamp.as_ref().map(time_util::proto_to_rfc3339),
-        })
-    }
-}
-
-fn context_to_proto(ctx: &ContextEntry) -> v1::ErrorContext {
-    v1::ErrorContext {
-        message: ctx.message.clone(),
-        location: Some(ctx.location.to_proto()),
     }
 }
 

@@ -27,7 +27,7 @@ fn structured_keeps_the_cause_chain() {
     let err = r.structured(Subkind::Io).err().unwrap();
     assert_eq!(err.causes(), vec!["disk on fire", "no space"]);
     assert_eq!(err.message(), Subkind::Io.default_message());
-    let proto = err.record().to_proto();
+    let proto = v1::TridentError::from(&err.record());
     assert_eq!(proto.kind, v1::TridentErrorKind::InternalError as i32);
     assert_eq!(proto.subkind, "io");
     assert_eq!(proto.causes.len(), 2);
@@ -61,7 +61,7 @@ fn grpc_codes_follow_the_wire_doc() {
 fn record_round_trips_through_proto() {
     let err = TridentError::of(Subkind::HealthCheckFailed).context("commit");
     let rec = err.record().stamped("op-1", "0123");
-    let back = ErrorRecord::from_proto(&rec.to_proto()).unwrap();
+    let back = ErrorRecord::try_from(&v1::TridentError::from(&rec)).unwrap();
     assert_eq!(back.subkind, "health-check-failed");
     assert_eq!(back.category, Category::HealthChecks);
     assert_eq!(back.context, rec.context);
@@ -98,4 +98,56 @@ fn subkind_names_are_unique_kebab_case() {
         );
         assert_eq!(k.kebab_name().parse::<Subkind>(), Ok(*k));
     }
+}
+
+#[test]
+fn a_wire_error_with_an_unknown_kind_names_the_field() {
+    let rec = TridentError::of(Subkind::WriteImage).record();
+    let mut wire = v1::TridentError::from(&rec);
+    wire.kind = 42;
+    assert_eq!(
+        ErrorRecord::try_from(&wire),
+        Err(crate::InvalidMessage::UnknownValue {
+            field: "kind",
+            value: 42
+        })
+    );
+    wire.kind = v1::TridentErrorKind::Unspecified as i32;
+    let err = ErrorRecord::try_from(&wire).unwrap_err();
+    assert!(err.to_string().starts_with("kind: "), "{err}");
+}
+
+#[test]
+fn a_wire_error_without_a_location_is_refused() {
+    let rec = TridentError::of(Subkind::WriteImage)
+        .context("stage")
+        .record();
+    let mut wire = v1::TridentError::from(&rec);
+    wire.context[0].location = None;
+    assert_eq!(
+        ErrorRecord::try_from(&wire),
+        Err(crate::InvalidMessage::Missing {
+            field: "context.location"
+        })
+    );
+    wire.location = None;
+    assert_eq!(
+        ErrorRecord::try_from(&wire),
+        Err(crate::InvalidMessage::Missing { field: "location" })
+    );
+}
+
+#[test]
+fn the_bus_report_carries_the_record() {
+    let rec = TridentError::of(Subkind::ScriptFailed)
+        .context("finalize")
+        .record()
+        .stamped("op-2", "abcd");
+    let report = v1::ErrorReport::from(&rec);
+    assert_eq!(report.category, v1::TridentErrorKind::ServicingError as i32);
+    assert_eq!(report.subkind, "script-failed");
+    assert_eq!(report.operation_id, "op-2");
+    assert_eq!(report.context.len(), 1);
+    assert_eq!(report.report, rec.report());
+    assert!(report.timestamp.is_some());
 }
