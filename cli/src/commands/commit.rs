@@ -4,9 +4,9 @@ use trident_proto::v1::CommitRequest;
 use trident_proto::v1::commit_service_client::CommitServiceClient;
 
 use super::Ctx;
-use super::servicing::{self, reboot};
 use crate::args::ServicingArgs;
 use crate::exit::{CliResult, Exit};
+use crate::servicing::{self, reboot};
 
 pub async fn run(ctx: &Ctx, args: &ServicingArgs) -> CliResult<Exit> {
     servicing::run(ctx, args, "commit", false, |channel, trace| async move {

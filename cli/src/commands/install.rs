@@ -4,9 +4,9 @@ use trident_proto::v1preview::install_service_client::InstallServiceClient;
 use trident_proto::v1preview::{FinalizeInstallRequest, InstallRequest, StageInstallRequest};
 
 use super::Ctx;
-use super::servicing::{self, Steps, reboot};
 use crate::args::ServicingConfigArgs;
 use crate::exit::{CliResult, Exit};
+use crate::servicing::{self, Steps, reboot};
 
 pub async fn run(ctx: &Ctx, args: &ServicingConfigArgs) -> CliResult<Exit> {
     let Some((steps, config)) = servicing::plan(args)? else {

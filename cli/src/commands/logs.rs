@@ -13,10 +13,10 @@ use trident_proto::v1::{
 };
 
 use super::Ctx;
-use super::progress::max_level;
 use crate::args::{LogsArgs, OutputFormat};
 use crate::cursor;
 use crate::exit::{CliError, CliResult, Exit};
+use crate::live::progress::max_level;
 use crate::render::event::system_time;
 use crate::render::format;
 

@@ -3,15 +3,12 @@
 pub mod commit;
 pub mod completions;
 pub mod diagnose;
-pub mod follow;
 pub mod get;
 pub mod install;
 pub mod logs;
 pub mod offline_initialize;
-pub mod progress;
 pub mod rebuild_raid;
 pub mod rollback;
-pub mod servicing;
 pub mod stream_disk;
 pub mod traces;
 pub mod update;

@@ -6,9 +6,9 @@ use trident_proto::v1preview::RebuildRaidRequest;
 use trident_proto::v1preview::rebuild_raid_service_client::RebuildRaidServiceClient;
 
 use super::Ctx;
-use super::servicing;
 use crate::args::RebuildRaidArgs;
 use crate::exit::{CliResult, Exit};
+use crate::servicing;
 
 pub async fn run(ctx: &Ctx, args: &RebuildRaidArgs) -> CliResult<Exit> {
     servicing::run(

@@ -7,9 +7,9 @@ use trident_proto::v1preview::{
 };
 
 use super::Ctx;
-use super::servicing::{self, Steps, reboot};
 use crate::args::{OutputFormat, RollbackArgs};
 use crate::exit::{CliError, CliResult, Exit};
+use crate::servicing::{self, Steps, reboot};
 
 pub async fn run(ctx: &Ctx, args: &RollbackArgs) -> CliResult<Exit> {
     let kind = if args.runtime {

@@ -4,9 +4,9 @@ use trident_proto::v1::StreamDiskRequest;
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
 
 use super::Ctx;
-use super::servicing::{self, fail, reboot};
 use crate::args::StreamDiskArgs;
 use crate::exit::{CliError, CliResult, Exit};
+use crate::servicing::{self, fail, reboot};
 
 /// Hex digits of a SHA-384.
 const SHA384_HEX_LEN: usize = 96;

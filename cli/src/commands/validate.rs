@@ -7,11 +7,11 @@ use trident_proto::v1preview::ValidateHostConfigurationRequest;
 use trident_proto::v1preview::validation_service_client::ValidationServiceClient;
 
 use super::Ctx;
-use super::servicing::load_config;
 use crate::args::{OutputFormat, ValidateArgs};
 use crate::exit::{CliError, CliResult, Exit};
 use crate::output;
 use crate::render::error::ErrorView;
+use crate::servicing::load_config;
 
 #[derive(Debug, Serialize)]
 struct Validation {

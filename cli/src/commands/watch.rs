@@ -10,10 +10,11 @@ use trident_proto::v1::{
 };
 
 use super::Ctx;
-use super::follow::{Dedup, Followed, follow_operation};
-use super::progress::Progress;
 use crate::args::WatchArgs;
 use crate::exit::{CliError, CliResult, Exit};
+use crate::live::follow::{Dedup, Followed, follow_operation};
+use crate::live::progress::Progress;
+use crate::servicing::exit_result;
 
 pub async fn run(ctx: &Ctx, args: &WatchArgs) -> CliResult<Exit> {
     let operation_id = match &args.operation {
@@ -32,13 +33,7 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> CliResult<Exit> {
     .await;
     progress.finish();
     match followed? {
-        Followed::Completed => match progress.model.exit().unwrap_or(Exit::ServicingFailed) {
-            Exit::Success => Ok(Exit::Success),
-            Exit::RebootUnsuccessful => Err(CliError::RebootUnsuccessful(
-                "the reboot Trident was to perform did not happen".into(),
-            )),
-            _ => Err(CliError::ServicingFailed),
-        },
+        Followed::Completed => exit_result(progress.model.exit().unwrap_or(Exit::ServicingFailed)),
         Followed::Interrupted => Err(CliError::StreamLost(format!(
             "operation {operation_id} was interrupted: the daemon stopped before it completed"
         ))),

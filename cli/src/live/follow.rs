@@ -15,12 +15,14 @@
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
-use tokio_stream::StreamExt;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use trident_proto::v1::{Cursor, ListOperationsRequest, RecordKind, WatchOptions, WatchRequest};
+use trident_proto::v1::{
+    Cursor, ListOperationsRequest, RecordKind, WatchOptions, WatchRequest, WatchResponse,
+};
 
-use super::Ctx;
 use super::progress::Progress;
+use super::read::{StreamEnd, read_stream};
+use crate::commands::Ctx;
 use crate::exit::{CliError, CliResult};
 use crate::render::event::{Event, system_time};
 
@@ -29,8 +31,6 @@ const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// Give up when the daemon stays unreachable this long.
 const RECONNECT_DEADLINE: Duration = Duration::from_secs(120);
-/// How often the tty view is redrawn while the stream is quiet.
-const TICK: Duration = Duration::from_millis(200);
 
 /// The record kinds of the progress view.
 pub const VIEW_KINDS: [RecordKind; 4] = [
@@ -201,28 +201,21 @@ async fn watch_once(
             after: after.clone(),
         });
     }
-    let mut ticker = tokio::time::interval(TICK);
-    loop {
-        tokio::select! {
-            message = stream.next() => match message {
-                None => return Ok(None),
-                Some(Err(status)) => return Err(crate::exit::describe_status(&status)),
-                Some(Ok(response)) => {
-                    for stream_event in &response.events {
-                        advance(after, stream_event);
-                        let Some(event) = Event::from_stream(stream_event) else { continue };
-                        if dedup.seen(&event) {
-                            continue;
-                        }
-                        progress.feed(&event);
-                        if matches!(event, Event::Completed { .. }) {
-                            return Ok(Some(Followed::Completed));
-                        }
-                    }
-                }
-            },
-            _ = ticker.tick() => progress.tick(),
-        }
+    let end = read_stream(progress, &mut stream, |response: &WatchResponse| {
+        response
+            .events
+            .iter()
+            .filter_map(|stream_event| {
+                advance(after, stream_event);
+                Event::from_stream(stream_event).filter(|event| !dedup.seen(event))
+            })
+            .collect()
+    })
+    .await;
+    match end {
+        StreamEnd::Completed => Ok(Some(Followed::Completed)),
+        StreamEnd::Ended => Ok(None),
+        StreamEnd::Broken(status) => Err(crate::exit::describe_status(&status)),
     }
 }
 

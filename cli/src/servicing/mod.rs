@@ -1,0 +1,177 @@
+//! What every servicing command shares: opening the servicing stream with
+//! the CLI's trace context, following it in the live view, writing the
+//! -s/-e files, and the exit code. The plan (Host Configuration, steps) is
+//! in [`plan`], the -e file in [`error_file`], the reboot wait in [`reboot`].
+
+mod error_file;
+mod plan;
+mod reboot;
+
+use std::future::Future;
+
+use tonic::Streaming;
+use tonic::transport::Channel;
+use trident_host::{Category, KebabName};
+use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use trident_proto::v1::{RebootStatus, ServicingResponse, StatusCode};
+
+pub use error_file::fail;
+pub use plan::{Steps, load_config, plan, reboot};
+
+use crate::args::{OutputFormat, ServicingArgs};
+use crate::client::TraceParent;
+use crate::commands::Ctx;
+use crate::exit::{CliError, CliResult, Exit};
+use crate::live::progress::Progress;
+use crate::live::servicing_stream::follow_servicing_stream;
+use crate::render::error::ErrorView;
+use crate::render::event::Event;
+use crate::render::model::Model;
+use error_file::{error_view_of, write_error_file};
+
+/// Runs one servicing RPC. `open` starts the stream on a channel, with the
+/// CLI's trace context. `config_rpc` says whether INVALID_ARGUMENT refers to
+/// the Host Configuration (exit 4).
+pub async fn run<F, Fut>(
+    ctx: &Ctx,
+    args: &ServicingArgs,
+    what: &'static str,
+    config_rpc: bool,
+    open: F,
+) -> CliResult<Exit>
+where
+    F: FnOnce(Channel, TraceParent) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
+{
+    let stream = open_stream(ctx, args, what, config_rpc, open).await?;
+    let mut progress = Progress::new(args.progress, ctx.verbosity);
+    let followed = follow_servicing_stream(ctx, &mut progress, stream, what).await;
+    full_error_report(ctx, &mut progress).await;
+    progress.finish();
+    if let Err(err) = followed {
+        write_error_file(args, &error_view_of(&err))?;
+        return Err(err);
+    }
+    let model = &progress.model;
+    let exit = model.exit().unwrap_or(Exit::ServicingFailed);
+    let error = failure_view(model, exit);
+    if let Some(view) = &error {
+        write_error_file(args, view)?;
+    }
+    if let Some(path) = &args.status {
+        let status = crate::commands::get::host_status(ctx).await?;
+        let text = crate::output::encode(&status, OutputFormat::Yaml)?;
+        crate::output::emit(&text, Some(path))?;
+    }
+    let rebooting = model
+        .outcome
+        .as_ref()
+        .is_some_and(|o| o.reboot_status == RebootStatus::RebootStarted);
+    if exit == Exit::Success && rebooting {
+        return reboot::wait_for_reboot(ctx).await;
+    }
+    // The daemon found the Host Configuration invalid: like upstream, that
+    // is a failure to load the agent configuration (exit 4).
+    let config_rejected = config_rpc
+        && exit == Exit::ServicingFailed
+        && error
+            .as_ref()
+            .is_some_and(|e| e.category == Category::InvalidInput.kebab_name());
+    if config_rejected {
+        return Err(CliError::ConfigInvalid(format!(
+            "{what} failed: the daemon rejected the Host Configuration (error above)"
+        )));
+    }
+    exit_result(exit)
+}
+
+/// Opens the servicing stream; a refusal (busy, invalid) is the command's
+/// error, with the -e file written.
+async fn open_stream<F, Fut>(
+    ctx: &Ctx,
+    args: &ServicingArgs,
+    what: &'static str,
+    config_rpc: bool,
+    open: F,
+) -> CliResult<Streaming<ServicingResponse>>
+where
+    F: FnOnce(Channel, TraceParent) -> Fut,
+    Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
+{
+    let channel = ctx.channel().await?;
+    let trace = TraceParent::from_env_or_generate();
+    match open(channel, trace).await {
+        Ok(response) => Ok(response.into_inner()),
+        Err(status) => {
+            let err = if config_rpc && status.code() == tonic::Code::InvalidArgument {
+                CliError::ConfigInvalid(format!(
+                    "{what} failed: the daemon rejected the Host Configuration: {}",
+                    status.message()
+                ))
+            } else {
+                CliError::rpc(what, status)
+            };
+            write_error_file(args, &error_view_of(&err))?;
+            Err(err)
+        }
+    }
+}
+
+/// The error of an operation that did not succeed: the bus's full report
+/// when the view has it, else the upstream error of the completion.
+fn failure_view(model: &Model, exit: Exit) -> Option<ErrorView> {
+    let outcome = model.outcome.as_ref()?;
+    if exit == Exit::Success {
+        return None;
+    }
+    match (&model.error, &outcome.error) {
+        (Some(report), _) => Some(ErrorView::from(report)),
+        (None, Some(e)) => Some(ErrorView::from(e)),
+        (None, None) => None,
+    }
+}
+
+/// The command's result for the operation's exit code.
+pub fn exit_result(exit: Exit) -> CliResult<Exit> {
+    match exit {
+        Exit::Success => Ok(Exit::Success),
+        Exit::RebootUnsuccessful => Err(CliError::RebootUnsuccessful(
+            "the reboot Trident was to perform did not happen".into(),
+        )),
+        _ => Err(CliError::ServicingFailed),
+    }
+}
+
+/// The servicing stream's Completed carries the upstream error; the bus has
+/// the full report (context chain, recent log lines). Fetch it for a failed
+/// operation so the failure block shows everything.
+async fn full_error_report(ctx: &Ctx, progress: &mut Progress) {
+    let model = &progress.model;
+    let failed = model
+        .outcome
+        .as_ref()
+        .is_some_and(|o| o.status != StatusCode::Success);
+    if !failed || model.error.is_some() {
+        return;
+    }
+    let Some(operation_id) = model.operation.as_ref().map(|o| o.id.clone()) else {
+        return;
+    };
+    let Ok(channel) = ctx.channel().await else {
+        return;
+    };
+    let Ok(response) = TelemetryServiceClient::new(channel)
+        .get_last_error(trident_proto::v1::GetLastErrorRequest {})
+        .await
+    else {
+        return;
+    };
+    if let Some(report) = response.into_inner().error
+        && report.operation_id == operation_id
+    {
+        progress.model.apply(&Event::Error {
+            cursor: None,
+            report: Box::new(report),
+        });
+    }
+}
