@@ -12,11 +12,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use tokio_stream::StreamExt;
+use tonic::transport::Channel;
 use trident_host::KebabName;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
-    GetBusStatusRequest, ListOperationsRequest, VersionRequest, WatchOptions, WatchRequest,
+    GetBusStatusRequest, ListOperationsRequest, OperationSummary, VersionRequest, WatchOptions,
+    WatchRequest,
 };
 
 use super::Ctx;
@@ -106,7 +108,20 @@ async fn collect_from_daemon(ctx: &Ctx, args: &DiagnoseArgs, bundle: &mut Bundle
             return false;
         }
     };
-    match VersionServiceClient::new(channel.clone())
+    collect_version(channel.clone(), bundle).await;
+    let mut telemetry = TelemetryServiceClient::new(channel);
+    collect_bus_status(&mut telemetry, bundle).await;
+    collect_servicing(ctx, bundle).await;
+    let operations = collect_history(&mut telemetry, bundle).await;
+    let skip = operations.len().saturating_sub(args.operations);
+    for op in operations.iter().skip(skip) {
+        collect_records(&mut telemetry, &op.operation_id, bundle).await;
+    }
+    true
+}
+
+async fn collect_version(channel: Channel, bundle: &mut Bundle) {
+    match VersionServiceClient::new(channel)
         .version(VersionRequest {})
         .await
     {
@@ -119,7 +134,9 @@ async fn collect_from_daemon(ctx: &Ctx, args: &DiagnoseArgs, bundle: &mut Bundle
         }
         Err(s) => bundle.missing("daemon version", crate::exit::describe_status(&s)),
     }
-    let mut telemetry = TelemetryServiceClient::new(channel);
+}
+
+async fn collect_bus_status(telemetry: &mut TelemetryServiceClient<Channel>, bundle: &mut Bundle) {
     match telemetry.get_bus_status(GetBusStatusRequest {}).await {
         Ok(s) => {
             let s = s.into_inner();
@@ -134,6 +151,10 @@ async fn collect_from_daemon(ctx: &Ctx, args: &DiagnoseArgs, bundle: &mut Bundle
         }
         Err(s) => bundle.missing("bus status", crate::exit::describe_status(&s)),
     }
+}
+
+/// Servicing state and last error, as `trident get` shows them.
+async fn collect_servicing(ctx: &Ctx, bundle: &mut Bundle) {
     match super::get::host_status(ctx).await {
         Ok(status) => {
             bundle.report.insert(
@@ -152,6 +173,13 @@ async fn collect_from_daemon(ctx: &Ctx, args: &DiagnoseArgs, bundle: &mut Bundle
         }
         Err(e) => bundle.missing("last error from the daemon", e),
     }
+}
+
+/// The operation history into the report; returns the operations.
+async fn collect_history(
+    telemetry: &mut TelemetryServiceClient<Channel>,
+    bundle: &mut Bundle,
+) -> Vec<OperationSummary> {
     let operations = match telemetry.list_operations(ListOperationsRequest {}).await {
         Ok(list) => list.into_inner().operations,
         Err(s) => {
@@ -173,40 +201,44 @@ async fn collect_from_daemon(ctx: &Ctx, args: &DiagnoseArgs, bundle: &mut Bundle
         })
         .collect();
     bundle.report.insert("operations".into(), json!(history));
-    let skip = operations.len().saturating_sub(args.operations);
-    for op in operations.iter().skip(skip) {
-        let request = WatchRequest {
-            options: Some(WatchOptions {
-                operation_id: op.operation_id.clone(),
-                snapshot: true,
-                ..WatchOptions::default()
-            }),
-            kinds: Vec::new(),
-        };
-        let mut lines = String::new();
-        match telemetry.watch(request).await {
-            Ok(stream) => {
-                let mut stream = stream.into_inner();
-                while let Some(Ok(response)) = stream.next().await {
-                    for event in &response.events {
-                        if let Some(e) = Event::from_stream(event) {
-                            lines.push_str(&json::line(&e));
-                            lines.push('\n');
-                        }
+    operations
+}
+
+/// The bus records of one operation, as `records/<id>.jsonl`.
+async fn collect_records(
+    telemetry: &mut TelemetryServiceClient<Channel>,
+    operation_id: &str,
+    bundle: &mut Bundle,
+) {
+    let request = WatchRequest {
+        options: Some(WatchOptions {
+            operation_id: operation_id.to_string(),
+            snapshot: true,
+            ..WatchOptions::default()
+        }),
+        kinds: Vec::new(),
+    };
+    let mut lines = String::new();
+    match telemetry.watch(request).await {
+        Ok(stream) => {
+            let mut stream = stream.into_inner();
+            while let Some(Ok(response)) = stream.next().await {
+                for event in &response.events {
+                    if let Some(e) = Event::from_stream(event) {
+                        lines.push_str(&json::line(&e));
+                        lines.push('\n');
                     }
                 }
             }
-            Err(s) => bundle.missing(
-                &format!("records of {}", op.operation_id),
-                crate::exit::describe_status(&s),
-            ),
         }
-        bundle.files.push((
-            format!("records/{}.jsonl", op.operation_id),
-            lines.into_bytes(),
-        ));
+        Err(s) => bundle.missing(
+            &format!("records of {operation_id}"),
+            crate::exit::describe_status(&s),
+        ),
     }
-    true
+    bundle
+        .files
+        .push((format!("records/{operation_id}.jsonl"), lines.into_bytes()));
 }
 
 /// The datastore file itself, plus servicing state and history read from it.

@@ -9,7 +9,8 @@ use serde_json::json;
 use tokio_stream::StreamExt;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
-    Cursor, LogRecord, RecordKind, WatchOptions, WatchRequest, field, record, stream_event,
+    Cursor, LogRecord, RecordKind, StreamEvent, WatchOptions, WatchRequest, field, record,
+    stream_event,
 };
 
 use super::Ctx;
@@ -109,50 +110,13 @@ async fn stream_logs(
         .into_inner();
     while let Some(response) = stream.next().await {
         let response = response.map_err(|s| CliError::rpc("Watch", s))?;
-        let mut out = String::new();
-        for event in &response.events {
-            match &event.event {
-                Some(stream_event::Event::Record(rec)) => {
-                    *after = rec.cursor.clone().or(after.take());
-                    let Some(record::Record::Log(log)) = &rec.record else { continue };
-                    let at = system_time(rec.timestamp.as_ref());
-                    if let (Some(since), Some(at)) = (since, at)
-                        && at < since {
-                            continue;
-                        }
-                    out.push_str(&log_line(log, rec.cursor.as_ref(), at, format));
-                }
-                Some(stream_event::Event::Gap(gap)) => {
-                    *after = gap.last_missing.clone().or(after.take());
-                    out.push_str(&match format {
-                        OutputFormat::Json => format!("{}\n", json!({"type": "gap", "count": gap.count,
-                            "first_missing": gap.first_missing.as_ref().map(cursor::format),
-                            "last_missing": gap.last_missing.as_ref().map(cursor::format)})),
-                        _ => format!("-- gap: {} records not delivered ({:?}) --\n", gap.count, gap.reason()),
-                    });
-                }
-                Some(stream_event::Event::RunChange(change)) => out.push_str(&match format {
-                    OutputFormat::Json => format!("{}\n", json!({"type": "run_change",
-                        "previous_run_id": change.previous_run_id, "current_run_id": change.current_run_id})),
-                    _ => format!("-- daemon restarted: run {} --\n", change.current_run_id),
-                }),
-                _ => {}
-            }
-        }
-        if !out.is_empty() {
-            let mut stdout = std::io::stdout().lock();
-            match stdout
-                .write_all(out.as_bytes())
-                .and_then(|()| stdout.flush())
-            {
-                // The reader went away (`logs | head`): stop quietly.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                    return Ok(Ended::ReaderGone);
-                }
-                other => {
-                    other.map_err(|e| CliError::Local(format!("cannot write to stdout: {e}")))?
-                }
-            }
+        let out: String = response
+            .events
+            .iter()
+            .map(|event| event_text(event, format, since, after))
+            .collect();
+        if !write_stdout(&out)? {
+            return Ok(Ended::ReaderGone);
         }
         // The cursor file moves only after the lines are out.
         if let (Some(path), Some(c)) = (&args.cursor_file, after.as_ref()) {
@@ -160,6 +124,72 @@ async fn stream_logs(
         }
     }
     Ok(Ended::Stream)
+}
+
+/// The text of one streamed event (log line, gap or run change notice),
+/// moving `after` past it; empty for what is not shown.
+fn event_text(
+    event: &StreamEvent,
+    format: OutputFormat,
+    since: Option<SystemTime>,
+    after: &mut Option<Cursor>,
+) -> String {
+    match &event.event {
+        Some(stream_event::Event::Record(rec)) => {
+            *after = rec.cursor.clone().or(after.take());
+            let Some(record::Record::Log(log)) = &rec.record else {
+                return String::new();
+            };
+            let at = system_time(rec.timestamp.as_ref());
+            if let (Some(since), Some(at)) = (since, at)
+                && at < since
+            {
+                return String::new();
+            }
+            log_line(log, rec.cursor.as_ref(), at, format)
+        }
+        Some(stream_event::Event::Gap(gap)) => {
+            *after = gap.last_missing.clone().or(after.take());
+            match format {
+                OutputFormat::Json => format!(
+                    "{}\n",
+                    json!({"type": "gap", "count": gap.count,
+                    "first_missing": gap.first_missing.as_ref().map(cursor::format),
+                    "last_missing": gap.last_missing.as_ref().map(cursor::format)})
+                ),
+                _ => format!(
+                    "-- gap: {} records not delivered ({:?}) --\n",
+                    gap.count,
+                    gap.reason()
+                ),
+            }
+        }
+        Some(stream_event::Event::RunChange(change)) => match format {
+            OutputFormat::Json => format!(
+                "{}\n",
+                json!({"type": "run_change",
+                "previous_run_id": change.previous_run_id, "current_run_id": change.current_run_id})
+            ),
+            _ => format!("-- daemon restarted: run {} --\n", change.current_run_id),
+        },
+        _ => String::new(),
+    }
+}
+
+/// Writes `out` to stdout; false when the reader went away (`logs | head`).
+fn write_stdout(out: &str) -> CliResult<bool> {
+    if out.is_empty() {
+        return Ok(true);
+    }
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(CliError::Local(format!("cannot write to stdout: {e}"))),
+    }
 }
 
 fn log_line(

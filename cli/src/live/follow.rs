@@ -149,17 +149,7 @@ pub async fn follow_operation(
         announce = true;
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(BACKOFF_MAX);
-        // Is the operation still running? (Only answerable once connected.)
-        if let Ok(channel) = ctx.channel().await
-            && let Ok(list) = TelemetryServiceClient::new(channel)
-                .list_operations(ListOperationsRequest {})
-                .await
-        {
-            let running = list
-                .into_inner()
-                .operations
-                .iter()
-                .any(|op| op.operation_id == operation_id && op.running);
+        if let Some(running) = still_running(ctx, operation_id).await {
             snapshot = !running;
             lost_since = None;
             backoff = BACKOFF_START;
@@ -168,6 +158,22 @@ pub async fn follow_operation(
             });
         }
     }
+}
+
+/// Whether the daemon still runs the operation; None while it cannot be
+/// asked (not reachable yet).
+async fn still_running(ctx: &Ctx, operation_id: &str) -> Option<bool> {
+    let channel = ctx.channel().await.ok()?;
+    let list = TelemetryServiceClient::new(channel)
+        .list_operations(ListOperationsRequest {})
+        .await
+        .ok()?;
+    Some(
+        list.into_inner()
+            .operations
+            .iter()
+            .any(|op| op.operation_id == operation_id && op.running),
+    )
 }
 
 /// One Watch call. Ok(Some) when the operation's end was seen, Ok(None)

@@ -11,6 +11,7 @@ use trident_proto::v1::{
     ErrorReport, LogLevel, PhaseState, RebootStatus, ServicingKind, StatusCode, TridentError,
 };
 
+use super::error::ErrorView;
 use super::event::{Event, LogLine};
 pub use super::phase::PhaseView;
 use crate::exit::Exit;
@@ -108,39 +109,11 @@ impl Model {
                 ..
             } => {
                 self.touch(*timestamp);
-                let op = self.operation.get_or_insert_with(OperationView::default);
-                // Merge: the servicing stream knows id/trace, the bus record
-                // also knows kind and rpc.
-                if !operation_id.is_empty() {
-                    op.id.clone_from(operation_id);
-                }
-                if !trace_id.is_empty() {
-                    op.trace_id.clone_from(trace_id);
-                }
-                if *kind != ServicingKind::Unspecified {
-                    op.kind = *kind;
-                }
-                if !rpc.is_empty() {
-                    op.rpc.clone_from(rpc);
-                }
-                if op.started.is_none() {
-                    op.started = *timestamp;
-                }
+                self.apply_started(*timestamp, operation_id, trace_id, *kind, rpc);
             }
             Event::Log(line) => {
                 self.touch(line.timestamp);
-                self.log_count += 1;
-                if self.keeps(line.level) {
-                    if self.recent_logs.len() == RECENT_LOGS_KEPT {
-                        self.recent_logs.pop_front();
-                    }
-                    self.recent_logs.push_back((self.log_count, line.clone()));
-                    let target = match self.running_phase_index() {
-                        Some(i) => &mut self.phases[i].logs,
-                        None => &mut self.loose_logs,
-                    };
-                    push_bounded(target, line.clone());
-                }
+                self.apply_log(line);
             }
             Event::Progress {
                 timestamp, record, ..
@@ -177,15 +150,7 @@ impl Model {
                 previous: change.previous_run_id.clone(),
                 current: change.current_run_id.clone(),
             }),
-            Event::Drops { total } => {
-                let shown = self.notices.iter().rev().find_map(|n| match n {
-                    Notice::Dropped { total } => Some(*total),
-                    _ => None,
-                });
-                if *total > 0 && shown != Some(*total) {
-                    self.notices.push(Notice::Dropped { total: *total });
-                }
-            }
+            Event::Drops { total } => self.apply_drops(*total),
             Event::Reconnecting { attempt, reason } => self.notices.push(Notice::Reconnecting {
                 attempt: *attempt,
                 reason: reason.clone(),
@@ -193,6 +158,62 @@ impl Model {
             Event::Resumed { after } => self.notices.push(Notice::Resumed {
                 after: after.as_ref().map(crate::cursor::format),
             }),
+        }
+    }
+
+    /// Merges what a Started event knows: the servicing stream knows
+    /// id/trace, the bus record also knows kind and rpc.
+    fn apply_started(
+        &mut self,
+        timestamp: Option<SystemTime>,
+        operation_id: &String,
+        trace_id: &String,
+        kind: ServicingKind,
+        rpc: &String,
+    ) {
+        let op = self.operation.get_or_insert_with(OperationView::default);
+        if !operation_id.is_empty() {
+            op.id.clone_from(operation_id);
+        }
+        if !trace_id.is_empty() {
+            op.trace_id.clone_from(trace_id);
+        }
+        if kind != ServicingKind::Unspecified {
+            op.kind = kind;
+        }
+        if !rpc.is_empty() {
+            op.rpc.clone_from(rpc);
+        }
+        if op.started.is_none() {
+            op.started = timestamp;
+        }
+    }
+
+    /// Counts every log line; keeps the shown ones under the running phase.
+    fn apply_log(&mut self, line: &LogLine) {
+        self.log_count += 1;
+        if !self.keeps(line.level) {
+            return;
+        }
+        if self.recent_logs.len() == RECENT_LOGS_KEPT {
+            self.recent_logs.pop_front();
+        }
+        self.recent_logs.push_back((self.log_count, line.clone()));
+        let target = match self.running_phase_index() {
+            Some(i) => &mut self.phases[i].logs,
+            None => &mut self.loose_logs,
+        };
+        push_bounded(target, line.clone());
+    }
+
+    /// A drop notice, once per new total.
+    fn apply_drops(&mut self, total: u64) {
+        let shown = self.notices.iter().rev().find_map(|n| match n {
+            Notice::Dropped { total } => Some(*total),
+            _ => None,
+        });
+        if total > 0 && shown != Some(total) {
+            self.notices.push(Notice::Dropped { total });
         }
     }
 
@@ -225,34 +246,7 @@ impl Model {
         timestamp: Option<SystemTime>,
     ) {
         let updated = super::event::system_time(record.updated.as_ref()).or(timestamp);
-        let index = match self.phases.iter().position(|p| p.id == record.phase_id) {
-            Some(i) => i,
-            None => {
-                let depth = self
-                    .phases
-                    .iter()
-                    .find(|p| p.id == record.parent_phase_id)
-                    .map_or(0, |p| p.depth + 1);
-                let phase = PhaseView {
-                    id: record.phase_id.clone(),
-                    parent: record.parent_phase_id.clone(),
-                    name: record.name.clone(),
-                    unit: record.unit(),
-                    current: 0,
-                    total: None,
-                    state: PhaseState::Pending,
-                    started: super::event::system_time(record.started.as_ref()).or(updated),
-                    updated: None,
-                    samples: VecDeque::new(),
-                    logs: VecDeque::new(),
-                    depth,
-                };
-                // Children sit right after their parent's subtree.
-                let at = self.insert_position(&record.parent_phase_id);
-                self.phases.insert(at, phase);
-                at
-            }
-        };
+        let index = self.phase_index(record, updated);
         let phase = &mut self.phases[index];
         // A replay after a resume may repeat an older state: never go back.
         if let (Some(new), Some(old)) = (updated, phase.updated)
@@ -282,6 +276,40 @@ impl Model {
                 phase.samples.pop_front();
             }
         }
+    }
+
+    /// The phase of `record`, inserted (pending) when it is new.
+    fn phase_index(
+        &mut self,
+        record: &trident_proto::v1::ProgressRecord,
+        updated: Option<SystemTime>,
+    ) -> usize {
+        if let Some(i) = self.phases.iter().position(|p| p.id == record.phase_id) {
+            return i;
+        }
+        let depth = self
+            .phases
+            .iter()
+            .find(|p| p.id == record.parent_phase_id)
+            .map_or(0, |p| p.depth + 1);
+        let phase = PhaseView {
+            id: record.phase_id.clone(),
+            parent: record.parent_phase_id.clone(),
+            name: record.name.clone(),
+            unit: record.unit(),
+            current: 0,
+            total: None,
+            state: PhaseState::Pending,
+            started: super::event::system_time(record.started.as_ref()).or(updated),
+            updated: None,
+            samples: VecDeque::new(),
+            logs: VecDeque::new(),
+            depth,
+        };
+        // Children sit right after their parent's subtree.
+        let at = self.insert_position(&record.parent_phase_id);
+        self.phases.insert(at, phase);
+        at
     }
 
     fn insert_position(&self, parent: &str) -> usize {
@@ -323,6 +351,21 @@ impl Model {
 }
 
 impl Model {
+    /// The failed operation's error: the bus's full report when the view
+    /// has it, else the upstream error of its completion. None unless the
+    /// operation finished and failed.
+    pub fn error_view(&self) -> Option<ErrorView> {
+        let outcome = self.outcome.as_ref()?;
+        if outcome.status == StatusCode::Success {
+            return None;
+        }
+        match (&self.error, &outcome.error) {
+            (Some(report), _) => Some(ErrorView::from(report)),
+            (None, Some(error)) => Some(ErrorView::from(error)),
+            (None, None) => None,
+        }
+    }
+
     /// The exit code the finished operation maps to (None while running).
     pub fn exit(&self) -> Option<Exit> {
         let outcome = self.outcome.as_ref()?;

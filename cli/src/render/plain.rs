@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use trident_proto::v1::{PhaseState, StatusCode};
 
-use super::error::ErrorView;
+use super::event::LogLine;
 use super::format;
 use super::model::{Model, PhaseView};
 use super::tty::notice_text;
@@ -41,97 +41,55 @@ impl PlainView {
     pub fn lines(&mut self, model: &Model) -> Vec<String> {
         let mut out = Vec::new();
         let clock = clock(model);
-        if let Some(op) = &model.operation
-            && !self.started
-            && !op.id.is_empty()
-        {
-            self.started = true;
-            let rpc = if op.rpc.is_empty() {
-                "operation"
-            } else {
-                &op.rpc
-            };
-            out.push(format!(
-                "{clock} {rpc} started: operation {}, trace {}",
-                op.id, op.trace_id
-            ));
-        }
+        self.started_line(model, &clock, &mut out);
         for phase in &model.phases {
             self.phase_lines(phase, &clock, &mut out);
         }
         for (index, log) in &model.recent_logs {
             if *index > self.logs {
                 self.logs = *index;
-                out.push(format!(
-                    "{clock} {} {}: {}",
-                    format::level(log.level),
-                    log.target,
-                    log.message.trim_end()
-                ));
+                out.push(format!("{clock} {}", log_text(log)));
             }
         }
         for notice in model.notices.iter().skip(self.notices) {
             out.push(format!("{clock} ! {}", notice_text(notice)));
         }
         self.notices = model.notices.len();
-        if let (Some(outcome), false) = (&model.outcome, self.finished) {
+        if !self.finished && model.outcome.is_some() {
             self.finished = true;
-            let took = model
-                .elapsed(model.last_seen.unwrap_or(SystemTime::UNIX_EPOCH))
-                .map(|d| format!(" in {}", format::duration(d)))
-                .unwrap_or_default();
-            let verdict = if outcome.status == StatusCode::Success {
-                "succeeded"
-            } else {
-                "failed"
-            };
-            out.push(format!(
-                "{clock} operation {verdict}{took} (reboot {})",
-                format::reboot(outcome.reboot_status)
-            ));
-            if outcome.status != StatusCode::Success {
-                let view = match (&model.error, &outcome.error) {
-                    (Some(report), _) => Some(ErrorView::from(report)),
-                    (None, Some(error)) => Some(ErrorView::from(error)),
-                    (None, None) => None,
-                };
-                if let Some(view) = view {
-                    out.extend(view.text_lines());
-                }
-                if let Some(phase) = model.failed_phase()
-                    && !phase.logs.is_empty()
-                {
-                    out.push(format!("last log lines of phase \"{}\":", phase.name));
-                    for log in &phase.logs {
-                        out.push(format!(
-                            "  {} {}: {}",
-                            format::level(log.level),
-                            log.target,
-                            log.message.trim_end()
-                        ));
-                    }
-                }
-            }
+            outcome_lines(model, &clock, &mut out);
         }
         out
     }
 
+    /// "<rpc> started: operation <id>, trace <id>", once the id is known.
+    fn started_line(&mut self, model: &Model, clock: &str, out: &mut Vec<String>) {
+        let Some(op) = &model.operation else { return };
+        if self.started || op.id.is_empty() {
+            return;
+        }
+        self.started = true;
+        let rpc = if op.rpc.is_empty() {
+            "operation"
+        } else {
+            &op.rpc
+        };
+        out.push(format!(
+            "{clock} {rpc} started: operation {}, trace {}",
+            op.id, op.trace_id
+        ));
+    }
+
+    /// A line when the phase changes state; while it runs, a progress line
+    /// at most every [`PROGRESS_INTERVAL`] or [`PROGRESS_STEP`].
     fn phase_lines(&mut self, phase: &PhaseView, clock: &str, out: &mut Vec<String>) {
         let printed = self.phases.entry(phase.id.clone()).or_default();
         if printed.state != Some(phase.state) {
-            let what = match phase.state {
-                PhaseState::Running => "started".to_string(),
-                PhaseState::Done => format!(
-                    "done{}",
-                    phase
-                        .elapsed()
-                        .map(|d| format!(" in {}", format::duration(d)))
-                        .unwrap_or_default()
-                ),
-                PhaseState::Failed => "FAILED".to_string(),
-                PhaseState::Pending | PhaseState::Unspecified => "pending".to_string(),
-            };
-            out.push(format!("{clock} phase {}: {what}", phase.name));
+            out.push(format!(
+                "{clock} phase {}: {}",
+                phase.name,
+                state_text(phase)
+            ));
             *printed = PhasePrinted {
                 state: Some(phase.state),
                 at: phase.updated,
@@ -140,47 +98,118 @@ impl PlainView {
             };
             return;
         }
-        if phase.state != PhaseState::Running || phase.current == printed.current {
+        if !progress_due(phase, printed) {
             return;
         }
-        let waited = match (phase.updated, printed.at) {
-            (Some(now), Some(then)) => now
-                .duration_since(then)
-                .is_ok_and(|d| d >= PROGRESS_INTERVAL),
-            _ => false,
-        };
-        let moved = match (phase.fraction(), printed.fraction) {
-            (Some(now), Some(then)) => now - then >= PROGRESS_STEP,
-            _ => false,
-        };
-        if !(waited || moved) {
-            return;
-        }
-        let pct = phase
-            .fraction()
-            .map(|f| format!(" {:.0}%", (f * 100.0).floor()))
-            .unwrap_or_default();
-        let total = phase
-            .total
-            .map(|t| format!("/{}", format::amount(phase.unit, t)))
-            .unwrap_or_default();
-        let rate = phase
-            .rate()
-            .map(|r| format!(" {}", format::rate(phase.unit, r)))
-            .unwrap_or_default();
-        let eta = phase
-            .eta()
-            .map(|d| format!(" ETA {}", format::duration(d)))
-            .unwrap_or_default();
-        out.push(format!(
-            "{clock} phase {}:{pct} {}{total}{rate}{eta}",
-            phase.name,
-            format::amount(phase.unit, phase.current)
-        ));
+        out.push(format!("{clock} {}", progress_text(phase)));
         printed.at = phase.updated;
         printed.fraction = phase.fraction();
         printed.current = phase.current;
     }
+}
+
+/// "started", "done in 4.2s", "FAILED", "pending".
+fn state_text(phase: &PhaseView) -> String {
+    match phase.state {
+        PhaseState::Running => "started".to_string(),
+        PhaseState::Done => format!(
+            "done{}",
+            phase
+                .elapsed()
+                .map(|d| format!(" in {}", format::duration(d)))
+                .unwrap_or_default()
+        ),
+        PhaseState::Failed => "FAILED".to_string(),
+        PhaseState::Pending | PhaseState::Unspecified => "pending".to_string(),
+    }
+}
+
+/// A running phase moved, and enough time passed or it moved enough.
+fn progress_due(phase: &PhaseView, printed: &PhasePrinted) -> bool {
+    if phase.state != PhaseState::Running || phase.current == printed.current {
+        return false;
+    }
+    let waited = match (phase.updated, printed.at) {
+        (Some(now), Some(then)) => now
+            .duration_since(then)
+            .is_ok_and(|d| d >= PROGRESS_INTERVAL),
+        _ => false,
+    };
+    let moved = match (phase.fraction(), printed.fraction) {
+        (Some(now), Some(then)) => now - then >= PROGRESS_STEP,
+        _ => false,
+    };
+    waited || moved
+}
+
+/// "phase <name>: 42% 1.2 GiB/2.8 GiB 80 MiB/s ETA 20.0s".
+fn progress_text(phase: &PhaseView) -> String {
+    let pct = phase
+        .fraction()
+        .map(|f| format!(" {:.0}%", (f * 100.0).floor()))
+        .unwrap_or_default();
+    let total = phase
+        .total
+        .map(|t| format!("/{}", format::amount(phase.unit, t)))
+        .unwrap_or_default();
+    let rate = phase
+        .rate()
+        .map(|r| format!(" {}", format::rate(phase.unit, r)))
+        .unwrap_or_default();
+    let eta = phase
+        .eta()
+        .map(|d| format!(" ETA {}", format::duration(d)))
+        .unwrap_or_default();
+    format!(
+        "phase {}:{pct} {}{total}{rate}{eta}",
+        phase.name,
+        format::amount(phase.unit, phase.current)
+    )
+}
+
+/// The verdict line and, on failure, the error and the failed phase's
+/// last log lines.
+fn outcome_lines(model: &Model, clock: &str, out: &mut Vec<String>) {
+    let Some(outcome) = &model.outcome else {
+        return;
+    };
+    let took = model
+        .elapsed(model.last_seen.unwrap_or(SystemTime::UNIX_EPOCH))
+        .map(|d| format!(" in {}", format::duration(d)))
+        .unwrap_or_default();
+    let verdict = if outcome.status == StatusCode::Success {
+        "succeeded"
+    } else {
+        "failed"
+    };
+    out.push(format!(
+        "{clock} operation {verdict}{took} (reboot {})",
+        format::reboot(outcome.reboot_status)
+    ));
+    if let Some(view) = model.error_view() {
+        out.extend(view.text_lines());
+    }
+    if outcome.status == StatusCode::Success {
+        return;
+    }
+    if let Some(phase) = model.failed_phase()
+        && !phase.logs.is_empty()
+    {
+        out.push(format!("last log lines of phase \"{}\":", phase.name));
+        for log in &phase.logs {
+            out.push(format!("  {}", log_text(log)));
+        }
+    }
+}
+
+/// "info target: message".
+fn log_text(log: &LogLine) -> String {
+    format!(
+        "{} {}: {}",
+        format::level(log.level),
+        log.target,
+        log.message.trim_end()
+    )
 }
 
 /// "[  12.3s]": time since the operation started, from record timestamps.

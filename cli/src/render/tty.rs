@@ -6,7 +6,6 @@ use std::time::SystemTime;
 
 use trident_proto::v1::{LogLevel, PhaseState, StatusCode};
 
-use super::error::ErrorView;
 use super::format;
 use super::model::{Model, Notice, PhaseView};
 
@@ -112,12 +111,7 @@ pub fn failure_block(model: &Model, style: &TtyStyle) -> Vec<String> {
     if outcome.status == StatusCode::Success {
         return lines;
     }
-    let view = match (&model.error, &outcome.error) {
-        (Some(report), _) => Some(ErrorView::from(report)),
-        (None, Some(error)) => Some(ErrorView::from(error)),
-        (None, None) => None,
-    };
-    match view {
+    match model.error_view() {
         Some(view) => {
             for (i, line) in view.text_lines().into_iter().enumerate() {
                 let p = if i == 0 { Paint::Red } else { Paint::Dim };

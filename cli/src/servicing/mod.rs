@@ -24,9 +24,7 @@ use crate::commands::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::live::progress::Progress;
 use crate::live::servicing_stream::follow_servicing_stream;
-use crate::render::error::ErrorView;
 use crate::render::event::Event;
-use crate::render::model::Model;
 use error_file::{error_view_of, write_error_file};
 
 /// Runs one servicing RPC. `open` starts the stream on a channel, with the
@@ -54,7 +52,7 @@ where
     }
     let model = &progress.model;
     let exit = model.exit().unwrap_or(Exit::ServicingFailed);
-    let error = failure_view(model, exit);
+    let error = model.error_view();
     if let Some(view) = &error {
         write_error_file(args, view)?;
     }
@@ -114,20 +112,6 @@ where
             write_error_file(args, &error_view_of(&err))?;
             Err(err)
         }
-    }
-}
-
-/// The error of an operation that did not succeed: the bus's full report
-/// when the view has it, else the upstream error of the completion.
-fn failure_view(model: &Model, exit: Exit) -> Option<ErrorView> {
-    let outcome = model.outcome.as_ref()?;
-    if exit == Exit::Success {
-        return None;
-    }
-    match (&model.error, &outcome.error) {
-        (Some(report), _) => Some(ErrorView::from(report)),
-        (None, Some(e)) => Some(ErrorView::from(e)),
-        (None, None) => None,
     }
 }
 
