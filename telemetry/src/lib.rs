@@ -33,4 +33,4 @@ pub use config::BusConfig;
 pub use error::TelemetryError;
 pub use ids::TraceParent;
 pub use layer::BusLayer;
-pub use service::TelemetryServer;
+pub use service::TelemetryGrpc;
