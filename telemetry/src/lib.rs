@@ -21,12 +21,11 @@ pub mod errors;
 pub mod ids;
 pub mod journal;
 pub mod layer;
-pub mod metrics;
 pub mod operation;
-pub mod otlp;
 pub mod progress;
 pub mod record;
 pub mod service;
+pub mod span_link;
 
 pub use bus::{Bus, Subscription};
 pub use config::BusConfig;
@@ -34,3 +33,4 @@ pub use error::TelemetryError;
 pub use ids::TraceParent;
 pub use layer::BusLayer;
 pub use service::TelemetryGrpc;
+pub use span_link::OperationSpanLink;

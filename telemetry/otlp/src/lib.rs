@@ -1,18 +1,20 @@
-//! Optional OTLP export of the daemon's traces, logs and metrics.
+//! Optional OTLP export of the daemon's traces, logs and metrics, beside
+//! the telemetry bus (`trident-telemetry`), which knows nothing of it.
 //!
 //! Off unless an endpoint is configured. When on:
 //! - spans go through `tracing-opentelemetry`, events through
-//!   `opentelemetry-appender-tracing`, metrics through an OTel meter
-//!   (instruments in [`crate::metrics`]);
+//!   `opentelemetry-appender-tracing`; metrics are derived from the bus's
+//!   records by a bus observer (one in-process subscription, [`metrics`]);
 //! - each signal has a bounded queue drained by the SDK's own threads; the
 //!   network I/O runs on a dedicated one-thread Tokio runtime, so a collector
 //!   that is down or slow never touches the servicing path;
 //! - losses are counted (`trident.export.drops`) and told once per outage;
 //! - shutdown flushes from a helper thread with a bounded wait.
 //!
-//! Integration: `OtlpExport::start` once at startup, add
-//! [`OtlpExport::layer`] to the subscriber, call
-//! [`ids::link_operation_span`] for each operation root span, and
+//! Integration: [`OtlpExport::from_flags`] once at startup (it attaches the
+//! bus observer), add [`OtlpExport::layer`] to the subscriber (it carries
+//! the bus's [`OperationSpanLink`] hook, so each operation root span is tied
+//! to the exported trace by [`ids::link_operation_span`]), and
 //! [`OtlpExport::shutdown`] on exit.
 
 pub mod config;
@@ -21,6 +23,7 @@ pub mod health;
 mod http_client;
 pub mod ids;
 mod logs;
+pub mod metrics;
 mod pipeline;
 pub mod resource;
 #[cfg(test)]
@@ -49,9 +52,10 @@ pub use health::{DropReason, ExportHealth, Signal};
 pub use ids::link_operation_span;
 pub use resource::ServiceIdentity;
 
-use crate::bus::Bus;
-use crate::metrics::{ServicingMetrics, bus_observer};
+use trident_telemetry::{Bus, OperationSpanLink};
+
 use http_client::RuntimeHttpClient;
+use metrics::{ServicingMetrics, bus_observer};
 use pipeline::{AccountedExporter, BoundedLogProcessor, BoundedSpanProcessor, QueueGauge};
 
 /// Instrumentation scope name of everything the daemon exports.
@@ -154,7 +158,8 @@ impl OtlpExport {
     }
 
     /// The exporting layers (spans and events), filtered: internals never,
-    /// events at INFO and above, progress updates as phase spans only.
+    /// events at INFO and above, progress updates as phase spans only; plus
+    /// the hook that ties operation root spans to the exported trace.
     pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + use<S>
     where
         S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
@@ -168,7 +173,10 @@ impl OtlpExport {
             inner: OpenTelemetryTracingBridge::new(&self.logger_provider),
         }
         .with_filter(filter_fn(filter::exportable_log).and(LevelFilter::INFO));
-        spans.and_then(logs)
+        let link = OperationSpanLink::new(|span, trace_id, parent| {
+            ids::link_operation_span(span, trace_id, parent);
+        });
+        spans.and_then(logs).and_then(link)
     }
 
     /// Starts the daemon's metrics and phase spans: instruments on this

@@ -18,7 +18,7 @@ use opentelemetry::metrics::{
 };
 use trident_proto::v1;
 
-use crate::otlp::{DropReason, ExportHealth, Signal};
+use crate::{DropReason, ExportHealth, Signal};
 use names::*;
 use state::{Observation, OperationTracker};
 
