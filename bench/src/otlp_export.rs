@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Dispatch;
 use tracing_subscriber::layer::SubscriberExt;
-use trident_telemetry::otlp::{
-    DropReason, OtlpConfig, OtlpExport, OtlpFlags, ServiceIdentity, Signal,
-};
+use trident_otlp::{DropReason, OtlpConfig, OtlpExport, OtlpFlags, ServiceIdentity, Signal};
 use trident_telemetry::{Bus, BusConfig};
 
 use crate::report;

@@ -98,11 +98,11 @@ pub struct Config {
 
     /// Export traces, logs and metrics over OTLP to this collector URL
     /// (off when unset), e.g. http://127.0.0.1:4317.
-    #[arg(long, env = trident_telemetry::otlp::config::ENV_OTLP_ENDPOINT, value_name = "URL")]
+    #[arg(long, env = trident_otlp::config::ENV_OTLP_ENDPOINT, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
 
     /// OTLP wire protocol: grpc (default) or http/protobuf.
-    #[arg(long, env = trident_telemetry::otlp::config::ENV_OTLP_PROTOCOL, value_name = "PROTOCOL")]
+    #[arg(long, env = trident_otlp::config::ENV_OTLP_PROTOCOL, value_name = "PROTOCOL")]
     pub otlp_protocol: Option<String>,
 
     /// Bound on one OTLP export request (default 5s).
@@ -133,8 +133,8 @@ impl Config {
     }
 
     /// OTLP export settings from the flags (the `OTEL_*` variables fill the rest).
-    pub fn otlp_flags(&self) -> trident_telemetry::otlp::OtlpFlags {
-        trident_telemetry::otlp::OtlpFlags {
+    pub fn otlp_flags(&self) -> trident_otlp::OtlpFlags {
+        trident_otlp::OtlpFlags {
             endpoint: self.otlp_endpoint.clone(),
             protocol: self.otlp_protocol.clone(),
             timeout: self.otlp_timeout,

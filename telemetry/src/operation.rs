@@ -119,7 +119,7 @@ impl Operation {
         );
         // OTLP export (when on): the exported root span continues the caller's
         // trace, or takes this trace id, so bus and export agree.
-        crate::otlp::link_operation_span(&op.span, trace_id, spec.parent.as_ref());
+        crate::span_link::link_operation_span(&op.span, trace_id, spec.parent.as_ref());
         tracing::info!(target: OPERATION_TARGET, parent: &op.span, rpc = op.rpc, "servicing operation started");
         op
     }

@@ -30,7 +30,7 @@ pub struct ObservabilityGuard {
     /// The telemetry bus; its journal is flushed and closed on drop.
     bus: Option<trident_telemetry::Bus>,
     /// OTLP export when configured; flushed (bounded) on drop.
-    otlp: Option<trident_telemetry::otlp::OtlpExport>,
+    otlp: Option<trident_otlp::OtlpExport>,
 }
 
 impl Drop for ObservabilityGuard {
@@ -83,14 +83,11 @@ pub fn init(config: &Config) -> ObservabilityGuard {
         // Colours only on a terminal; the journal and pipes get plain text.
         .with_ansi(std::io::stderr().is_terminal());
     let bus = telemetry_bus(config);
-    let otlp = trident_telemetry::otlp::OtlpExport::from_flags(
-        &config.otlp_flags(),
-        env!("CARGO_PKG_VERSION"),
-        &bus,
-    )
-    .map_err(|error| eprintln!("tridentd: OTLP export off: {error}"))
-    .ok()
-    .flatten();
+    let otlp =
+        trident_otlp::OtlpExport::from_flags(&config.otlp_flags(), env!("CARGO_PKG_VERSION"), &bus)
+            .map_err(|error| eprintln!("tridentd: OTLP export off: {error}"))
+            .ok()
+            .flatten();
     // `try_init` fails only if a subscriber is already set (e.g. in tests).
     // Per-layer filters: the stderr verbosity must not decide what the bus
     // (and so every subscriber and the journal) receives.

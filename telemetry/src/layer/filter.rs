@@ -17,6 +17,7 @@ pub const INTERNAL_TARGETS: &[&str] = &[
     "opentelemetry_otlp",
     "tracing_opentelemetry",
     "trident_telemetry",
+    "trident_otlp",
 ];
 
 /// Whether a target is one of ours-internal (exact crate or a submodule).

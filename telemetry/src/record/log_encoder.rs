@@ -191,38 +191,8 @@ fn encode_with(
 ) -> Vec<u8> {
     scratch.clear();
     event.record(scratch);
-    let meta = event.metadata();
-    let target = scratch
-        .target
-        .as_deref()
-        .unwrap_or(meta.target())
-        .as_bytes();
-    let module = scratch
-        .module
-        .as_deref()
-        .or(meta.module_path())
-        .unwrap_or("")
-        .as_bytes();
-    let file = scratch.file.as_deref().or(meta.file());
-    let line = scratch.line.or(meta.line()).unwrap_or(0);
-    let trace = (context.trace_id != 0).then(|| hex128(context.trace_id));
-    let span = (context.span_id != 0).then(|| hex64(context.span_id));
-    let trace = trace.as_ref().map_or(&[][..], |t| &t[..]);
-    let span = span.as_ref().map_or(&[][..], |s| &s[..]);
-
-    let location_len = file.map_or(0, |path| {
-        str_len(tag::LOCATION_PATH, path.as_bytes())
-            + varint_len(tag::LOCATION_LINE, u64::from(line))
-    });
-    let log_len = varint_len(tag::LOG_LEVEL, level as u64)
-        + str_len(tag::LOG_MESSAGE, scratch.message.as_bytes())
-        + str_len(tag::LOG_TARGET, target)
-        + str_len(tag::LOG_MODULE, module)
-        + file.map_or(0, |_| len_delimited_len(tag::LOG_LOCATION, location_len))
-        + scratch.fields.len()
-        + str_len(tag::LOG_TRACE_ID, trace)
-        + str_len(tag::LOG_SPAN_ID, span)
-        + str_len(tag::LOG_OPERATION_ID, context.operation_id.as_bytes());
+    let log = LogParts::new(scratch, event.metadata(), level, context);
+    let log_len = log.encoded_len();
     let since = at
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
@@ -237,23 +207,109 @@ fn encode_with(
     put_varint(tag::TIMESTAMP_SECONDS, seconds, &mut out);
     put_varint(tag::TIMESTAMP_NANOS, nanos, &mut out);
     put_len_delimited(tag::RECORD_LOG, log_len, &mut out);
-    put_varint(tag::LOG_LEVEL, level as u64, &mut out);
-    put_str(tag::LOG_MESSAGE, scratch.message.as_bytes(), &mut out);
-    put_str(tag::LOG_TARGET, target, &mut out);
-    put_str(tag::LOG_MODULE, module, &mut out);
-    if let Some(path) = file {
-        put_len_delimited(tag::LOG_LOCATION, location_len, &mut out);
-        put_str(tag::LOCATION_PATH, path.as_bytes(), &mut out);
-        put_varint(tag::LOCATION_LINE, u64::from(line), &mut out);
-    }
-    out.extend_from_slice(&scratch.fields);
-    put_str(tag::LOG_TRACE_ID, trace, &mut out);
-    put_str(tag::LOG_SPAN_ID, span, &mut out);
-    put_str(
-        tag::LOG_OPERATION_ID,
-        context.operation_id.as_bytes(),
-        &mut out,
-    );
+    log.put(&mut out);
     debug_assert_eq!(out.len(), total);
     out
+}
+
+/// The fields of one `LogRecord`, ready to measure and write: what the
+/// event's own fields say (a `log.target` field, `log` crate locations)
+/// wins over its callsite's metadata.
+struct LogParts<'a> {
+    level: u64,
+    message: &'a [u8],
+    target: &'a [u8],
+    module: &'a [u8],
+    /// Source path and line, when known.
+    location: Option<(&'a str, u32)>,
+    /// Encoded `Field` entries.
+    fields: &'a [u8],
+    trace: Option<[u8; 32]>,
+    span: Option<[u8; 16]>,
+    operation_id: &'a [u8],
+}
+
+impl<'a> LogParts<'a> {
+    #[inline]
+    fn new(
+        scratch: &'a Scratch,
+        meta: &'static tracing::Metadata<'static>,
+        level: i32,
+        context: EventContext<'a>,
+    ) -> Self {
+        let file = scratch.file.as_deref().or(meta.file());
+        let line = scratch.line.or(meta.line()).unwrap_or(0);
+        LogParts {
+            level: level as u64,
+            message: scratch.message.as_bytes(),
+            target: scratch
+                .target
+                .as_deref()
+                .unwrap_or(meta.target())
+                .as_bytes(),
+            module: scratch
+                .module
+                .as_deref()
+                .or(meta.module_path())
+                .unwrap_or("")
+                .as_bytes(),
+            location: file.map(|path| (path, line)),
+            fields: &scratch.fields,
+            trace: (context.trace_id != 0).then(|| hex128(context.trace_id)),
+            span: (context.span_id != 0).then(|| hex64(context.span_id)),
+            operation_id: context.operation_id.as_bytes(),
+        }
+    }
+
+    #[inline]
+    fn trace(&self) -> &[u8] {
+        self.trace.as_ref().map_or(&[][..], |t| &t[..])
+    }
+
+    #[inline]
+    fn span(&self) -> &[u8] {
+        self.span.as_ref().map_or(&[][..], |s| &s[..])
+    }
+
+    #[inline]
+    fn location_len(&self) -> Option<usize> {
+        self.location.map(|(path, line)| {
+            str_len(tag::LOCATION_PATH, path.as_bytes())
+                + varint_len(tag::LOCATION_LINE, u64::from(line))
+        })
+    }
+
+    /// Length of the `LogRecord` body.
+    #[inline]
+    fn encoded_len(&self) -> usize {
+        varint_len(tag::LOG_LEVEL, self.level)
+            + str_len(tag::LOG_MESSAGE, self.message)
+            + str_len(tag::LOG_TARGET, self.target)
+            + str_len(tag::LOG_MODULE, self.module)
+            + self
+                .location_len()
+                .map_or(0, |len| len_delimited_len(tag::LOG_LOCATION, len))
+            + self.fields.len()
+            + str_len(tag::LOG_TRACE_ID, self.trace())
+            + str_len(tag::LOG_SPAN_ID, self.span())
+            + str_len(tag::LOG_OPERATION_ID, self.operation_id)
+    }
+
+    /// Writes the `LogRecord` body (its framing is the caller's).
+    #[inline]
+    fn put(&self, out: &mut Vec<u8>) {
+        put_varint(tag::LOG_LEVEL, self.level, out);
+        put_str(tag::LOG_MESSAGE, self.message, out);
+        put_str(tag::LOG_TARGET, self.target, out);
+        put_str(tag::LOG_MODULE, self.module, out);
+        if let (Some((path, line)), Some(len)) = (self.location, self.location_len()) {
+            put_len_delimited(tag::LOG_LOCATION, len, out);
+            put_str(tag::LOCATION_PATH, path.as_bytes(), out);
+            put_varint(tag::LOCATION_LINE, u64::from(line), out);
+        }
+        out.extend_from_slice(self.fields);
+        put_str(tag::LOG_TRACE_ID, self.trace(), out);
+        put_str(tag::LOG_SPAN_ID, self.span(), out);
+        put_str(tag::LOG_OPERATION_ID, self.operation_id, out);
+    }
 }

@@ -14,15 +14,10 @@ use futures::{Stream, StreamExt};
 use prost::Message;
 use tonic::body::Body;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
-use trident_proto::v1::telemetry_service_server::TelemetryServiceServer;
-use trident_proto::v1::{
-    RecordKind, WatchErrorsRequest, WatchLogsRequest, WatchOptions, WatchProgressRequest,
-    WatchRequest, WatchTracesRequest,
-};
+use trident_proto::v1::{RecordKind, WatchOptions};
 
-use super::{TelemetryServer, kinds_of, validate};
+use super::validate;
 use crate::bus::subscriber::Out;
 use crate::bus::{Bus, Subscription};
 use crate::record::wire::{
@@ -128,7 +123,7 @@ impl<R: Message + Default> Decoder for RequestDecoder<R> {
 type EncodedStream = Pin<Box<dyn Stream<Item = Result<EncodedResponse, Status>> + Send + 'static>>;
 
 /// What a Watch request asks for: its options and record kinds.
-type Split<R> = fn(R) -> Result<(Option<WatchOptions>, Vec<RecordKind>), Status>;
+pub(super) type Split<R> = fn(R) -> Result<(Option<WatchOptions>, Vec<RecordKind>), Status>;
 
 /// One Watch method: what to subscribe to, from its request.
 struct WatchMethod<R> {
@@ -163,96 +158,19 @@ impl<R> WatchMethod<R> {
     }
 }
 
-async fn serve_watch<R>(
+/// Streams one Watch call: `split` says what the request asks for.
+pub(super) fn serve_watch<R>(
     bus: Bus,
-    split: Split<R>,
     request: http::Request<Body>,
-) -> http::Response<Body>
+    split: Split<R>,
+) -> BoxFuture<'static, Result<http::Response<Body>, Infallible>>
 where
     R: Message + Default + Send + 'static,
 {
-    let mut grpc = tonic::server::Grpc::new(WatchCodec::<R>(PhantomData));
-    grpc.server_streaming(WatchMethod { bus, split }, request)
-        .await
-}
-
-/// `TelemetryService` as a tower service: the Watch methods stream
-/// pre-encoded records; the unary methods are the generated server's.
-#[derive(Clone, Debug)]
-pub struct TelemetryGrpc {
-    bus: Bus,
-    unary: TelemetryServiceServer<TelemetryServer>,
-}
-
-impl TelemetryGrpc {
-    /// Serves this bus.
-    pub fn new(bus: Bus) -> Self {
-        let unary = TelemetryServer::new(bus.clone()).into_service();
-        TelemetryGrpc { bus, unary }
-    }
-}
-
-impl NamedService for TelemetryGrpc {
-    const NAME: &'static str = <TelemetryServiceServer<TelemetryServer> as NamedService>::NAME;
-}
-
-impl tower::Service<http::Request<Body>> for TelemetryGrpc {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<http::Response<Body>, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let bus = self.bus.clone();
-        let method = request
-            .uri()
-            .path()
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        match method.as_str() {
-            "WatchLogs" => Box::pin(async move {
-                Ok(serve_watch(
-                    bus,
-                    |r: WatchLogsRequest| Ok((r.options, vec![RecordKind::Log])),
-                    request,
-                )
-                .await)
-            }),
-            "WatchTraces" => Box::pin(async move {
-                Ok(serve_watch(
-                    bus,
-                    |r: WatchTracesRequest| Ok((r.options, vec![RecordKind::Span])),
-                    request,
-                )
-                .await)
-            }),
-            "WatchProgress" => Box::pin(async move {
-                let split = |r: WatchProgressRequest| {
-                    Ok((r.options, vec![RecordKind::Progress, RecordKind::Operation]))
-                };
-                Ok(serve_watch(bus, split, request).await)
-            }),
-            "WatchErrors" => Box::pin(async move {
-                Ok(serve_watch(
-                    bus,
-                    |r: WatchErrorsRequest| Ok((r.options, vec![RecordKind::Error])),
-                    request,
-                )
-                .await)
-            }),
-            "Watch" => Box::pin(async move {
-                let split = |r: WatchRequest| Ok((r.options, kinds_of(&r.kinds)?));
-                Ok(serve_watch(bus, split, request).await)
-            }),
-            _ => {
-                let mut unary = self.unary.clone();
-                Box::pin(async move { tower::Service::call(&mut unary, request).await })
-            }
-        }
-    }
+    Box::pin(async move {
+        let mut grpc = tonic::server::Grpc::new(WatchCodec::<R>(PhantomData));
+        Ok(grpc
+            .server_streaming(WatchMethod { bus, split }, request)
+            .await)
+    })
 }

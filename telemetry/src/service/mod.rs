@@ -1,61 +1,43 @@
-//! `TelemetryService`: each Watch RPC only registers a subscriber on the bus
-//! and returns its stream of batches; unary calls read bus state.
+//! `TelemetryService` as one tower service over a bus. Each Watch RPC only
+//! registers a subscriber and streams its batches as the ring's bytes
+//! ([`encoded`]: no decode and re-encode); the unary calls read bus state.
+//! [`TelemetryGrpc::call`] is the one table of methods, and of the record
+//! kinds each Watch method delivers.
 
 mod encoded;
+mod unary;
 
-pub use encoded::{EncodedResponse, TelemetryGrpc};
+pub use encoded::EncodedResponse;
 
-use std::pin::Pin;
+use std::convert::Infallible;
+use std::task::{Context, Poll};
 
-use futures::{Stream, StreamExt};
-use tonic::{Request, Response, Status};
-use trident_proto::v1::telemetry_service_server::{TelemetryService, TelemetryServiceServer};
+use futures::future::BoxFuture;
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tonic::{Code, Status};
+use trident_proto::v1::telemetry_service_server::SERVICE_NAME;
 use trident_proto::v1::{
-    GetBusStatusRequest, GetBusStatusResponse, GetLastErrorRequest, GetLastErrorResponse,
-    ListOperationsRequest, ListOperationsResponse, RecordKind, StreamEvent, WatchErrorsRequest,
-    WatchErrorsResponse, WatchLogsRequest, WatchLogsResponse, WatchOptions, WatchProgressRequest,
-    WatchProgressResponse, WatchRequest, WatchResponse, WatchTracesRequest, WatchTracesResponse,
+    GetBusStatusRequest, GetLastErrorRequest, GetLastErrorResponse, ListOperationsRequest,
+    ListOperationsResponse, RecordKind, WatchErrorsRequest, WatchLogsRequest, WatchOptions,
+    WatchProgressRequest, WatchRequest, WatchTracesRequest,
 };
 
-use crate::bus::{Bus, Subscription};
+use crate::bus::Bus;
 use crate::error::TelemetryError;
+use encoded::serve_watch;
+use unary::serve_unary;
 
-/// A boxed stream of responses.
-type Responses<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
-
-/// The gRPC service over a bus.
+/// `TelemetryService`, ready to add to a tonic router.
 #[derive(Clone, Debug)]
-pub struct TelemetryServer {
+pub struct TelemetryGrpc {
     bus: Bus,
 }
 
-impl TelemetryServer {
+impl TelemetryGrpc {
     /// Serves this bus.
     pub fn new(bus: Bus) -> Self {
-        TelemetryServer { bus }
-    }
-
-    /// The tonic service, ready to add to a router.
-    pub fn into_service(self) -> TelemetryServiceServer<TelemetryServer> {
-        TelemetryServiceServer::new(self)
-    }
-
-    fn watch<T, F>(
-        &self,
-        options: Option<WatchOptions>,
-        kinds: Vec<RecordKind>,
-        wrap: F,
-    ) -> Result<Response<Responses<T>>, Status>
-    where
-        T: Send + 'static,
-        F: Fn(Vec<StreamEvent>) -> T + Send + 'static,
-    {
-        let options = options.unwrap_or_default();
-        validate(&options)?;
-        let batches = self.bus.subscribe_batches(Subscription { options, kinds });
-        Ok(Response::new(Box::pin(
-            batches.map(move |events| Ok(wrap(events))),
-        )))
+        TelemetryGrpc { bus }
     }
 }
 
@@ -64,6 +46,54 @@ impl Bus {
     /// (Watch streams send records without re-encoding them).
     pub fn service(&self) -> TelemetryGrpc {
         TelemetryGrpc::new(self.clone())
+    }
+}
+
+impl NamedService for TelemetryGrpc {
+    const NAME: &'static str = SERVICE_NAME;
+}
+
+impl tower::Service<http::Request<Body>> for TelemetryGrpc {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<http::Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let bus = self.bus.clone();
+        let method = request.uri().path().rsplit('/').next().unwrap_or_default();
+        match method {
+            "WatchLogs" => serve_watch(bus, request, |r: WatchLogsRequest| {
+                Ok((r.options, vec![RecordKind::Log]))
+            }),
+            "WatchTraces" => serve_watch(bus, request, |r: WatchTracesRequest| {
+                Ok((r.options, vec![RecordKind::Span]))
+            }),
+            "WatchProgress" => serve_watch(bus, request, |r: WatchProgressRequest| {
+                Ok((r.options, vec![RecordKind::Progress, RecordKind::Operation]))
+            }),
+            "WatchErrors" => serve_watch(bus, request, |r: WatchErrorsRequest| {
+                Ok((r.options, vec![RecordKind::Error]))
+            }),
+            "Watch" => serve_watch(bus, request, |r: WatchRequest| {
+                Ok((r.options, kinds_of(&r.kinds)?))
+            }),
+            "GetLastError" => serve_unary(bus, request, |bus, _: GetLastErrorRequest| {
+                GetLastErrorResponse {
+                    error: bus.last_error(),
+                }
+            }),
+            "GetBusStatus" => serve_unary(bus, request, |bus, _: GetBusStatusRequest| bus.status()),
+            "ListOperations" => serve_unary(bus, request, |bus, _: ListOperationsRequest| {
+                ListOperationsResponse {
+                    operations: bus.operations(),
+                }
+            }),
+            _ => Box::pin(async { Ok(Status::new(Code::Unimplemented, "").into_http()) }),
+        }
     }
 }
 
@@ -89,7 +119,7 @@ pub(crate) fn validate(options: &WatchOptions) -> Result<(), Status> {
 }
 
 /// Record kinds of a Watch request (unknown values are rejected).
-pub(crate) fn kinds_of(values: &[i32]) -> Result<Vec<RecordKind>, Status> {
+fn kinds_of(values: &[i32]) -> Result<Vec<RecordKind>, Status> {
     values
         .iter()
         .map(|v| {
@@ -98,93 +128,4 @@ pub(crate) fn kinds_of(values: &[i32]) -> Result<Vec<RecordKind>, Status> {
             })
         })
         .collect()
-}
-
-#[tonic::async_trait]
-impl TelemetryService for TelemetryServer {
-    type WatchLogsStream = Responses<WatchLogsResponse>;
-    type WatchTracesStream = Responses<WatchTracesResponse>;
-    type WatchProgressStream = Responses<WatchProgressResponse>;
-    type WatchErrorsStream = Responses<WatchErrorsResponse>;
-    type WatchStream = Responses<WatchResponse>;
-
-    async fn watch_logs(
-        &self,
-        request: Request<WatchLogsRequest>,
-    ) -> Result<Response<Self::WatchLogsStream>, Status> {
-        self.watch(
-            request.into_inner().options,
-            vec![RecordKind::Log],
-            |events| WatchLogsResponse { events },
-        )
-    }
-
-    async fn watch_traces(
-        &self,
-        request: Request<WatchTracesRequest>,
-    ) -> Result<Response<Self::WatchTracesStream>, Status> {
-        self.watch(
-            request.into_inner().options,
-            vec![RecordKind::Span],
-            |events| WatchTracesResponse { events },
-        )
-    }
-
-    async fn watch_progress(
-        &self,
-        request: Request<WatchProgressRequest>,
-    ) -> Result<Response<Self::WatchProgressStream>, Status> {
-        self.watch(
-            request.into_inner().options,
-            vec![RecordKind::Progress, RecordKind::Operation],
-            |events| WatchProgressResponse { events },
-        )
-    }
-
-    async fn watch_errors(
-        &self,
-        request: Request<WatchErrorsRequest>,
-    ) -> Result<Response<Self::WatchErrorsStream>, Status> {
-        self.watch(
-            request.into_inner().options,
-            vec![RecordKind::Error],
-            |events| WatchErrorsResponse { events },
-        )
-    }
-
-    async fn watch(
-        &self,
-        request: Request<WatchRequest>,
-    ) -> Result<Response<Self::WatchStream>, Status> {
-        let request = request.into_inner();
-        let kinds = kinds_of(&request.kinds)?;
-        TelemetryServer::watch(self, request.options, kinds, |events| WatchResponse {
-            events,
-        })
-    }
-
-    async fn get_last_error(
-        &self,
-        _: Request<GetLastErrorRequest>,
-    ) -> Result<Response<GetLastErrorResponse>, Status> {
-        Ok(Response::new(GetLastErrorResponse {
-            error: self.bus.last_error(),
-        }))
-    }
-
-    async fn get_bus_status(
-        &self,
-        _: Request<GetBusStatusRequest>,
-    ) -> Result<Response<GetBusStatusResponse>, Status> {
-        Ok(Response::new(self.bus.status()))
-    }
-
-    async fn list_operations(
-        &self,
-        _: Request<ListOperationsRequest>,
-    ) -> Result<Response<ListOperationsResponse>, Status> {
-        Ok(Response::new(ListOperationsResponse {
-            operations: self.bus.operations(),
-        }))
-    }
 }

@@ -7,12 +7,13 @@ use std::sync::atomic::Ordering;
 
 use prost::Message;
 use trident_proto::v1::{
-    DropCounters, GapReason, Record, RecordKind, RunChange, StreamEvent, stream_event,
+    Cursor, DropCounters, GapReason, Record, RecordKind, RunChange, StreamEvent, WatchOptions,
+    stream_event,
 };
 
 use super::super::filter::WatchFilter;
 use super::super::ring::Ring;
-use super::super::{Bus, Subscription, kind_mask};
+use super::super::{Bus, BusState, Subscription, kind_mask};
 use super::{Prelude, Registration, Subscriber, cursor, gap_event};
 use crate::journal::ReplayRequest;
 
@@ -26,108 +27,29 @@ impl Subscriber {
             0 => bus.config().default_max_batch,
             n => n as usize,
         };
-        let journal_dir = bus.config().journal_dir.clone();
-        let mut preludes = VecDeque::new();
         let state = bus.lock();
-        let head = state.ring.head();
         let oldest = state.ring.oldest();
-        let stop_at = options.snapshot.then_some(head);
-        let mut first_gap_reason = GapReason::SubscriberLagged;
-        let start = if let Some(after) = &options.after {
-            first_gap_reason = GapReason::Evicted;
-            if after.run_id == bus.run_id() {
-                after.sequence.saturating_add(1)
-            } else {
-                if journal_dir.is_some() {
-                    preludes.push_back(Prelude::Replay {
-                        request: Box::new(ReplayRequest {
-                            run_id: Some(after.run_id.clone()),
-                            after: after.sequence,
-                            before: None,
-                            operation_id: filter.operation().map(str::to_owned),
-                            exclude_run: None,
-                            position: Default::default(),
-                        }),
-                        flush: false,
-                        previous_run: true,
-                    });
-                } else {
-                    preludes.push_back(Prelude::Event(Box::new(gap_event(
-                        cursor(&after.run_id, after.sequence + 1),
-                        cursor(&after.run_id, after.sequence + 1),
-                        0,
-                        GapReason::PreviousRun,
-                    ))));
-                }
-                preludes.push_back(Prelude::Event(Box::new(StreamEvent {
-                    event: Some(stream_event::Event::RunChange(RunChange {
-                        previous_run_id: after.run_id.clone(),
-                        current_run_id: bus.run_id().to_owned(),
-                    })),
-                })));
-                1
-            }
-        } else if let Some(tail) = options.tail {
-            tail_start(&state.ring, &filter, tail as usize)
-        } else if let Some(op) = filter.operation() {
-            match state.operations.first_seq(op) {
-                Some(first) => first,
-                None => {
-                    // Not started in this run: an operation of an earlier
-                    // run (its records are on disk), or records that carry
-                    // the id without a lifecycle (scan what the ring holds).
-                    if journal_dir.is_some() {
-                        preludes.push_back(Prelude::Replay {
-                            request: Box::new(ReplayRequest {
-                                operation_id: Some(op.to_owned()),
-                                exclude_run: Some(bus.run_id().to_owned()),
-                                ..ReplayRequest::default()
-                            }),
-                            flush: false,
-                            previous_run: false,
-                        });
-                    }
-                    oldest
-                }
-            }
-        } else if options.snapshot {
-            oldest
-        } else {
-            head + 1
+        let stop_at = options.snapshot.then_some(state.ring.head());
+        let mut plan = StartPlan {
+            bus: &bus,
+            state: &state,
+            filter: &filter,
+            journaled: bus.config().journal_dir.is_some(),
+            preludes: VecDeque::new(),
+            first_gap_reason: GapReason::SubscriberLagged,
         };
-        // Records of this run already gone from the ring, but journaled
-        // because they belong to the watched operation.
-        let mut start = start.max(1);
-        if start < oldest
-            && journal_dir.is_some()
-            && let Some(op) = filter.operation()
-        {
-            preludes.push_back(Prelude::Replay {
-                request: Box::new(ReplayRequest {
-                    run_id: Some(bus.run_id().to_owned()),
-                    after: start - 1,
-                    before: Some(oldest),
-                    operation_id: Some(op.to_owned()),
-                    exclude_run: None,
-                    position: Default::default(),
-                }),
-                flush: true,
-                previous_run: false,
-            });
-            start = oldest;
-        }
+        let start = match &options.after {
+            Some(after) => plan.after_cursor(after),
+            None => plan.without_cursor(&options),
+        };
+        let start = plan.replay_evicted_part(start.max(1));
+        let StartPlan {
+            preludes,
+            first_gap_reason,
+            ..
+        } = plan;
         if filter.has_span_name() && start > oldest {
-            // Spans opened before the start: learn which are in scope.
-            let mut earlier = Vec::new();
-            state.ring.read(oldest, start - 1, usize::MAX, &mut earlier);
-            for (_, entry) in earlier
-                .iter()
-                .filter(|(_, e)| e.kind == RecordKind::Span as u8)
-            {
-                if let Ok(record) = Record::decode(entry.bytes.clone()) {
-                    filter.accepts_record(&record);
-                }
-            }
+            learn_spans_in_scope(&state.ring, &mut filter, oldest, start);
         }
         let passed = state.ring.counts_before(start.max(oldest));
         drop(state);
@@ -146,6 +68,138 @@ impl Subscriber {
             ends_with_remote_streams: false,
             last_wake: std::time::Instant::now(),
             _registration: Registration(bus),
+        }
+    }
+}
+
+/// A start position being resolved under the bus lock, and what must be
+/// delivered before it (journal replays, events).
+struct StartPlan<'a> {
+    bus: &'a Bus,
+    state: &'a BusState,
+    filter: &'a WatchFilter,
+    journaled: bool,
+    preludes: VecDeque<Prelude>,
+    first_gap_reason: GapReason,
+}
+
+impl StartPlan<'_> {
+    /// After a cursor of this run: the next sequence (a gap there means the
+    /// records were evicted). After a cursor of an earlier run: that run's
+    /// journaled rest (without a journal, a gap saying it is gone), a
+    /// `RunChange`, then this run from its first record.
+    fn after_cursor(&mut self, after: &Cursor) -> u64 {
+        self.first_gap_reason = GapReason::Evicted;
+        if after.run_id == self.bus.run_id() {
+            return after.sequence.saturating_add(1);
+        }
+        let earlier_run = if self.journaled {
+            Prelude::Replay {
+                request: Box::new(ReplayRequest {
+                    run_id: Some(after.run_id.clone()),
+                    after: after.sequence,
+                    before: None,
+                    operation_id: self.filter.operation().map(str::to_owned),
+                    exclude_run: None,
+                    position: Default::default(),
+                }),
+                flush: false,
+                previous_run: true,
+            }
+        } else {
+            let missing = cursor(&after.run_id, after.sequence + 1);
+            Prelude::Event(Box::new(gap_event(
+                missing.clone(),
+                missing,
+                0,
+                GapReason::PreviousRun,
+            )))
+        };
+        self.preludes.push_back(earlier_run);
+        self.preludes
+            .push_back(Prelude::Event(Box::new(StreamEvent {
+                event: Some(stream_event::Event::RunChange(RunChange {
+                    previous_run_id: after.run_id.clone(),
+                    current_run_id: self.bus.run_id().to_owned(),
+                })),
+            })));
+        1
+    }
+
+    /// Without a cursor: the last N matching records (`tail`), the watched
+    /// operation's first record, the oldest record (`snapshot`), or the head.
+    fn without_cursor(&mut self, options: &WatchOptions) -> u64 {
+        let filter = self.filter;
+        if let Some(tail) = options.tail {
+            tail_start(&self.state.ring, filter, tail as usize)
+        } else if let Some(operation) = filter.operation() {
+            self.operation_start(operation)
+        } else if options.snapshot {
+            self.state.ring.oldest()
+        } else {
+            self.state.ring.head() + 1
+        }
+    }
+
+    /// The first record of an operation started in this run. Otherwise an
+    /// operation of an earlier run (its records are on disk), or records
+    /// that carry the id without a lifecycle: scan what the ring holds.
+    fn operation_start(&mut self, operation: &str) -> u64 {
+        if let Some(first) = self.state.operations.first_seq(operation) {
+            return first;
+        }
+        if self.journaled {
+            self.preludes.push_back(Prelude::Replay {
+                request: Box::new(ReplayRequest {
+                    operation_id: Some(operation.to_owned()),
+                    exclude_run: Some(self.bus.run_id().to_owned()),
+                    ..ReplayRequest::default()
+                }),
+                flush: false,
+                previous_run: false,
+            });
+        }
+        self.state.ring.oldest()
+    }
+
+    /// Records of this run already gone from the ring, but journaled because
+    /// they belong to the watched operation: replayed from the journal, and
+    /// the ring read from its oldest record.
+    fn replay_evicted_part(&mut self, start: u64) -> u64 {
+        let oldest = self.state.ring.oldest();
+        let Some(operation) = self.filter.operation() else {
+            return start;
+        };
+        if start >= oldest || !self.journaled {
+            return start;
+        }
+        self.preludes.push_back(Prelude::Replay {
+            request: Box::new(ReplayRequest {
+                run_id: Some(self.bus.run_id().to_owned()),
+                after: start - 1,
+                before: Some(oldest),
+                operation_id: Some(operation.to_owned()),
+                exclude_run: None,
+                position: Default::default(),
+            }),
+            flush: true,
+            previous_run: false,
+        });
+        oldest
+    }
+}
+
+/// A `span_name` filter starting after the oldest record: learns which spans
+/// opened before the start are in scope (their descendants are too).
+fn learn_spans_in_scope(ring: &Ring, filter: &mut WatchFilter, oldest: u64, start: u64) {
+    let mut earlier = Vec::new();
+    ring.read(oldest, start - 1, usize::MAX, &mut earlier);
+    for (_, entry) in earlier
+        .iter()
+        .filter(|(_, e)| e.kind == RecordKind::Span as u8)
+    {
+        if let Ok(record) = Record::decode(entry.bytes.clone()) {
+            filter.accepts_record(&record);
         }
     }
 }

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use trident_proto::v1::{StreamEvent, WatchOptions, stream_event};
 
 use super::{BusGaugeSource, BusGauges, ServicingMetrics};
-use crate::bus::{Bus, Subscription};
+use trident_telemetry::{Bus, Subscription};
 
 /// The bus's drop counters and subscriber count, as the gauges read them.
 /// The observer's own subscription is not counted.

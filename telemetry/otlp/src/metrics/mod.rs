@@ -18,7 +18,7 @@ use opentelemetry::metrics::{
 };
 use trident_proto::v1;
 
-use crate::otlp::{DropReason, ExportHealth, Signal};
+use crate::{DropReason, ExportHealth, Signal};
 use names::*;
 use state::{Observation, OperationTracker};
 
@@ -52,7 +52,7 @@ pub struct ServicingMetrics {
     errors: Counter<u64>,
     bus_records: Counter<u64>,
     tracker: Mutex<OperationTracker>,
-    _observers: Vec<Box<dyn std::any::Any + Send + Sync>>,
+    _observers: Vec<Observer>,
 }
 
 impl std::fmt::Debug for ServicingMetrics {
@@ -69,56 +69,8 @@ impl ServicingMetrics {
         bus: Option<BusGaugeSource>,
         export: Option<Arc<ExportHealth>>,
     ) -> Self {
-        let mut observers: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
-        if let Some(bus) = bus {
-            let drops_source = Arc::clone(&bus);
-            let drops: ObservableCounter<u64> = meter
-                .u64_observable_counter(BUS_DROPS)
-                .with_unit("{record}")
-                .with_description("Records the telemetry bus dropped, by record kind")
-                .with_callback(move |observer| {
-                    let d = drops_source().drops;
-                    for (kind, value) in [
-                        ("log", d.logs),
-                        ("span", d.spans),
-                        ("progress", d.progress),
-                        ("error", d.errors),
-                        ("operation", d.operations),
-                    ] {
-                        observer.observe(value, &[KeyValue::new(ATTR_KIND, kind)]);
-                    }
-                })
-                .build();
-            observers.push(Box::new(drops));
-            let subscribers: ObservableUpDownCounter<i64> = meter
-                .i64_observable_up_down_counter(BUS_SUBSCRIBERS)
-                .with_unit("{subscriber}")
-                .with_description("Subscribers of the telemetry bus now")
-                .with_callback(move |observer| observer.observe(i64::from(bus().subscribers), &[]))
-                .build();
-            observers.push(Box::new(subscribers));
-        }
-        if let Some(health) = export {
-            let export_drops: ObservableCounter<u64> = meter
-                .u64_observable_counter(EXPORT_DROPS)
-                .with_unit("{record}")
-                .with_description("Telemetry the OTLP export lost (metrics: failed collections)")
-                .with_callback(move |observer| {
-                    for signal in Signal::ALL {
-                        for reason in DropReason::ALL {
-                            observer.observe(
-                                health.dropped_count(signal, reason),
-                                &[
-                                    KeyValue::new(ATTR_SIGNAL, signal.as_str()),
-                                    KeyValue::new(ATTR_REASON, reason.as_str()),
-                                ],
-                            );
-                        }
-                    }
-                })
-                .build();
-            observers.push(Box::new(export_drops));
-        }
+        let mut observers = bus.map(|bus| bus_gauges(meter, bus)).unwrap_or_default();
+        observers.extend(export.map(|health| export_drops(meter, health)));
         Self {
             operations: meter
                 .u64_counter(OPERATIONS)
@@ -224,4 +176,60 @@ impl ServicingMetrics {
             }
         }
     }
+}
+
+/// Keeps an observable instrument (and so its callback) registered.
+type Observer = Box<dyn std::any::Any + Send + Sync>;
+
+/// The bus's drops by record kind and its subscriber count, read from `bus`
+/// at collection time.
+fn bus_gauges(meter: &Meter, bus: BusGaugeSource) -> Vec<Observer> {
+    let drops_source = Arc::clone(&bus);
+    let drops: ObservableCounter<u64> = meter
+        .u64_observable_counter(BUS_DROPS)
+        .with_unit("{record}")
+        .with_description("Records the telemetry bus dropped, by record kind")
+        .with_callback(move |observer| {
+            let d = drops_source().drops;
+            for (kind, value) in [
+                ("log", d.logs),
+                ("span", d.spans),
+                ("progress", d.progress),
+                ("error", d.errors),
+                ("operation", d.operations),
+            ] {
+                observer.observe(value, &[KeyValue::new(ATTR_KIND, kind)]);
+            }
+        })
+        .build();
+    let subscribers: ObservableUpDownCounter<i64> = meter
+        .i64_observable_up_down_counter(BUS_SUBSCRIBERS)
+        .with_unit("{subscriber}")
+        .with_description("Subscribers of the telemetry bus now")
+        .with_callback(move |observer| observer.observe(i64::from(bus().subscribers), &[]))
+        .build();
+    vec![Box::new(drops), Box::new(subscribers)]
+}
+
+/// What the export itself lost, by signal and reason.
+fn export_drops(meter: &Meter, health: Arc<ExportHealth>) -> Observer {
+    let drops: ObservableCounter<u64> = meter
+        .u64_observable_counter(EXPORT_DROPS)
+        .with_unit("{record}")
+        .with_description("Telemetry the OTLP export lost (metrics: failed collections)")
+        .with_callback(move |observer| {
+            for signal in Signal::ALL {
+                for reason in DropReason::ALL {
+                    observer.observe(
+                        health.dropped_count(signal, reason),
+                        &[
+                            KeyValue::new(ATTR_SIGNAL, signal.as_str()),
+                            KeyValue::new(ATTR_REASON, reason.as_str()),
+                        ],
+                    );
+                }
+            }
+        })
+        .build();
+    Box::new(drops)
 }

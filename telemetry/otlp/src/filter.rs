@@ -17,7 +17,7 @@ pub const INTERNAL_TARGETS: &[&str] = &[
     "opentelemetry_http",
     "tracing_opentelemetry",
     "opentelemetry_appender_tracing",
-    "trident_telemetry::otlp",
+    "trident_otlp",
     "tridentd::otlp",
     "trident_telemetry::bus",
 ];
@@ -40,7 +40,7 @@ pub fn exportable(metadata: &Metadata<'_>) -> bool {
 /// Per-layer filter of the exported log records: also leaves out progress
 /// updates, which the export carries as phase spans and metrics instead.
 pub fn exportable_log(metadata: &Metadata<'_>) -> bool {
-    exportable(metadata) && metadata.target() != crate::progress::PROGRESS_TARGET
+    exportable(metadata) && metadata.target() != trident_telemetry::progress::PROGRESS_TARGET
 }
 
 #[cfg(test)]
@@ -55,7 +55,7 @@ mod tests {
             "tonic::transport::server",
             "opentelemetry_sdk",
             "hyper_util::client::legacy",
-            "trident_telemetry::otlp::health",
+            "trident_otlp::health",
             "tridentd::otlp",
         ] {
             assert!(is_internal_target(target), "{target}");

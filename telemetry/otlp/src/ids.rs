@@ -12,7 +12,7 @@ use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, Tra
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::ids::TraceParent;
+use trident_telemetry::TraceParent;
 
 thread_local! {
     /// Trace id the next root span built on this thread takes (consumed once).

@@ -176,74 +176,43 @@ impl OtlpConfig {
         flags: &OtlpFlags,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Self>, ConfigError> {
-        let non_empty = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-        if non_empty(ENV_SDK_DISABLED).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        let env = Environment(env);
+        if env.disabled() {
             return Ok(None);
         }
-        let Some(endpoint) = flags
-            .endpoint
-            .clone()
-            .filter(|e| !e.trim().is_empty())
-            .or_else(|| non_empty(ENV_OTLP_ENDPOINT))
-        else {
+        let Some(endpoint) = endpoint(flags, &env)? else {
             return Ok(None);
         };
-        let endpoint = endpoint.trim().trim_end_matches('/').to_string();
-        if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-            return Err(ConfigError::Endpoint(endpoint));
-        }
         let protocol = match flags
             .protocol
             .clone()
-            .or_else(|| non_empty(ENV_OTLP_PROTOCOL))
+            .or_else(|| env.text(ENV_OTLP_PROTOCOL))
         {
             Some(text) => OtlpProtocol::parse(&text)?,
             None => OtlpProtocol::Grpc,
         };
-        // A standard numeric variable, or `default` when unset.
-        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
-            match non_empty(name) {
-                None => Ok(default),
-                Some(text) => text
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or(ConfigError::Number(name, text)),
-            }
-        };
-        let millis = |name: &'static str, default: Duration| -> Result<Duration, ConfigError> {
-            Ok(Duration::from_millis(number(
-                name,
-                default.as_millis() as u64,
-            )?))
-        };
         let timeout = match flags.timeout {
             Some(t) => t,
-            None => millis(ENV_OTLP_TIMEOUT, DEFAULT_TIMEOUT)?,
-        };
-        let sampler = match non_empty(ENV_TRACES_SAMPLER) {
-            Some(name) => {
-                SamplerChoice::parse(&name, non_empty(ENV_TRACES_SAMPLER_ARG).as_deref())?
-            }
-            None => SamplerChoice::ParentBasedAlwaysOn,
+            None => env.millis(ENV_OTLP_TIMEOUT, DEFAULT_TIMEOUT)?,
         };
         Ok(Some(Self {
             endpoint,
             protocol,
             timeout,
-            service_name: non_empty(ENV_SERVICE_NAME)
+            service_name: env
+                .text(ENV_SERVICE_NAME)
                 .unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_string()),
-            extra_resource: non_empty(ENV_RESOURCE_ATTRIBUTES)
+            extra_resource: env
+                .text(ENV_RESOURCE_ATTRIBUTES)
                 .map(|text| parse_resource_attributes(&text))
                 .unwrap_or_default(),
-            sampler,
-            span_queue: number(ENV_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE as u64)? as usize,
-            log_queue: number(ENV_BLRP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE as u64)? as usize,
+            sampler: env.sampler()?,
+            span_queue: env.number(ENV_BSP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE as u64)? as usize,
+            log_queue: env.number(ENV_BLRP_MAX_QUEUE_SIZE, DEFAULT_MAX_QUEUE as u64)? as usize,
             max_batch: DEFAULT_MAX_BATCH,
-            span_delay: millis(ENV_BSP_SCHEDULE_DELAY, DEFAULT_BATCH_DELAY)?,
-            log_delay: millis(ENV_BLRP_SCHEDULE_DELAY, DEFAULT_BATCH_DELAY)?,
-            metrics_interval: millis(ENV_METRIC_EXPORT_INTERVAL, DEFAULT_METRICS_INTERVAL)?,
+            span_delay: env.millis(ENV_BSP_SCHEDULE_DELAY, DEFAULT_BATCH_DELAY)?,
+            log_delay: env.millis(ENV_BLRP_SCHEDULE_DELAY, DEFAULT_BATCH_DELAY)?,
+            metrics_interval: env.millis(ENV_METRIC_EXPORT_INTERVAL, DEFAULT_METRICS_INTERVAL)?,
             // The final flush waits for one export at most.
             shutdown_timeout: timeout,
         }))
@@ -291,6 +260,70 @@ fn percent_decode(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The collector endpoint (the flag first, then the environment), without
+/// a trailing `/`; `Ok(None)` when neither is set (export off).
+fn endpoint<F>(flags: &OtlpFlags, env: &Environment<F>) -> Result<Option<String>, ConfigError>
+where
+    F: Fn(&str) -> Option<String>,
+{
+    let Some(endpoint) = flags
+        .endpoint
+        .clone()
+        .filter(|e| !e.trim().is_empty())
+        .or_else(|| env.text(ENV_OTLP_ENDPOINT))
+    else {
+        return Ok(None);
+    };
+    let endpoint = endpoint.trim().trim_end_matches('/').to_string();
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        return Err(ConfigError::Endpoint(endpoint));
+    }
+    Ok(Some(endpoint))
+}
+
+/// The standard `OTEL_*` variables, read through a lookup function; a
+/// variable set to blanks counts as unset.
+struct Environment<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Environment<F> {
+    fn text(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// `OTEL_SDK_DISABLED=true`: export off whatever else is set.
+    fn disabled(&self) -> bool {
+        self.text(ENV_SDK_DISABLED)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    }
+
+    /// A positive number, or `default` when unset.
+    fn number(&self, name: &'static str, default: u64) -> Result<u64, ConfigError> {
+        match self.text(name) {
+            None => Ok(default),
+            Some(text) => text
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or(ConfigError::Number(name, text)),
+        }
+    }
+
+    /// A positive number of milliseconds, or `default` when unset.
+    fn millis(&self, name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
+        Ok(Duration::from_millis(
+            self.number(name, default.as_millis() as u64)?,
+        ))
+    }
+
+    fn sampler(&self) -> Result<SamplerChoice, ConfigError> {
+        match self.text(ENV_TRACES_SAMPLER) {
+            Some(name) => SamplerChoice::parse(&name, self.text(ENV_TRACES_SAMPLER_ARG).as_deref()),
+            None => Ok(SamplerChoice::ParentBasedAlwaysOn),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,18 +1,20 @@
-//! Optional OTLP export of the daemon's traces, logs and metrics.
+//! Optional OTLP export of the daemon's traces, logs and metrics, beside
+//! the telemetry bus (`trident-telemetry`), which knows nothing of it.
 //!
 //! Off unless an endpoint is configured. When on:
 //! - spans go through `tracing-opentelemetry`, events through
-//!   `opentelemetry-appender-tracing`, metrics through an OTel meter
-//!   (instruments in [`crate::metrics`]);
+//!   `opentelemetry-appender-tracing`; metrics are derived from the bus's
+//!   records by a bus observer (one in-process subscription, [`metrics`]);
 //! - each signal has a bounded queue drained by the SDK's own threads; the
 //!   network I/O runs on a dedicated one-thread Tokio runtime, so a collector
 //!   that is down or slow never touches the servicing path;
 //! - losses are counted (`trident.export.drops`) and told once per outage;
 //! - shutdown flushes from a helper thread with a bounded wait.
 //!
-//! Integration: `OtlpExport::start` once at startup, add
-//! [`OtlpExport::layer`] to the subscriber, call
-//! [`ids::link_operation_span`] for each operation root span, and
+//! Integration: [`OtlpExport::from_flags`] once at startup (it attaches the
+//! bus observer), add [`OtlpExport::layer`] to the subscriber (it carries
+//! the bus's [`OperationSpanLink`] hook, so each operation root span is tied
+//! to the exported trace by [`ids::link_operation_span`]), and
 //! [`OtlpExport::shutdown`] on exit.
 
 pub mod config;
@@ -21,7 +23,9 @@ pub mod health;
 mod http_client;
 pub mod ids;
 mod logs;
+pub mod metrics;
 mod pipeline;
+mod providers;
 pub mod resource;
 #[cfg(test)]
 mod tests;
@@ -32,13 +36,9 @@ use std::time::Duration;
 use opentelemetry::metrics::MeterProvider as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
-use opentelemetry_otlp::{
-    LogExporter, MetricExporter, Protocol, SpanExporter, WithExportConfig, WithHttpConfig,
-};
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::logs::{BatchLogProcessor, SdkLoggerProvider};
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
-use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider};
+use opentelemetry_sdk::logs::SdkLoggerProvider;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Subscriber;
 use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterExt, LevelFilter, filter_fn};
@@ -49,10 +49,10 @@ pub use health::{DropReason, ExportHealth, Signal};
 pub use ids::link_operation_span;
 pub use resource::ServiceIdentity;
 
-use crate::bus::Bus;
-use crate::metrics::{ServicingMetrics, bus_observer};
-use http_client::RuntimeHttpClient;
-use pipeline::{AccountedExporter, BoundedLogProcessor, BoundedSpanProcessor, QueueGauge};
+use trident_telemetry::{Bus, OperationSpanLink};
+
+use metrics::{ServicingMetrics, bus_observer};
+use providers::build_providers;
 
 /// Instrumentation scope name of everything the daemon exports.
 pub const SCOPE_NAME: &str = "tridentd";
@@ -154,7 +154,8 @@ impl OtlpExport {
     }
 
     /// The exporting layers (spans and events), filtered: internals never,
-    /// events at INFO and above, progress updates as phase spans only.
+    /// events at INFO and above, progress updates as phase spans only; plus
+    /// the hook that ties operation root spans to the exported trace.
     pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync + use<S>
     where
         S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
@@ -168,7 +169,10 @@ impl OtlpExport {
             inner: OpenTelemetryTracingBridge::new(&self.logger_provider),
         }
         .with_filter(filter_fn(filter::exportable_log).and(LevelFilter::INFO));
-        spans.and_then(logs)
+        let link = OperationSpanLink::new(|span, trace_id, parent| {
+            ids::link_operation_span(span, trace_id, parent);
+        });
+        spans.and_then(logs).and_then(link)
     }
 
     /// Starts the daemon's metrics and phase spans: instruments on this
@@ -252,131 +256,4 @@ impl Drop for OtlpExport {
             runtime.shutdown_background();
         }
     }
-}
-
-type Providers = (SdkTracerProvider, SdkLoggerProvider, SdkMeterProvider);
-
-fn build_providers(
-    config: &OtlpConfig,
-    resource: Resource,
-    health: &Arc<ExportHealth>,
-    runtime: &tokio::runtime::Handle,
-) -> Result<Providers, OtlpError> {
-    let exporter_error = |signal| move |source| OtlpError::Exporter { signal, source };
-    let http_client = || {
-        RuntimeHttpClient::new(
-            opentelemetry_http::hyper::HyperClient::with_default_connector(config.timeout, None),
-            runtime.clone(),
-        )
-    };
-
-    let span_exporter = match config.protocol {
-        OtlpProtocol::Grpc => SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(config.signal_url("traces"))
-            .with_timeout(config.timeout)
-            .build(),
-        OtlpProtocol::HttpProtobuf => SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_http_client(http_client())
-            .with_endpoint(config.signal_url("traces"))
-            .with_timeout(config.timeout)
-            .build(),
-    }
-    .map_err(exporter_error("traces"))?;
-    let log_exporter = match config.protocol {
-        OtlpProtocol::Grpc => LogExporter::builder()
-            .with_tonic()
-            .with_endpoint(config.signal_url("logs"))
-            .with_timeout(config.timeout)
-            .build(),
-        OtlpProtocol::HttpProtobuf => LogExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_http_client(http_client())
-            .with_endpoint(config.signal_url("logs"))
-            .with_timeout(config.timeout)
-            .build(),
-    }
-    .map_err(exporter_error("logs"))?;
-    let metric_exporter = match config.protocol {
-        OtlpProtocol::Grpc => MetricExporter::builder()
-            .with_tonic()
-            .with_endpoint(config.signal_url("metrics"))
-            .with_timeout(config.timeout)
-            .with_temporality(Temporality::Cumulative)
-            .build(),
-        OtlpProtocol::HttpProtobuf => MetricExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_http_client(http_client())
-            .with_endpoint(config.signal_url("metrics"))
-            .with_timeout(config.timeout)
-            .with_temporality(Temporality::Cumulative)
-            .build(),
-    }
-    .map_err(exporter_error("metrics"))?;
-
-    let span_batch = BatchConfigBuilder::default()
-        .with_max_queue_size(config.span_queue)
-        .with_max_export_batch_size(config.max_batch.min(config.span_queue))
-        .with_scheduled_delay(config.span_delay)
-        .build();
-    let span_queue = QueueGauge::new(config.span_queue);
-    let span_processor = BoundedSpanProcessor {
-        inner: BatchSpanProcessor::builder(AccountedExporter {
-            inner: span_exporter,
-            queue: Some(span_queue.clone()),
-            health: Arc::clone(health),
-            signal: Signal::Traces,
-        })
-        .with_batch_config(span_batch)
-        .build(),
-        queue: span_queue,
-        health: Arc::clone(health),
-    };
-    let tracer_provider = SdkTracerProvider::builder()
-        .with_span_processor(span_processor)
-        .with_sampler(config.sampler.to_sampler())
-        .with_id_generator(ids::HintedIdGenerator::default())
-        .with_resource(resource.clone())
-        .build();
-
-    let log_queue = QueueGauge::new(config.log_queue);
-    let log_batch = opentelemetry_sdk::logs::BatchConfigBuilder::default()
-        .with_max_queue_size(config.log_queue)
-        .with_max_export_batch_size(config.max_batch.min(config.log_queue))
-        .with_scheduled_delay(config.log_delay)
-        .build();
-    let log_processor = BoundedLogProcessor {
-        inner: BatchLogProcessor::builder(AccountedExporter {
-            inner: log_exporter,
-            queue: Some(log_queue.clone()),
-            health: Arc::clone(health),
-            signal: Signal::Logs,
-        })
-        .with_batch_config(log_batch)
-        .build(),
-        queue: log_queue,
-        health: Arc::clone(health),
-    };
-    let logger_provider = SdkLoggerProvider::builder()
-        .with_log_processor(log_processor)
-        .with_resource(resource.clone())
-        .build();
-
-    let reader = PeriodicReader::builder(AccountedExporter {
-        inner: metric_exporter,
-        queue: None,
-        health: Arc::clone(health),
-        signal: Signal::Metrics,
-    })
-    .with_interval(config.metrics_interval)
-    .build();
-    let meter_provider = SdkMeterProvider::builder()
-        .with_reader(reader)
-        .with_resource(resource)
-        .build();
-    Ok((tracer_provider, logger_provider, meter_provider))
 }

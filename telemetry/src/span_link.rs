@@ -1,0 +1,52 @@
+//! How an exporter of spans (the OTLP export, in `trident-otlp`) learns of
+//! each servicing operation's root span, so the exported trace continues the
+//! caller's trace or takes the trace id the bus records carry.
+//!
+//! The exporter adds an [`OperationSpanLink`] (a layer that does nothing
+//! else) to the subscriber; [`crate::operation::Operation::start`] finds it
+//! through the root span's own dispatcher, as `tracing-opentelemetry` finds
+//! its layer. Without such a layer (export off) nothing happens, and this
+//! crate needs no exporter dependency.
+
+use tracing::Subscriber;
+use tracing_subscriber::Layer;
+
+use crate::ids::TraceParent;
+
+/// Ties an operation's root span to an exporter, right after the span is
+/// created (before it is entered or gets children): the span, the trace id
+/// of the operation's bus records, and the caller's `traceparent` if any.
+pub type LinkOperationSpan = fn(&tracing::Span, u128, Option<&TraceParent>);
+
+/// A layer carrying an exporter's [`LinkOperationSpan`].
+#[derive(Clone, Copy, Debug)]
+pub struct OperationSpanLink {
+    link: LinkOperationSpan,
+}
+
+impl OperationSpanLink {
+    /// A layer that hands each operation root span to `link`.
+    pub fn new(link: LinkOperationSpan) -> Self {
+        OperationSpanLink { link }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for OperationSpanLink {}
+
+/// Hands `span` to the exporter of its dispatcher, if it has one.
+pub(crate) fn link_operation_span(
+    span: &tracing::Span,
+    trace_id: u128,
+    parent: Option<&TraceParent>,
+) {
+    let link = span
+        .with_subscriber(|(_, dispatch)| {
+            dispatch
+                .downcast_ref::<OperationSpanLink>()
+                .map(|hook| hook.link)
+        })
+        .flatten();
+    if let Some(link) = link {
+        link(span, trace_id, parent);
+    }
+}
