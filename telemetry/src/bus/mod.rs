@@ -4,8 +4,8 @@
 //! and are woken when something new arrives.
 
 mod drops;
-mod errors;
 pub(crate) mod filter;
+mod last_error;
 pub(crate) mod operations;
 pub(crate) mod ring;
 pub(crate) mod subscriber;
@@ -146,16 +146,6 @@ impl Bus {
                 history,
             }),
         }
-    }
-
-    /// The bus of the current `tracing` dispatcher, if its subscriber has
-    /// our layer. The emit API (operations, errors) uses it.
-    pub fn current() -> Option<Bus> {
-        tracing::dispatcher::get_default(|dispatch| {
-            dispatch
-                .downcast_ref::<crate::layer::BusLayer>()
-                .map(|layer| layer.bus().clone())
-        })
     }
 
     /// Unique id (UUID v4) of this daemon run.
