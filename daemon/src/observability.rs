@@ -65,12 +65,7 @@ pub enum ObservabilityError {
 /// The telemetry bus from the daemon's flags, journaling to STATE_DIR/journal.
 /// An unusable journal directory keeps the bus in memory only (said on stderr).
 fn telemetry_bus(config: &Config) -> trident_telemetry::Bus {
-    let bus_config = trident_telemetry::BusConfig {
-        ring_records: config.bus_ring_records,
-        ring_bytes: config.bus_ring_bytes,
-        journal_dir: Some(config.journal_dir()),
-        ..trident_telemetry::BusConfig::default()
-    };
+    let bus_config = config.bus_config();
     trident_telemetry::Bus::new(bus_config.clone()).unwrap_or_else(|error| {
         eprintln!(
             "tridentd: telemetry journal unavailable, keeping records in memory only: {error}"
