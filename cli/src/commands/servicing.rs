@@ -11,7 +11,6 @@ use tonic::Streaming;
 use tonic::transport::Channel;
 
 use trident_host::{Category, KebabName, Subkind};
-use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
     Cursor, HostConfiguration, RebootHandling, RebootManagement, RebootStatus, ServicingResponse,
@@ -124,7 +123,6 @@ where
     };
     let mut progress = Progress::new(args.progress, ctx.verbosity);
     let result = drive(ctx, &mut progress, stream, what).await;
-    full_error_report(ctx, &mut progress).await;
     progress.finish();
     let exit = match result {
         Ok(()) => progress.model.exit().unwrap_or(Exit::ServicingFailed),
@@ -221,40 +219,6 @@ async fn wait_for_reboot(ctx: &Ctx) -> CliResult<Exit> {
     }
 }
 
-/// The servicing stream's Completed carries the upstream error; the bus has
-/// the full report (context chain, recent log lines). Fetch it for a failed
-/// operation so the failure block shows everything.
-async fn full_error_report(ctx: &Ctx, progress: &mut Progress) {
-    let model = &progress.model;
-    let failed = model
-        .outcome
-        .as_ref()
-        .is_some_and(|o| o.status != trident_proto::v1::StatusCode::Success);
-    if !failed || model.error.is_some() {
-        return;
-    }
-    let Some(operation_id) = model.operation.as_ref().map(|o| o.id.clone()) else {
-        return;
-    };
-    let Ok(channel) = ctx.channel().await else {
-        return;
-    };
-    let Ok(response) = TelemetryServiceClient::new(channel)
-        .get_last_error(trident_proto::v1::GetLastErrorRequest {})
-        .await
-    else {
-        return;
-    };
-    if let Some(report) = response.into_inner().error
-        && report.operation_id == operation_id
-    {
-        progress.model.apply(&Event::Error {
-            cursor: None,
-            report: Box::new(report),
-        });
-    }
-}
-
 /// Reads the servicing stream to its Completed; on a break, resumes
 /// through Watch.
 async fn drive(
@@ -279,6 +243,12 @@ async fn drive(
                 }
                 Some(Ok(response)) => {
                     let Some(mut event) = Event::from_servicing(&response) else { continue };
+                    // The full error report (we opted in to it): it fills the
+                    // failure block at the end, it is not a line of its own.
+                    if matches!(event, Event::Error { .. }) {
+                        progress.model.apply(&event);
+                        continue;
+                    }
                     if let Event::Started { operation_id, cursor, rpc, .. } = &mut event {
                         started = Some((operation_id.clone(), cursor.clone()));
                         // The servicing stream does not name the RPC; the command does.
