@@ -269,14 +269,17 @@ impl Bus {
             .boxed()
     }
 
-    /// Streams the events of a subscription in batches (what the gRPC
-    /// service sends as one response each).
+    /// Streams the events of a subscription in batches. An in-process
+    /// subscription (a servicing stream, the metrics observer) does not end
+    /// with [`end_remote_streams`](Bus::end_remote_streams): a servicing
+    /// stream must still deliver its operation's end during shutdown.
     pub fn subscribe_batches(
         &self,
         subscription: Subscription,
     ) -> BoxStream<'static, Vec<StreamEvent>> {
         let bus = self.clone();
-        self.subscribe_out(subscription)
+        subscriber::Subscriber::start(self.clone(), subscription)
+            .into_stream()
             .map(move |batch| {
                 batch
                     .into_iter()
