@@ -123,12 +123,18 @@ impl TraceParent {
         format!("00-{}-{}-01", self.trace_id, self.span_id)
     }
 
-    /// Wraps `message` in a request carrying this trace context.
+    /// Wraps `message` in a servicing request carrying this trace context
+    /// and the additions the CLI understands (the operation's full error
+    /// report in the stream, so a failure needs no second call).
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);
         if let Ok(value) = MetadataValue::try_from(self.header()) {
             request.metadata_mut().insert(TRACEPARENT, value);
         }
+        request.metadata_mut().insert(
+            trident_proto::ADDITIONS_HEADER,
+            MetadataValue::from_static(trident_proto::ADDITION_ERROR_REPORT),
+        );
         request
     }
 }

@@ -6,6 +6,8 @@
 use std::{path::PathBuf, time::Duration};
 
 use clap::{ArgAction, Parser, ValueEnum};
+// The bus owns its defaults (ring bounds, journal folder); the flags use them.
+use trident_telemetry::config::{DEFAULT_RING_BYTES, DEFAULT_RING_RECORDS};
 
 /// Socket path used when neither `--socket` nor the environment names one.
 pub const DEFAULT_SOCKET: &str = "/run/trident/listen.sock";
@@ -23,14 +25,8 @@ pub const DEFAULT_INACTIVITY_TIMEOUT: &str = "5m";
 pub const DEFAULT_SHUTDOWN_GRACE: &str = "10s";
 /// File name of the SQLite datastore inside the state directory.
 pub const DATASTORE_FILE: &str = "datastore.sqlite";
-/// Directory name of the bus journal inside the state directory.
-pub const JOURNAL_DIR: &str = "journal";
 /// File name of the reboot-request log inside the state directory (`--reboot record`).
 pub const REBOOT_REQUESTS_FILE: &str = "reboot-requests.log";
-/// Default number of records the in-memory bus ring keeps.
-pub const DEFAULT_BUS_RING_RECORDS: usize = 65_536;
-/// Default number of encoded bytes the in-memory bus ring keeps.
-pub const DEFAULT_BUS_RING_BYTES: usize = 32 * 1024 * 1024;
 
 /// What the daemon does when a servicing operation needs a reboot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -89,11 +85,11 @@ pub struct Config {
     pub reboot: RebootMode,
 
     /// Records the in-memory telemetry bus ring keeps.
-    #[arg(long, default_value_t = DEFAULT_BUS_RING_RECORDS, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_RING_RECORDS, value_name = "N")]
     pub bus_ring_records: usize,
 
     /// Encoded bytes the in-memory telemetry bus ring keeps.
-    #[arg(long, default_value_t = DEFAULT_BUS_RING_BYTES, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_RING_BYTES, value_name = "N")]
     pub bus_ring_bytes: usize,
 
     /// Export traces, logs and metrics over OTLP to this collector URL
@@ -122,9 +118,14 @@ impl Config {
             .unwrap_or_else(|| self.state_dir.join(DATASTORE_FILE))
     }
 
-    /// Bus journal directory: STATE_DIR/journal.
-    pub fn journal_dir(&self) -> PathBuf {
-        self.state_dir.join(JOURNAL_DIR)
+    /// The telemetry bus's settings: the ring bounds from the flags, the
+    /// journal in the bus's folder under the state directory (STATE_DIR/journal).
+    pub fn bus_config(&self) -> trident_telemetry::BusConfig {
+        trident_telemetry::BusConfig {
+            ring_records: self.bus_ring_records,
+            ring_bytes: self.bus_ring_bytes,
+            ..trident_telemetry::BusConfig::with_state_dir(&self.state_dir)
+        }
     }
 
     /// Reboot-request log: STATE_DIR/reboot-requests.log.
@@ -161,6 +162,18 @@ mod tests {
         assert_eq!(
             config.datastore_path(),
             PathBuf::from("/var/lib/trident/datastore.sqlite")
+        );
+    }
+
+    #[test]
+    fn bus_defaults_are_the_telemetry_crates() {
+        let bus = Config::try_parse_from(["tridentd"]).unwrap().bus_config();
+        let defaults = trident_telemetry::BusConfig::with_state_dir(DEFAULT_STATE_DIR);
+        assert_eq!(bus.ring_records, defaults.ring_records);
+        assert_eq!(bus.ring_bytes, defaults.ring_bytes);
+        assert_eq!(
+            bus.journal_dir,
+            Some(PathBuf::from("/var/lib/trident/journal"))
         );
     }
 

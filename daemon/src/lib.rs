@@ -1,14 +1,20 @@
 //! tridentd: the Trident servicing daemon.
 //!
-//! The binary (`main.rs`) only parses [`config::Config`], calls
-//! [`server::prepare`] (root check, socket), sets up logging and calls
-//! [`server::run`]. Background work that must keep the daemon
-//! from exiting as idle holds a [`server::idle::ActivityGuard`] taken from
-//! [`server::ServerContext::activity`].
+//! The binary (`main.rs`) parses [`config::Config`], calls
+//! [`server::prepare`] (root check, socket), sets up logging
+//! ([`observability::init`], which returns the telemetry bus) and hands
+//! both to [`app::run`], the composition root. Layers point one way:
+//! `app` → `grpc` → `servicing`; `app` → `server`; none of them import
+//! `app`, and `server` and `servicing` do not know each other.
 
+pub mod app;
 pub mod config;
+pub mod grpc;
+pub mod observability;
 pub mod server;
 pub mod servicing;
 
-pub use server::idle::{Activity, ActivityGuard};
-pub use server::shutdown::ShutdownHooks;
+/// Version of this build of tridentd.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// Short git commit this build came from ("unknown" outside git).
+pub const GIT_COMMIT: &str = env!("TRIDENTD_GIT_COMMIT");

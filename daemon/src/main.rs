@@ -1,10 +1,10 @@
-//! `tridentd` entry point: parse flags, take the socket, set up logging,
-//! serve.
+//! `tridentd` entry point: parse flags, take the socket, set up logging
+//! (which gives the telemetry bus), then run the composition root.
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use tridentd::{ShutdownHooks, config::Config, server};
+use tridentd::{app, config::Config, observability, server};
 
 fn main() -> ExitCode {
     let config = Config::parse();
@@ -15,11 +15,18 @@ fn main() -> ExitCode {
         Ok(listening) => listening,
         Err(error) => return fail(&error.into()),
     };
-    let _observability = server::observability::init(&config);
-    match server::run(config, listening, ShutdownHooks::default()) {
+    let observability = match observability::init(&config) {
+        Ok(observability) => observability,
+        Err(error) => return fail(&error.into()),
+    };
+    let bus = observability.bus.clone();
+    let code = match app::run(config, listening, bus) {
         Ok(_reason) => ExitCode::SUCCESS,
         Err(error) => fail(&error.into()),
-    }
+    };
+    // Flushes OTLP export and the journal.
+    drop(observability);
+    code
 }
 
 /// One line on stderr, so it reads well in `systemctl status` and the journal.

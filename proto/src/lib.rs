@@ -19,6 +19,16 @@ pub mod v1preview {
     tonic::include_proto!("trident.v1preview");
 }
 
+/// Request metadata header by which a client opts in to our additions in
+/// upstream messages (rule 6 of `proto/README.md`: new behaviour is opt-in).
+/// Its value is a comma-separated list of addition names, e.g.
+/// `error-report`; names the daemon does not know are ignored.
+pub const ADDITIONS_HEADER: &str = "trident-additions";
+
+/// Addition name (in [`ADDITIONS_HEADER`]): servicing streams carry the
+/// operation's full error report (`ServicingResponse.error_report`).
+pub const ADDITION_ERROR_REPORT: &str = "error-report";
+
 /// Encoded `FileDescriptorSet` of every Trident .proto file (and the
 /// well-known types they import), for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =

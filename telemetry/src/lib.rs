@@ -17,7 +17,7 @@
 pub mod bus;
 pub mod config;
 pub mod error;
-pub mod errors;
+pub mod error_report;
 pub mod ids;
 pub mod journal;
 pub mod layer;

@@ -5,12 +5,13 @@
 //! ```no_run
 //! use trident_proto::v1::{RebootStatus, ServicingKind, StatusCode};
 //! use trident_telemetry::operation::{Completion, Operation, OperationSpec};
-//! let op = Operation::start(OperationSpec { kind: ServicingKind::CleanInstall, rpc: "Install", parent: None });
+//! # let bus = trident_telemetry::Bus::in_memory(Default::default());
+//! let op = Operation::start(&bus, OperationSpec { kind: ServicingKind::CleanInstall, rpc: "Install", parent: None });
 //! {
 //!     let _in_op = op.span().enter(); // records inside belong to the operation
 //!     // ... servicing ...
 //! }
-//! op.complete(Completion { result: StatusCode::Success, reboot_status: RebootStatus::RebootRequired, error: None });
+//! op.complete(Completion { result: StatusCode::Success, reboot_status: RebootStatus::RebootRequired, ..Completion::default() });
 //! ```
 
 use std::sync::Arc;
@@ -41,8 +42,9 @@ pub struct OperationSpec {
     pub parent: Option<TraceParent>,
 }
 
-/// How it ended.
-#[derive(Clone, Debug)]
+/// How it ended. Everything a servicing stream's `Completed` says, so that
+/// stream can be built from the bus alone.
+#[derive(Clone, Debug, Default)]
 pub struct Completion {
     /// Success or failure.
     pub result: StatusCode,
@@ -50,6 +52,10 @@ pub struct Completion {
     pub reboot_status: RebootStatus,
     /// The error, when it failed.
     pub error: Option<TridentError>,
+    /// SHA-384 of the image's metadata (`sha384:<hex>`), when one was written.
+    pub image_hash: Option<String>,
+    /// The servicing actually done, when it refines the kind it started as.
+    pub servicing_kind: Option<ServicingKind>,
 }
 
 /// A running servicing operation. Complete it with
@@ -62,15 +68,15 @@ pub struct Operation {
     kind: ServicingKind,
     rpc: &'static str,
     span: tracing::Span,
-    bus: Option<Bus>,
+    bus: Bus,
     started_cursor: Option<Cursor>,
     completed: bool,
 }
 
 impl Operation {
-    /// Starts an operation: opens its root span and publishes its started
-    /// record (with a fresh operation id).
-    pub fn start(spec: OperationSpec) -> Operation {
+    /// Starts an operation on `bus`: opens its root span and publishes its
+    /// started record (with a fresh operation id).
+    pub fn start(bus: &Bus, spec: OperationSpec) -> Operation {
         let id = uuid::Uuid::new_v4().to_string();
         let trace_id = spec.parent.map_or_else(ids::new_trace_id, |p| p.trace_id);
         let parent_span_id = spec
@@ -85,7 +91,7 @@ impl Operation {
             // Replaced below: the started record comes first, so a watch of
             // the operation (which starts at that record) sees its root span open.
             span: tracing::Span::none(),
-            bus: Bus::current(),
+            bus: bus.clone(),
             started_cursor: None,
             completed: false,
         };
@@ -104,7 +110,7 @@ impl Operation {
             started: Some(crate::record::now()),
             ..OperationSummary::default()
         };
-        op.started_cursor = op.publish(record, Effect::Started(summary));
+        op.started_cursor = Some(op.publish(record, Effect::Started(summary)));
         op.span = tracing::info_span!(
             target: OPERATION_TARGET,
             parent: None,
@@ -141,7 +147,7 @@ impl Operation {
     }
 
     /// Bus cursor of the operation-started record (for
-    /// `ServicingResponse.Started.cursor`); `None` without a bus layer.
+    /// `ServicingResponse.Started.cursor`); always set once started.
     pub fn started_cursor(&self) -> Option<&Cursor> {
         self.started_cursor.as_ref()
     }
@@ -173,12 +179,14 @@ impl Operation {
         // Close the root span (unless the caller still holds clones of it)
         // before the completed record, which is the operation's last.
         drop(std::mem::replace(&mut self.span, tracing::Span::none()));
-        let record = self.record(
+        let mut record = self.record(
             OperationEvent::Completed,
             completion.result,
             completion.reboot_status,
             completion.error,
         );
+        record.image_hash = completion.image_hash;
+        record.servicing_kind = completion.servicing_kind.map(|kind| kind as i32);
         let summary = OperationSummary {
             operation_id: self.id.clone(),
             running: false,
@@ -206,11 +214,13 @@ impl Operation {
             reboot_status: reboot_status as i32,
             trace_id: self.trace_id(),
             error,
+            image_hash: None,
+            servicing_kind: None,
         }
     }
 
-    fn publish(&self, record: OperationRecord, effect: Effect<'_>) -> Option<Cursor> {
-        let bus = self.bus.as_ref()?;
+    fn publish(&self, record: OperationRecord, effect: Effect<'_>) -> Cursor {
+        let bus = &self.bus;
         let record = Record {
             cursor: None,
             timestamp: Some(crate::record::now()),
@@ -222,7 +232,7 @@ impl Operation {
             operation: Some(Arc::from(self.id.as_str())),
             bytes: crate::record::encode(&record),
         };
-        Some(bus.cursor(bus.publish(entry, effect)))
+        bus.cursor(bus.publish(entry, effect))
     }
 }
 
@@ -239,6 +249,7 @@ impl Drop for Operation {
                 error_message: "servicing operation abandoned".to_owned(),
                 ..TridentError::default()
             }),
+            ..Completion::default()
         });
     }
 }

@@ -121,11 +121,14 @@ fn operation_progress_and_error_records_follow_the_emit_api() {
     let bus = Bus::new(BusConfig::default()).expect("bus");
     let parent = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     let (op_id, cursor) = tracing::subscriber::with_default(bus.subscriber(), || {
-        let op = Operation::start(OperationSpec {
-            kind: ServicingKind::CleanInstall,
-            rpc: "Install",
-            parent,
-        });
+        let op = Operation::start(
+            &bus,
+            OperationSpec {
+                kind: ServicingKind::CleanInstall,
+                rpc: "Install",
+                parent,
+            },
+        );
         assert_eq!(op.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
         let id = op.id().to_owned();
         let cursor = op.started_cursor().cloned();
@@ -138,7 +141,7 @@ fn operation_progress_and_error_records_follow_the_emit_api() {
             child.done();
             phase.done();
             let _abandoned = Phase::start("cleanup", "Clean up", Unit::Items, None);
-            trident_telemetry::errors::report(trident_proto::v1::ErrorReport {
+            bus.report_error(trident_proto::v1::ErrorReport {
                 category: TridentErrorKind::ServicingError as i32,
                 subkind: "write-image".into(),
                 message: "short write".into(),
@@ -149,6 +152,7 @@ fn operation_progress_and_error_records_follow_the_emit_api() {
             result: StatusCode::Failure,
             reboot_status: RebootStatus::RebootNotRequired,
             error: None,
+            ..Completion::default()
         });
         (id, cursor)
     });

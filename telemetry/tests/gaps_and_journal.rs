@@ -59,11 +59,14 @@ async fn a_stalled_subscriber_gets_exact_gaps_while_the_producer_and_others_run_
     });
 
     let guard = tracing::subscriber::set_default(served.bus.subscriber());
-    let op = Operation::start(OperationSpec {
-        kind: ServicingKind::AbUpdate,
-        rpc: "UpdateStage",
-        parent: None,
-    });
+    let op = Operation::start(
+        &served.bus,
+        OperationSpec {
+            kind: ServicingKind::AbUpdate,
+            rpc: "UpdateStage",
+            parent: None,
+        },
+    );
     let entered = op.span().clone().entered();
     let phase = Phase::start("write", "Write image", Unit::Bytes, Some(BURSTS));
     for burst in 0..BURSTS {
@@ -81,6 +84,7 @@ async fn a_stalled_subscriber_gets_exact_gaps_while_the_producer_and_others_run_
         result: StatusCode::Success,
         reboot_status: RebootStatus::RebootNotRequired,
         error: None,
+        ..Completion::default()
     });
     tracing::info!("end");
     drop(guard);
@@ -185,18 +189,21 @@ fn operation_records_survive_a_restart_and_replay_from_the_journal() {
     let first = Bus::new(config.clone()).unwrap();
     let op_id = tracing::subscriber::with_default(first.subscriber(), || {
         tracing::info!("before the operation");
-        let op = Operation::start(OperationSpec {
-            kind: ServicingKind::CleanInstall,
-            rpc: "Install",
-            parent: None,
-        });
+        let op = Operation::start(
+            &first,
+            OperationSpec {
+                kind: ServicingKind::CleanInstall,
+                rpc: "Install",
+                parent: None,
+            },
+        );
         {
             let _in_op = op.span().enter();
             for i in 0..5 {
                 tracing::info!("op line {i}");
             }
             Phase::start("partition", "Partition disks", Unit::Items, Some(3)).done();
-            trident_telemetry::errors::report(trident_proto::v1::ErrorReport {
+            first.report_error(trident_proto::v1::ErrorReport {
                 category: TridentErrorKind::ServicingError as i32,
                 subkind: "mount".into(),
                 message: "mount failed".into(),
@@ -208,6 +215,7 @@ fn operation_records_survive_a_restart_and_replay_from_the_journal() {
             result: StatusCode::Failure,
             reboot_status: RebootStatus::RebootNotRequired,
             error: None,
+            ..Completion::default()
         });
         tracing::info!("after the operation");
         id
@@ -287,11 +295,14 @@ fn the_journal_stays_within_its_bound_by_deleting_the_oldest_segments() {
     };
     let bus = Bus::new(config).unwrap();
     tracing::subscriber::with_default(bus.subscriber(), || {
-        let op = Operation::start(OperationSpec {
-            kind: ServicingKind::AbUpdate,
-            rpc: "UpdateStage",
-            parent: None,
-        });
+        let op = Operation::start(
+            &bus,
+            OperationSpec {
+                kind: ServicingKind::AbUpdate,
+                rpc: "UpdateStage",
+                parent: None,
+            },
+        );
         let _in_op = op.span().enter();
         for i in 0..20_000u32 {
             tracing::info!(
@@ -324,11 +335,14 @@ fn a_full_journal_queue_drops_and_counts_instead_of_blocking_the_producer() {
     };
     let bus = Bus::new(config).unwrap();
     tracing::subscriber::with_default(bus.subscriber(), || {
-        let op = Operation::start(OperationSpec {
-            kind: ServicingKind::AbUpdate,
-            rpc: "UpdateStage",
-            parent: None,
-        });
+        let op = Operation::start(
+            &bus,
+            OperationSpec {
+                kind: ServicingKind::AbUpdate,
+                rpc: "UpdateStage",
+                parent: None,
+            },
+        );
         let _in_op = op.span().enter();
         for i in 0..50_000u32 {
             tracing::info!(i, "operation line");
@@ -352,11 +366,14 @@ fn a_watch_of_an_operation_older_than_the_ring_replays_its_start_from_the_journa
     };
     let bus = Bus::new(config).unwrap();
     let op_id = tracing::subscriber::with_default(bus.subscriber(), || {
-        let op = Operation::start(OperationSpec {
-            kind: ServicingKind::AbUpdate,
-            rpc: "UpdateStage",
-            parent: None,
-        });
+        let op = Operation::start(
+            &bus,
+            OperationSpec {
+                kind: ServicingKind::AbUpdate,
+                rpc: "UpdateStage",
+                parent: None,
+            },
+        );
         {
             let _in_op = op.span().enter();
             for i in 0..500 {
@@ -368,6 +385,7 @@ fn a_watch_of_an_operation_older_than_the_ring_replays_its_start_from_the_journa
             result: StatusCode::Success,
             reboot_status: RebootStatus::RebootRequired,
             error: None,
+            ..Completion::default()
         });
         id
     });
@@ -419,11 +437,14 @@ fn a_long_operation_replays_completely_across_segments_in_bounded_steps() {
     };
     let first = Bus::new(config.clone()).unwrap();
     let op_id = tracing::subscriber::with_default(first.subscriber(), || {
-        let op = Operation::start(OperationSpec {
-            kind: ServicingKind::AbUpdate,
-            rpc: "UpdateStage",
-            parent: None,
-        });
+        let op = Operation::start(
+            &first,
+            OperationSpec {
+                kind: ServicingKind::AbUpdate,
+                rpc: "UpdateStage",
+                parent: None,
+            },
+        );
         {
             let _in_op = op.span().enter();
             for i in 0..6000 {
@@ -438,6 +459,7 @@ fn a_long_operation_replays_completely_across_segments_in_bounded_steps() {
             result: StatusCode::Success,
             reboot_status: RebootStatus::RebootNotRequired,
             error: None,
+            ..Completion::default()
         });
         id
     });

@@ -118,6 +118,10 @@ impl Event {
                 reboot_status: done.reboot_status(),
                 error: done.error.clone().map(Box::new),
             },
+            servicing_response::Response::ErrorReport(report) => Event::Error {
+                cursor: None,
+                report: Box::new(report.clone()),
+            },
         })
     }
 

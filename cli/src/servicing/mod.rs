@@ -12,8 +12,7 @@ use std::future::Future;
 use tonic::Streaming;
 use tonic::transport::Channel;
 use trident_host::{Category, KebabName};
-use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use trident_proto::v1::{RebootStatus, ServicingResponse, StatusCode};
+use trident_proto::v1::{RebootStatus, ServicingResponse};
 
 pub use error_file::fail;
 pub use plan::{Steps, load_config, plan, reboot};
@@ -24,7 +23,6 @@ use crate::commands::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::live::progress::Progress;
 use crate::live::servicing_stream::follow_servicing_stream;
-use crate::render::event::Event;
 use error_file::{error_view_of, write_error_file};
 
 /// Runs one servicing RPC. `open` starts the stream on a channel, with the
@@ -44,7 +42,6 @@ where
     let stream = open_stream(ctx, args, what, config_rpc, open).await?;
     let mut progress = Progress::new(args.progress, ctx.verbosity);
     let followed = follow_servicing_stream(ctx, &mut progress, stream, what).await;
-    full_error_report(ctx, &mut progress).await;
     progress.finish();
     if let Err(err) = followed {
         write_error_file(args, &error_view_of(&err))?;
@@ -123,39 +120,5 @@ pub fn exit_result(exit: Exit) -> CliResult<Exit> {
             "the reboot Trident was to perform did not happen".into(),
         )),
         _ => Err(CliError::ServicingFailed),
-    }
-}
-
-/// The servicing stream's Completed carries the upstream error; the bus has
-/// the full report (context chain, recent log lines). Fetch it for a failed
-/// operation so the failure block shows everything.
-async fn full_error_report(ctx: &Ctx, progress: &mut Progress) {
-    let model = &progress.model;
-    let failed = model
-        .outcome
-        .as_ref()
-        .is_some_and(|o| o.status != StatusCode::Success);
-    if !failed || model.error.is_some() {
-        return;
-    }
-    let Some(operation_id) = model.operation.as_ref().map(|o| o.id.clone()) else {
-        return;
-    };
-    let Ok(channel) = ctx.channel().await else {
-        return;
-    };
-    let Ok(response) = TelemetryServiceClient::new(channel)
-        .get_last_error(trident_proto::v1::GetLastErrorRequest {})
-        .await
-    else {
-        return;
-    };
-    if let Some(report) = response.into_inner().error
-        && report.operation_id == operation_id
-    {
-        progress.model.apply(&Event::Error {
-            cursor: None,
-            report: Box::new(report),
-        });
     }
 }

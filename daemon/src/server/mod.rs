@@ -1,18 +1,16 @@
-//! The gRPC server of tridentd: where it listens ([`listener`]), who may
-//! call it ([`security`]), when it exits ([`idle`], [`shutdown`]) and what it
-//! serves ([`router`]).
+//! The transport of tridentd: where it listens ([`listener`]), who may call
+//! it ([`security`]), when it exits ([`idle`], [`shutdown`]). What it serves
+//! (the gRPC routes) is built by `crate::grpc` and handed in by `crate::app`.
 
 pub mod idle;
 pub mod listener;
-pub mod observability;
-pub mod router;
 pub mod security;
 pub mod shutdown;
-pub mod version;
 
 use std::{path::PathBuf, sync::Arc};
 
 use sd_notify::NotifyState;
+use tonic::service::Routes;
 use tonic::transport::Server;
 
 use crate::config::Config;
@@ -65,9 +63,6 @@ pub enum ServerError {
         /// The error.
         source: std::io::Error,
     },
-    /// Reflection service set-up failed.
-    #[error("reflection service: {0}")]
-    Reflection(#[from] tonic_reflection::server::Error),
     /// Runtime or server I/O failed.
     #[error("{what}: {source}")]
     Io {
@@ -81,18 +76,32 @@ pub enum ServerError {
     Transport(#[from] tonic::transport::Error),
 }
 
-/// What services get when they are constructed in [`router`].
+/// What the transport needs besides the routes: settings, the activity
+/// count, shutdown hooks and the shutdown trigger (shared with the services
+/// `crate::app` builds).
 #[derive(Debug, Clone)]
 pub struct ServerContext {
     /// The daemon's configuration.
     pub config: Arc<Config>,
-    /// Hold an [`idle::ActivityGuard`] from this for background work
-    /// (servicing operations) so the daemon does not exit as idle under it.
+    /// Connections, requests and background operations that keep the
+    /// daemon alive.
     pub activity: Activity,
     /// Work to run on shutdown after in-flight requests end (e.g. flushes).
     pub shutdown_hooks: ShutdownHooks,
     /// Fires when the daemon starts shutting down.
     pub shutdown: ShutdownTrigger,
+}
+
+impl ServerContext {
+    /// A context for `config` with nothing active and no hooks.
+    pub fn new(config: Config) -> Self {
+        ServerContext {
+            config: Arc::new(config),
+            activity: Activity::new(),
+            shutdown_hooks: ShutdownHooks::default(),
+            shutdown: ShutdownTrigger::new(),
+        }
+    }
 }
 
 /// First step of start-up, run by `main` before logging or any thread
@@ -104,31 +113,13 @@ pub fn prepare(config: &Config) -> Result<Listening, ServerError> {
     listener::open(config)
 }
 
-/// Serves on `listening` (from [`prepare`]) until shutdown: SIGTERM/SIGINT
-/// or the inactivity timeout. `hooks` may already hold shutdown work.
-pub fn run(
-    config: Config,
+/// Serves `routes` on `listening` (from [`prepare`]) until shutdown:
+/// SIGTERM/SIGINT or the inactivity timeout.
+pub async fn serve(
+    ctx: ServerContext,
     listening: Listening,
-    hooks: ShutdownHooks,
+    routes: Routes,
 ) -> Result<ShutdownReason, ServerError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("tridentd")
-        .build()
-        .map_err(|source| ServerError::Io {
-            what: "start async runtime",
-            source,
-        })?;
-    let ctx = ServerContext {
-        config: Arc::new(config),
-        activity: Activity::new(),
-        shutdown_hooks: hooks,
-        shutdown: ShutdownTrigger::new(),
-    };
-    runtime.block_on(serve(ctx, listening))
-}
-
-async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReason, ServerError> {
     let Listening {
         listeners,
         mode,
@@ -138,33 +129,12 @@ async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReaso
     for note in notes {
         tracing::info!("{note}");
     }
-    let described = Listening {
-        listeners: Vec::new(),
-        mode,
-        policy: policy.clone(),
-        notes: Vec::new(),
-    };
-    let listeners = listeners
-        .into_iter()
-        .map(tokio::net::UnixListener::from_std)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|source| ServerError::Io {
-            what: "register listener",
-            source,
-        })?;
-
-    let (routes, health) = router::build(&ctx).await?;
+    let listeners = register(listeners)?;
     shutdown::spawn_signal_listener(ctx.shutdown.clone()).map_err(|source| ServerError::Io {
         what: "install signal handlers",
         source,
     })?;
-    if let Some(timeout) = ctx.config.idle_timeout() {
-        let (activity, trigger) = (ctx.activity.clone(), ctx.shutdown.clone());
-        tokio::spawn(async move {
-            activity.idle_for(timeout).await;
-            trigger.trigger(ShutdownReason::Idle(timeout));
-        });
-    }
+    spawn_idle_exit(&ctx);
 
     let incoming = listener::incoming(listeners, Arc::new(policy.clone()), ctx.activity.clone());
     let server = Server::builder()
@@ -175,29 +145,86 @@ async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReaso
     let serving = server.serve_with_incoming_shutdown(incoming, async move {
         trigger.triggered().await;
     });
-    // Announce shutdown the moment it starts, whichever future sees it first.
+    spawn_shutdown_announcer(&ctx);
+    let described = Listening {
+        listeners: Vec::new(),
+        mode,
+        policy,
+        notes: Vec::new(),
+    };
+    announce_ready(&ctx, &described);
+
+    let served = wait_for_shutdown(&ctx, serving).await;
+    let reason = ctx
+        .shutdown
+        .reason()
+        .unwrap_or(ShutdownReason::Signal("server stopped"));
+    ctx.shutdown_hooks.run().await;
+    if let StartMode::Manual { file } = described.mode {
+        drop(file);
+    }
+    served?;
+    tracing::info!(%reason, "tridentd stopped");
+    Ok(reason)
+}
+
+/// Hands the listening sockets to the async runtime.
+fn register(
+    listeners: Vec<std::os::unix::net::UnixListener>,
+) -> Result<Vec<tokio::net::UnixListener>, ServerError> {
+    listeners
+        .into_iter()
+        .map(tokio::net::UnixListener::from_std)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| ServerError::Io {
+            what: "register listener",
+            source,
+        })
+}
+
+/// Triggers shutdown after the inactivity timeout with nothing active.
+fn spawn_idle_exit(ctx: &ServerContext) {
+    if let Some(timeout) = ctx.config.idle_timeout() {
+        let (activity, trigger) = (ctx.activity.clone(), ctx.shutdown.clone());
+        tokio::spawn(async move {
+            activity.idle_for(timeout).await;
+            trigger.trigger(ShutdownReason::Idle(timeout));
+        });
+    }
+}
+
+/// Announces shutdown the moment it starts, whichever future sees it first.
+fn spawn_shutdown_announcer(ctx: &ServerContext) {
     let announcer = ctx.shutdown.clone();
     tokio::spawn(async move {
         let reason = announcer.triggered().await;
         notify(&[NotifyState::Stopping]);
         tracing::info!(%reason, "shutting down: no longer accepting connections");
     });
+}
 
+/// The "ready" log line and `READY=1` to systemd.
+fn announce_ready(ctx: &ServerContext, described: &Listening) {
     tracing::info!(
-        version = version::VERSION,
-        commit = version::GIT_COMMIT,
+        version = crate::VERSION,
+        commit = crate::GIT_COMMIT,
         pid = std::process::id(),
         socket = %described.describe(),
-        allowed = %policy.requirement(),
+        allowed = %described.policy.requirement(),
         inactivity_timeout = %humantime::format_duration(ctx.config.inactivity_timeout),
         "tridentd ready"
     );
     notify(&[NotifyState::Ready]);
+}
 
-    // Shutdown: stop accepting, then wait (bounded by the grace period,
-    // counted from the trigger) for in-flight requests and background
-    // operations. Idle connections are not waited for: they are closed when
-    // the runtime stops.
+/// Serves until shutdown, then stops accepting and waits (bounded by the
+/// grace period, counted from the trigger) for in-flight requests and
+/// background operations. Idle connections are not waited for: they are
+/// closed when the runtime stops.
+async fn wait_for_shutdown(
+    ctx: &ServerContext,
+    serving: impl std::future::Future<Output = Result<(), tonic::transport::Error>>,
+) -> Result<(), tonic::transport::Error> {
     let grace = ctx.config.shutdown_grace;
     let trigger = ctx.shutdown.clone();
     let activity = ctx.activity.clone();
@@ -220,20 +247,7 @@ async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReaso
             "grace period over; exiting with requests or operations still in flight"
         );
     }
-    let reason = ctx
-        .shutdown
-        .reason()
-        .unwrap_or(ShutdownReason::Signal("server stopped"));
-    health
-        .set_service_status("", tonic_health::ServingStatus::NotServing)
-        .await;
-    ctx.shutdown_hooks.run().await;
-    if let StartMode::Manual { file } = described.mode {
-        drop(file);
-    }
-    served?;
-    tracing::info!(%reason, "tridentd stopped");
-    Ok(reason)
+    served
 }
 
 /// Tells systemd about our state when it asked (NOTIFY_SOCKET set).

@@ -1,7 +1,8 @@
 //! Servicing: the engine (install, A/B update, commit, rollback on
 //! disk-image files or block devices), its locks, the boot record, reboot,
-//! scripts and health checks, and the gRPC handlers of the servicing
-//! services.
+//! scripts and health checks, and the runner that makes a step an
+//! operation. No transport here: the gRPC handlers (`crate::grpc`) check
+//! requests, hand steps to the runner and stream the operation from the bus.
 //!
 //! # Writing a step (the runner API)
 //!
@@ -30,27 +31,27 @@
 //!     })
 //! }
 //!
-//! // in the tonic handler:
-//! let meta = ServicingRequest { rpc: "StreamDisk", kind: ServicingKind::CleanInstall,
-//!                               metadata: request.metadata().clone() };
-//! runner::start(&engine, meta, move |ctx| stream_disk_step(ctx, url)).map(Response::new)
+//! // in the gRPC handler (crate::grpc), with the caller's traceparent:
+//! let meta = ServicingRequest { rpc: "StreamDisk", kind: ServicingKind::CleanInstall, parent };
+//! let started = runner::start(&engine, meta, move |ctx| stream_disk_step(ctx, url))?;
 //! ```
 //!
 //! [`runner::start`]:
-//! * takes the global servicing lock or answers UNAVAILABLE at once, naming
-//!   the running operation (id, rpc);
+//! * takes the global servicing lock or refuses at once, naming the
+//!   running operation (id, rpc; the gRPC layer answers UNAVAILABLE);
 //! * starts the telemetry operation (`trident_telemetry::operation`) with the
 //!   caller's W3C `traceparent`, records it in the datastore (running);
-//! * runs the step in a spawned task holding the servicing lock and an
-//!   activity guard (idle shutdown waits), inside the operation's span — a
+//! * runs the step in a spawned task holding the servicing lock and a
+//!   keep-alive guard (idle shutdown waits), inside the operation's span — a
 //!   client that disconnects does not cancel it;
 //! * on success commits `status` (lastError cleared) and the operation end
 //!   in one transaction, then carries out the reboot request; on failure
 //!   (`Err(StepError)`, or any `TridentError` via `?`) records the error as
 //!   last error (with `StepError::status` if the step sets a failure state),
-//!   reports it on the bus (`errors::report`) and returns it in Completed;
-//! * streams Started (operation id, bus cursor, trace id), then the
-//!   operation's Log and Progress records from the bus, then one Completed.
+//!   reports it on the bus (`Bus::report_error`);
+//! * publishes the operation's completed record (status, error, reboot
+//!   status, image hash, servicing kind): the servicing stream, built from
+//!   the bus, ends with it as `Completed`.
 //!
 //! Steps that need an intermediate state (stage+finalize in one RPC) call
 //! [`runner::StepContext::commit_status`]. Queries take
@@ -64,22 +65,9 @@
 
 pub mod boot_record;
 pub mod engine;
-pub mod handlers;
+pub mod keep_alive;
 pub mod locks;
 pub mod reboot;
 pub mod runner;
 pub mod scripts;
-pub mod status;
-pub mod stream;
 pub mod stream_disk;
-
-use std::sync::Arc;
-
-pub use handlers::ServicingApi;
-
-use crate::server::ServerContext;
-
-/// Builds the servicing API for the router.
-pub fn api(ctx: &ServerContext) -> ServicingApi {
-    ServicingApi::new(Arc::new(engine::Engine::new(ctx)))
-}

@@ -1,30 +1,24 @@
 //! The runner: turns a step (an async function doing the servicing work)
-//! into a servicing operation with locks, telemetry, datastore history and
-//! a `ServicingResponse` stream. See the module docs of `servicing` for how
-//! to write a step.
+//! into a servicing operation with locks, telemetry and datastore history.
+//! Everything a client sees of the operation goes to the bus (records, the
+//! error report, the completed record); the gRPC layer streams it from
+//! there. See the module docs of `servicing` for how to write a step.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-
-use futures::FutureExt;
 use std::sync::Arc;
 
-use tonic::Status;
-use tonic::metadata::MetadataMap;
+use futures::FutureExt;
 use tracing::Instrument;
 use trident_host::datastore::{OperationEnd, OperationResult};
 use trident_host::status::HostStatus;
-use trident_host::{ErrorRecord, KebabName, Subkind, TridentError};
-use trident_proto::v1::{
-    Completed, RebootHandling, RebootStatus, RecordKind, ServicingKind, Started, StatusCode,
-    WatchOptions,
-};
+use trident_host::{ErrorRecord, KebabName, Subkind, TridentError as HostError};
+use trident_proto::v1::{RebootHandling, RebootStatus, ServicingKind, Started, StatusCode};
+use trident_telemetry::TraceParent;
 use trident_telemetry::operation::{Completion, Operation, OperationSpec};
-use trident_telemetry::{Bus, Subscription, TraceParent};
 
 use super::engine::{Engine, OperationIds};
-use super::status::busy;
-use super::stream::{ServicingStream, forward};
+use super::locks::RunningOperation;
 
 /// What a step gets.
 #[derive(Debug, Clone)]
@@ -48,7 +42,7 @@ impl StepContext {
 
     /// Commits an intermediate Host Status (one transaction), e.g. the
     /// staged state of a combined stage+finalize operation.
-    pub async fn commit_status(&self, status: &HostStatus) -> Result<(), TridentError> {
+    pub async fn commit_status(&self, status: &HostStatus) -> Result<(), HostError> {
         let _write = self.engine.connection_lock.write().await;
         self.engine
             .with_datastore(|ds| ds.save_status(status, Some(&self.operation_id)))
@@ -80,7 +74,7 @@ pub struct StepOutcome {
 /// A failed step.
 #[derive(Debug)]
 pub struct StepError {
-    pub error: TridentError,
+    pub error: HostError,
     /// State to record with the failure (e.g. ab-update-health-check-failed);
     /// `None` keeps the current state. `lastError` is set by the runner.
     pub status: Option<HostStatus>,
@@ -88,8 +82,8 @@ pub struct StepError {
     pub reboot: Option<RebootRequest>,
 }
 
-impl From<TridentError> for StepError {
-    fn from(error: TridentError) -> Self {
+impl From<HostError> for StepError {
+    fn from(error: HostError) -> Self {
         StepError {
             error,
             status: None,
@@ -106,35 +100,37 @@ pub type StepResult = Result<StepOutcome, StepError>;
 pub struct ServicingRequest {
     pub rpc: &'static str,
     pub kind: ServicingKind,
-    /// gRPC metadata (for the W3C `traceparent`).
-    pub metadata: MetadataMap,
+    /// The caller's W3C `traceparent`, when it sent one.
+    pub parent: Option<TraceParent>,
 }
 
-/// Starts a servicing operation running `step` and returns its stream.
+/// Starts a servicing operation running `step`; returns what the stream's
+/// `Started` says. The operation's records, its error report and its
+/// completed record (everything `Completed` says) go to the bus.
 ///
-/// Refuses at once with UNAVAILABLE when another operation holds the
-/// servicing lock. The step runs in its own task holding the servicing
-/// lock and an activity guard; dropping the returned stream (client gone)
-/// does not cancel it.
+/// Refuses at once, naming the running operation, when another operation
+/// holds the servicing lock. The step runs in its own task holding the
+/// servicing lock and a keep-alive guard; a client that goes away does not
+/// cancel it.
 pub fn start<F, Fut>(
     engine: &Arc<Engine>,
     request: ServicingRequest,
     step: F,
-) -> Result<ServicingStream, Status>
+) -> Result<Started, RunningOperation>
 where
     F: FnOnce(StepContext) -> Fut + Send + 'static,
     Fut: Future<Output = StepResult> + Send + 'static,
 {
-    let guard = engine
-        .servicing_lock
-        .try_acquire(request.rpc)
-        .map_err(|running| busy(&running))?;
-    let activity = engine.activity.guard("servicing operation");
-    let op = Operation::start(OperationSpec {
-        kind: request.kind,
-        rpc: request.rpc,
-        parent: TraceParent::from_metadata(&request.metadata),
-    });
+    let guard = engine.servicing_lock.try_acquire(request.rpc)?;
+    let keep_alive = engine.keep_alive.hold("servicing operation");
+    let op = Operation::start(
+        engine.bus(),
+        OperationSpec {
+            kind: request.kind,
+            rpc: request.rpc,
+            parent: request.parent,
+        },
+    );
     guard.set_operation_id(op.id());
     let ctx = StepContext {
         engine: Arc::clone(engine),
@@ -148,98 +144,93 @@ where
         cursor: op.started_cursor().cloned(),
         trace_id: ctx.trace_id.clone(),
     };
-    let subscription = Subscription {
-        options: WatchOptions {
-            operation_id: ctx.operation_id.clone(),
-            ..WatchOptions::default()
-        },
-        kinds: vec![RecordKind::Log, RecordKind::Progress, RecordKind::Operation],
-    };
-    let (outcome_tx, outcome_rx) = tokio::sync::oneshot::channel();
     let span = op.span().clone();
     tokio::spawn(
         async move {
-            let completed = run_step(ctx, step).await;
-            let completion = Completion {
-                result: StatusCode::try_from(completed.status).unwrap_or(StatusCode::Failure),
-                reboot_status: RebootStatus::try_from(completed.reboot_status)
-                    .unwrap_or(RebootStatus::Unspecified),
-                error: completed.error.clone(),
-            };
-            op.complete(completion);
-            // Release the lock before the client can see Completed, so a
-            // client that starts its next operation right away is not
-            // told "busy".
+            let completion = run_step(ctx, step).await;
+            // Release the lock before the completed record, which ends the
+            // client's stream: a client that starts its next operation
+            // right away is not told "busy".
             drop(guard);
-            // The handler waits for this before it sends Completed; a
-            // disconnected handler is fine.
-            let _ = outcome_tx.send(completed);
-            drop(activity);
+            op.complete(completion);
+            drop(keep_alive);
         }
         .instrument(span),
     );
-    Ok(forward(started, Bus::current(), subscription, outcome_rx))
+    Ok(started)
 }
 
-/// Runs the step and records its end; returns the `Completed` message.
-async fn run_step<F, Fut>(ctx: StepContext, step: F) -> Completed
+/// Runs the step and records its end; returns how the operation ended.
+async fn run_step<F, Fut>(ctx: StepContext, step: F) -> Completion
 where
     F: FnOnce(StepContext) -> Fut,
     Fut: Future<Output = StepResult>,
 {
-    let engine = Arc::clone(&ctx.engine);
-    let ids_started = {
-        let ids = ctx.ids();
-        let _write = engine.connection_lock.write().await;
-        engine.with_datastore(|ds| ds.operation_started(ids.id, ids.kind, ids.rpc, ids.trace_id))
-    };
-    let result = match ids_started {
-        // A panicking step is recorded like any failure (and the lock is
-        // released), not left "running" until the next daemon start.
-        Ok(()) => match AssertUnwindSafe(step(ctx.clone())).catch_unwind().await {
-            Ok(result) => result,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                Err(StepError::from(TridentError::new(
-                    Subkind::TaskFailed,
-                    format!("The servicing step panicked: {what}"),
-                )))
-            }
-        },
+    let result = match record_started(&ctx).await {
+        Ok(()) => run_catching_panics(&ctx, step).await,
         Err(error) => Err(StepError::from(error)),
     };
-    let default_kind = ctx.kind;
     match result {
-        Ok(outcome) => {
-            let mut status = outcome.status;
-            if let Some(s) = status.as_mut() {
-                s.last_error = None;
-            }
-            let end = OperationEnd {
-                result: OperationResult::Success,
-                error: None,
-            };
-            if let Err(error) = commit(&ctx, status.as_ref(), &end).await {
-                return failed(&ctx, error, None, None, default_kind).await;
-            }
-            let reboot_status = reboot(&ctx, outcome.reboot.as_ref());
-            Completed {
-                status: StatusCode::Success as i32,
-                error: None,
-                reboot_status: reboot_status as i32,
-                image_hash: outcome.image_hash,
-                servicing_kind: Some(outcome.servicing_kind.unwrap_or(default_kind) as i32),
-            }
-        }
+        Ok(outcome) => succeeded(&ctx, outcome).await,
         Err(StepError {
             error,
             status,
             reboot,
-        }) => failed(&ctx, error, status, reboot, default_kind).await,
+        }) => failed(&ctx, error, status, reboot).await,
+    }
+}
+
+/// Records the operation as running in the datastore.
+async fn record_started(ctx: &StepContext) -> Result<(), HostError> {
+    let ids = ctx.ids();
+    let _write = ctx.engine.connection_lock.write().await;
+    ctx.engine
+        .with_datastore(|ds| ds.operation_started(ids.id, ids.kind, ids.rpc, ids.trace_id))
+}
+
+/// Runs the step; a panicking step is recorded like any failure (and the
+/// lock is released), not left "running" until the next daemon start.
+async fn run_catching_panics<F, Fut>(ctx: &StepContext, step: F) -> StepResult
+where
+    F: FnOnce(StepContext) -> Fut,
+    Fut: Future<Output = StepResult>,
+{
+    match AssertUnwindSafe(step(ctx.clone())).catch_unwind().await {
+        Ok(result) => result,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(StepError::from(HostError::new(
+                Subkind::TaskFailed,
+                format!("The servicing step panicked: {what}"),
+            )))
+        }
+    }
+}
+
+/// Commits a successful step's state with the operation's end (lastError
+/// cleared), then carries out its reboot request.
+async fn succeeded(ctx: &StepContext, outcome: StepOutcome) -> Completion {
+    let mut status = outcome.status;
+    if let Some(s) = status.as_mut() {
+        s.last_error = None;
+    }
+    let end = OperationEnd {
+        result: OperationResult::Success,
+        error: None,
+    };
+    if let Err(error) = commit(ctx, status.as_ref(), &end).await {
+        return failed(ctx, error, None, None).await;
+    }
+    Completion {
+        result: StatusCode::Success,
+        reboot_status: reboot(ctx, outcome.reboot.as_ref()),
+        error: None,
+        image_hash: outcome.image_hash,
+        servicing_kind: Some(outcome.servicing_kind.unwrap_or(ctx.kind)),
     }
 }
 
@@ -247,14 +238,13 @@ where
 /// state), reports it on the bus, carries out a wanted reboot.
 async fn failed(
     ctx: &StepContext,
-    error: TridentError,
+    error: HostError,
     status: Option<HostStatus>,
     reboot_request: Option<RebootRequest>,
-    kind: ServicingKind,
-) -> Completed {
+) -> Completion {
     let record: ErrorRecord = error.record().stamped(&ctx.operation_id, &ctx.trace_id);
     tracing::error!(error = %record.report(), "servicing step failed");
-    trident_telemetry::errors::report(record.to_report());
+    ctx.engine.bus().report_error(record.to_report());
     let status = match status {
         Some(s) => Ok(s),
         None => ctx.engine.host_status(),
@@ -273,13 +263,12 @@ async fn failed(
     if let Err(e) = committed {
         tracing::error!(error = %e.report(), "could not record the failure in the datastore");
     }
-    let reboot_status = reboot(ctx, reboot_request.as_ref());
-    Completed {
-        status: StatusCode::Failure as i32,
+    Completion {
+        result: StatusCode::Failure,
+        reboot_status: reboot(ctx, reboot_request.as_ref()),
         error: Some(record.to_proto()),
-        reboot_status: reboot_status as i32,
         image_hash: None,
-        servicing_kind: Some(kind as i32),
+        servicing_kind: Some(ctx.kind),
     }
 }
 
@@ -287,7 +276,7 @@ async fn commit(
     ctx: &StepContext,
     status: Option<&HostStatus>,
     end: &OperationEnd,
-) -> Result<(), TridentError> {
+) -> Result<(), HostError> {
     let _write = ctx.engine.connection_lock.write().await;
     ctx.engine
         .with_datastore(|ds| ds.commit(status, Some(&ctx.operation_id), Some(end)))

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader, Lines};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 use trident_host::config::{HealthCheck, RunOn, Script};
 use trident_host::{ResultExt, Subkind, TridentError};
 
@@ -140,74 +140,17 @@ pub async fn run_health_checks(
 }
 
 async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
-    let mut cmd = Command::new(r.interpreter.unwrap_or(DEFAULT_INTERPRETER));
-    match (r.content, r.path) {
-        (Some(content), _) => {
-            cmd.arg("-c").arg(content).arg(r.name);
-        }
-        (None, Some(path)) => {
-            cmd.arg(path);
-        }
-        (None, None) => {
-            return Err(TridentError::new(
-                Subkind::InvalidHostConfiguration,
-                format!("script '{}' has neither content nor path", r.name),
-            ));
-        }
-    }
-    cmd.args(r.arguments)
-        .envs(r.env)
-        .env(ENV_SERVICING_TYPE, env.servicing_type.as_str())
-        .env(ENV_OPERATION_ID, &env.operation_id)
-        .env(ENV_TARGET_DISKS, env.target_disks.join(":"))
-        .env(ENV_SCRIPT_NAME, r.name)
-        .env(
-            ENV_TARGET_VOLUME,
-            env.target_volume.as_deref().unwrap_or(""),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Own process group: a timeout kills the script and its children.
-        .process_group(0)
-        .kill_on_drop(true);
     let (failed, timed_out) = match r.role {
         Role::Script => (Subkind::ScriptFailed, Subkind::ScriptFailed),
         Role::HealthCheck => (Subkind::HealthCheckFailed, Subkind::HealthCheckTimedOut),
     };
-    let mut child = cmd
+    let mut child = command(r, env)?
         .spawn()
         .structured_msg(failed, format!("Cannot start script '{}'", r.name))?;
     let pgid = child.id();
-    let target = format!("script::{}", r.name);
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
     let mut tail: VecDeque<String> = VecDeque::new();
     let io = async {
-        let mut out = stdout.map(|s| BufReader::new(s).lines());
-        let mut err = stderr.map(|s| BufReader::new(s).lines());
-        while out.is_some() || err.is_some() {
-            tokio::select! {
-                line = next_line(&mut out), if out.is_some() => {
-                    match line {
-                        Some(line) => tracing::info!(log.target = %target, stream = "stdout", "{line}"),
-                        _ => out = None,
-                    }
-                }
-                line = next_line(&mut err), if err.is_some() => {
-                    match line {
-                        Some(line) => {
-                            tracing::warn!(log.target = %target, stream = "stderr", "{line}");
-                            if tail.len() == STDERR_TAIL_LINES {
-                                tail.pop_front();
-                            }
-                            tail.push_back(line);
-                        }
-                        _ => err = None,
-                    }
-                }
-            }
-        }
+        log_output(&mut child, r.name, &mut tail).await;
         child.wait().await
     };
     let status = match r.timeout {
@@ -242,6 +185,72 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
             render_tail(&tail)
         ),
     ))
+}
+
+/// The script's command line and environment, in its own process group.
+fn command(r: &Runnable<'_>, env: &ScriptEnv) -> Result<Command, TridentError> {
+    let mut cmd = Command::new(r.interpreter.unwrap_or(DEFAULT_INTERPRETER));
+    match (r.content, r.path) {
+        (Some(content), _) => {
+            cmd.arg("-c").arg(content).arg(r.name);
+        }
+        (None, Some(path)) => {
+            cmd.arg(path);
+        }
+        (None, None) => {
+            return Err(TridentError::new(
+                Subkind::InvalidHostConfiguration,
+                format!("script '{}' has neither content nor path", r.name),
+            ));
+        }
+    }
+    cmd.args(r.arguments)
+        .envs(r.env)
+        .env(ENV_SERVICING_TYPE, env.servicing_type.as_str())
+        .env(ENV_OPERATION_ID, &env.operation_id)
+        .env(ENV_TARGET_DISKS, env.target_disks.join(":"))
+        .env(ENV_SCRIPT_NAME, r.name)
+        .env(
+            ENV_TARGET_VOLUME,
+            env.target_volume.as_deref().unwrap_or(""),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Own process group: a timeout kills the script and its children.
+        .process_group(0)
+        .kill_on_drop(true);
+    Ok(cmd)
+}
+
+/// Logs each output line of the script (target `script::<name>`) until
+/// both streams end, keeping the last stderr lines in `tail` for the error.
+async fn log_output(child: &mut Child, name: &str, tail: &mut VecDeque<String>) {
+    let target = format!("script::{name}");
+    let mut out = child.stdout.take().map(|s| BufReader::new(s).lines());
+    let mut err = child.stderr.take().map(|s| BufReader::new(s).lines());
+    while out.is_some() || err.is_some() {
+        tokio::select! {
+            line = next_line(&mut out), if out.is_some() => {
+                match line {
+                    Some(line) => tracing::info!(log.target = %target, stream = "stdout", "{line}"),
+                    _ => out = None,
+                }
+            }
+            line = next_line(&mut err), if err.is_some() => {
+                match line {
+                    Some(line) => {
+                        tracing::warn!(log.target = %target, stream = "stderr", "{line}");
+                        if tail.len() == STDERR_TAIL_LINES {
+                            tail.pop_front();
+                        }
+                        tail.push_back(line);
+                    }
+                    _ => err = None,
+                }
+            }
+        }
+    }
 }
 
 /// Kills the process group of a timed-out script (the script itself and

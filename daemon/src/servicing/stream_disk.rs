@@ -10,64 +10,19 @@
 //! * `verify`: read back the primary and backup GPT of the target.
 //!
 //! The heavy lifting is `trident_cosi::stream_to_target`; this file adds
-//! disk selection, telemetry and the error mapping.
+//! disk selection, telemetry and the error mapping. The gRPC handler is
+//! `crate::grpc::stream_disk`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tonic::{Request, Response, Status};
 use trident_cosi::{CosiSource, ExpectedHash, RegionInfo};
 use trident_host::{Subkind, TridentError};
-use trident_proto::v1::{self, RebootHandling, ServicingKind};
+use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::engine::{self, Engine, write::cosi_error};
-use super::handlers::ServicingApi;
-use super::runner::{self, RebootRequest, ServicingRequest, StepContext, StepOutcome, StepResult};
-use super::stream::ServicingStream;
-
-/// gRPC StreamingService on the shared servicing engine.
-#[derive(Debug, Clone)]
-pub struct StreamDiskService {
-    engine: Arc<Engine>,
-    disks: Arc<[PathBuf]>,
-}
-
-impl StreamDiskService {
-    /// `disks`: the `--disk` candidates from the daemon's configuration.
-    pub fn new(api: &ServicingApi, disks: &[PathBuf]) -> Self {
-        StreamDiskService {
-            engine: Arc::clone(api.engine()),
-            disks: disks.into(),
-        }
-    }
-}
-
-#[tonic::async_trait]
-impl v1::streaming_service_server::StreamingService for StreamDiskService {
-    type StreamDiskStream = ServicingStream;
-
-    async fn stream_disk(
-        &self,
-        request: Request<v1::StreamDiskRequest>,
-    ) -> Result<Response<ServicingStream>, Status> {
-        let meta = ServicingRequest {
-            rpc: "StreamDisk",
-            kind: ServicingKind::CleanInstall,
-            metadata: request.metadata().clone(),
-        };
-        let req = request.into_inner();
-        let handling = match req.reboot.map(|r| r.handling()) {
-            Some(RebootHandling::CallerHandlesReboot) => RebootHandling::CallerHandlesReboot,
-            _ => RebootHandling::TridentHandlesReboot,
-        };
-        let disks = Arc::clone(&self.disks);
-        runner::start(&self.engine, meta, move |ctx| {
-            stream_disk_step(ctx, req.image_url, req.image_hash, handling, disks)
-        })
-        .map(Response::new)
-    }
-}
+use super::engine::{self, write::cosi_error};
+use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 
 /// The StreamDisk step (see the module docs for its phases).
 pub async fn stream_disk_step(

@@ -4,8 +4,8 @@
 //! and are woken when something new arrives.
 
 mod drops;
-mod errors;
 pub(crate) mod filter;
+mod last_error;
 pub(crate) mod operations;
 pub(crate) mod ring;
 pub(crate) mod subscriber;
@@ -148,16 +148,6 @@ impl Bus {
         }
     }
 
-    /// The bus of the current `tracing` dispatcher, if its subscriber has
-    /// our layer. The emit API (operations, errors) uses it.
-    pub fn current() -> Option<Bus> {
-        tracing::dispatcher::get_default(|dispatch| {
-            dispatch
-                .downcast_ref::<crate::layer::BusLayer>()
-                .map(|layer| layer.bus().clone())
-        })
-    }
-
     /// Unique id (UUID v4) of this daemon run.
     pub fn run_id(&self) -> &str {
         &self.inner.run_id
@@ -279,14 +269,17 @@ impl Bus {
             .boxed()
     }
 
-    /// Streams the events of a subscription in batches (what the gRPC
-    /// service sends as one response each).
+    /// Streams the events of a subscription in batches. An in-process
+    /// subscription (a servicing stream, the metrics observer) does not end
+    /// with [`end_remote_streams`](Bus::end_remote_streams): a servicing
+    /// stream must still deliver its operation's end during shutdown.
     pub fn subscribe_batches(
         &self,
         subscription: Subscription,
     ) -> BoxStream<'static, Vec<StreamEvent>> {
         let bus = self.clone();
-        self.subscribe_out(subscription)
+        subscriber::Subscriber::start(self.clone(), subscription)
+            .into_stream()
             .map(move |batch| {
                 batch
                     .into_iter()

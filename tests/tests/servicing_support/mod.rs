@@ -118,6 +118,8 @@ pub struct Collected {
     pub logs: Vec<Log>,
     pub progress: Vec<ProgressRecord>,
     pub completed: Vec<Completed>,
+    /// Full error reports (only for clients that opted in to them).
+    pub error_reports: Vec<v1::ErrorReport>,
     /// Order of message kinds, e.g. ["started", "log", ..., "completed"].
     pub order: Vec<&'static str>,
 }
@@ -179,6 +181,10 @@ pub async fn collect(
             Some(servicing_response::Response::Completed(c)) => {
                 out.order.push("completed");
                 out.completed.push(c);
+            }
+            Some(servicing_response::Response::ErrorReport(r)) => {
+                out.order.push("error-report");
+                out.error_reports.push(r);
             }
             None => {}
         }

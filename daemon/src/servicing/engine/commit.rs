@@ -59,25 +59,41 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
     let current = ctx.engine.host_status()?;
     let booted = booted(&ctx)?;
     let Some(exp) = expectation(&current)? else {
-        if current.servicing_state == ServicingState::AbUpdateHealthCheckFailed
-            && booted == current.ab_active_volume
-        {
-            // Back on the old volume after a failed update: provisioned again.
-            let mut status = next_status(&current);
-            status.servicing_state = ServicingState::Provisioned;
-            status.staged_image_hash = None;
-            return Ok(StepOutcome {
-                status: Some(status),
-                servicing_kind: Some(ServicingKind::AbUpdate),
-                ..StepOutcome::default()
-            });
-        }
-        tracing::info!(state = %current.servicing_state, "nothing to commit");
-        return Ok(StepOutcome {
-            servicing_kind: Some(ServicingKind::NoneRequired),
-            ..StepOutcome::default()
-        });
+        return Ok(nothing_expected(&current, booted));
     };
+    if let Err(error) = check_booted(booted, &exp) {
+        return Err(roll_back(&ctx, &current, error, handling));
+    }
+    if let Err(error) = health_checks(&ctx, &current, &exp).await {
+        return Err(roll_back(&ctx, &current, error, handling));
+    }
+    Ok(committed(&current, &exp))
+}
+
+/// Commit with nothing finalized: back on the old volume after a failed
+/// update it is provisioned again; otherwise there is nothing to do.
+fn nothing_expected(current: &HostStatus, booted: Option<AbVolume>) -> StepOutcome {
+    if current.servicing_state == ServicingState::AbUpdateHealthCheckFailed
+        && booted == current.ab_active_volume
+    {
+        let mut status = next_status(current);
+        status.servicing_state = ServicingState::Provisioned;
+        status.staged_image_hash = None;
+        return StepOutcome {
+            status: Some(status),
+            servicing_kind: Some(ServicingKind::AbUpdate),
+            ..StepOutcome::default()
+        };
+    }
+    tracing::info!(state = %current.servicing_state, "nothing to commit");
+    StepOutcome {
+        servicing_kind: Some(ServicingKind::NoneRequired),
+        ..StepOutcome::default()
+    }
+}
+
+/// The "check-root" phase: the host booted the expected volume.
+fn check_booted(booted: Option<AbVolume>, exp: &Expectation) -> Result<(), TridentError> {
     let check = Phase::start(
         "check-root",
         "Check the booted volume",
@@ -85,20 +101,27 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
         Some(1),
     );
     if booted != Some(exp.volume) {
-        let error = TridentError::new(
+        return Err(TridentError::new(
             Subkind::BootedWrongVolume,
             format!(
                 "Expected to boot {} but the boot record says {}",
                 exp.volume,
                 booted.map_or("nothing booted".to_owned(), |v| v.to_string())
             ),
-        );
-        return Err(roll_back(&ctx, &current, error, handling));
+        ));
     }
     check.set(1);
     check.done();
+    Ok(())
+}
 
-    // A rollback boots the configuration in `specOld`; its checks apply.
+/// The "health-checks" phase: the booted configuration's checks (a
+/// rollback boots the configuration in `specOld`, so its checks apply).
+async fn health_checks(
+    ctx: &StepContext,
+    current: &HostStatus,
+    exp: &Expectation,
+) -> Result<(), TridentError> {
     let spec = if exp.kind == ServicingKind::ManualRollbackAb {
         current.spec_old.clone()
     } else {
@@ -128,16 +151,17 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
         Unit::Items,
         Some(selected),
     );
-    if let Err(error) = run_health_checks(&spec.health.checks, &env)
+    run_health_checks(&spec.health.checks, &env)
         .await
-        .context("Health checks after the reboot failed")
-    {
-        return Err(roll_back(&ctx, &current, error, handling));
-    }
+        .context("Health checks after the reboot failed")?;
     health.set(selected);
     health.done();
+    Ok(())
+}
 
-    let mut status = next_status(&current);
+/// The committed state: provisioned on the expected volume.
+fn committed(current: &HostStatus, exp: &Expectation) -> StepOutcome {
+    let mut status = next_status(current);
     status.servicing_state = ServicingState::Provisioned;
     status.ab_active_volume = Some(exp.volume);
     if exp.kind == ServicingKind::ManualRollbackAb {
@@ -149,12 +173,12 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
         status.image_hash = Some(hash);
     }
     tracing::info!(active = %exp.volume, "servicing committed: host provisioned");
-    Ok(StepOutcome {
+    StepOutcome {
         status: Some(status),
         reboot: None,
         image_hash: current.staged_image_hash.clone(),
         servicing_kind: Some(exp.kind),
-    })
+    }
 }
 
 /// A failed commit: install stays finalized (error recorded); an A/B

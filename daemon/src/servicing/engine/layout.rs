@@ -7,7 +7,7 @@ use std::fs::OpenOptions;
 use std::path::Path;
 
 use trident_cosi::gpt::{Gpt, GptError, PartitionSpec};
-use trident_host::config::{HostConfiguration, PartitionSize};
+use trident_host::config::{Disk, HostConfiguration, PartitionSize};
 use trident_host::status::{AbVolume, PartitionLayout};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use uuid::Uuid;
@@ -22,69 +22,8 @@ pub fn create_partition_tables(
 ) -> Result<BTreeMap<String, PartitionLayout>, TridentError> {
     let mut layout = BTreeMap::new();
     for disk in &hc.storage.disks {
-        let device = Path::new(&disk.device);
-        if !device.exists() {
-            return Err(TridentError::new(
-                Subkind::TargetDiskMissing,
-                format!(
-                    "Disk '{}': {} does not exist (create the disk-image file or attach the device)",
-                    disk.id, disk.device
-                ),
-            ));
-        }
-        let size = trident_cosi::stream::target_size(device).structured_msg(
-            Subkind::CreatePartitionTable,
-            format!("Cannot size {}", disk.device),
-        )?;
-        let specs = disk
-            .partitions
-            .iter()
-            .map(|p| {
-                Ok(PartitionSpec {
-                    type_guid: Uuid::parse_str(p.partition_type.gpt_type_guid())
-                        .structured(Subkind::CreatePartitionTable)?,
-                    unique_guid: Uuid::new_v4(),
-                    name: p.id.clone(),
-                    size: match p.size {
-                        PartitionSize::Bytes(b) => Some(b),
-                        PartitionSize::Grow => None,
-                    },
-                    attributes: 0,
-                })
-            })
-            .collect::<Result<Vec<_>, TridentError>>()?;
-        // Round down to whole sectors: a disk-image file may have any length.
-        let usable = size - size % LBA_SIZE;
-        let gpt = Gpt::build(usable, LBA_SIZE, Uuid::new_v4(), &specs).map_err(|e| match e {
-            GptError::DiskTooSmall { .. } => TridentError::with_source(
-                Subkind::TargetDiskTooSmall,
-                format!(
-                    "Disk '{}' ({}, {size} bytes) is too small for its partitions",
-                    disk.id, disk.device
-                ),
-                e,
-            ),
-            other => TridentError::with_source(
-                Subkind::CreatePartitionTable,
-                format!("Cannot lay out the partitions of disk '{}'", disk.id),
-                other,
-            ),
-        })?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(device)
-            .structured_msg(
-                Subkind::CreatePartitionTable,
-                format!("Cannot open {}", disk.device),
-            )?;
-        gpt.write_primary(&file)
-            .structured(Subkind::CreatePartitionTable)
-            .with_context(|| format!("Writing the primary GPT of {}", disk.device))?;
-        gpt.write_backup(&file)
-            .structured(Subkind::CreatePartitionTable)
-            .with_context(|| format!("Writing the backup GPT of {}", disk.device))?;
-        file.sync_all().structured(Subkind::CreatePartitionTable)?;
+        let gpt = plan_gpt(disk)?;
+        write_gpt(disk, &gpt)?;
         for (entry, part) in gpt.partitions().iter().zip(&disk.partitions) {
             layout.insert(
                 part.id.clone(),
@@ -100,6 +39,78 @@ pub fn create_partition_tables(
         tracing::info!(disk = %disk.id, device = %disk.device, partitions = disk.partitions.len(), "partition table created");
     }
     Ok(layout)
+}
+
+/// Lays out the partitions of `disk` on the device's whole sectors.
+fn plan_gpt(disk: &Disk) -> Result<Gpt, TridentError> {
+    let device = Path::new(&disk.device);
+    if !device.exists() {
+        return Err(TridentError::new(
+            Subkind::TargetDiskMissing,
+            format!(
+                "Disk '{}': {} does not exist (create the disk-image file or attach the device)",
+                disk.id, disk.device
+            ),
+        ));
+    }
+    let size = trident_cosi::stream::target_size(device).structured_msg(
+        Subkind::CreatePartitionTable,
+        format!("Cannot size {}", disk.device),
+    )?;
+    let specs = disk
+        .partitions
+        .iter()
+        .map(|p| {
+            Ok(PartitionSpec {
+                type_guid: Uuid::parse_str(p.partition_type.gpt_type_guid())
+                    .structured(Subkind::CreatePartitionTable)?,
+                unique_guid: Uuid::new_v4(),
+                name: p.id.clone(),
+                size: match p.size {
+                    PartitionSize::Bytes(b) => Some(b),
+                    PartitionSize::Grow => None,
+                },
+                attributes: 0,
+            })
+        })
+        .collect::<Result<Vec<_>, TridentError>>()?;
+    // Round down to whole sectors: a disk-image file may have any length.
+    let usable = size - size % LBA_SIZE;
+    Gpt::build(usable, LBA_SIZE, Uuid::new_v4(), &specs).map_err(|e| match e {
+        GptError::DiskTooSmall { .. } => TridentError::with_source(
+            Subkind::TargetDiskTooSmall,
+            format!(
+                "Disk '{}' ({}, {size} bytes) is too small for its partitions",
+                disk.id, disk.device
+            ),
+            e,
+        ),
+        other => TridentError::with_source(
+            Subkind::CreatePartitionTable,
+            format!("Cannot lay out the partitions of disk '{}'", disk.id),
+            other,
+        ),
+    })
+}
+
+/// Writes the primary and backup GPT of `disk` and syncs them.
+fn write_gpt(disk: &Disk, gpt: &Gpt) -> Result<(), TridentError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&disk.device)
+        .structured_msg(
+            Subkind::CreatePartitionTable,
+            format!("Cannot open {}", disk.device),
+        )?;
+    gpt.write_primary(&file)
+        .structured(Subkind::CreatePartitionTable)
+        .with_context(|| format!("Writing the primary GPT of {}", disk.device))?;
+    gpt.write_backup(&file)
+        .structured(Subkind::CreatePartitionTable)
+        .with_context(|| format!("Writing the backup GPT of {}", disk.device))?;
+    file.sync_all().structured(Subkind::CreatePartitionTable)?;
+    Ok(())
 }
 
 /// Where the image of one filesystem goes.

@@ -10,17 +10,18 @@ pub mod update;
 pub mod write;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use trident_host::datastore::{Datastore, OperationEnd, OperationResult};
 use trident_host::status::HostStatus;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
+use trident_telemetry::Bus;
 
 use super::boot_record::BootRecordFile;
+use super::keep_alive::KeepAlive;
 use super::locks::{ConnectionLock, ServicingLock};
 use super::reboot::{self, Reboot};
-use crate::server::ServerContext;
-use crate::server::idle::Activity;
+use crate::config::Config;
 
 /// File in the state directory remembering a datastore moved by
 /// `trident.datastorePath`, so a restarted daemon reopens it.
@@ -38,27 +39,31 @@ pub struct Engine {
     pub reboot: Box<dyn Reboot>,
     pub servicing_lock: ServicingLock,
     pub connection_lock: ConnectionLock,
-    pub activity: Activity,
+    /// Held by each running operation so the daemon does not exit as idle.
+    pub keep_alive: Arc<dyn KeepAlive>,
+    /// The telemetry bus operations and error reports go to.
+    bus: Bus,
 }
 
 impl Engine {
     /// Builds the engine and opens the datastore; operations left running
     /// by a previous daemon (crash, SIGKILL) are marked interrupted now.
-    pub fn new(ctx: &ServerContext) -> Engine {
-        let state_dir = ctx.config.state_dir.clone();
+    pub fn new(config: &Config, bus: Bus, keep_alive: Arc<dyn KeepAlive>) -> Engine {
+        let state_dir = config.state_dir.clone();
         let redirect = std::fs::read_to_string(state_dir.join(DATASTORE_REDIRECT_FILE))
             .ok()
             .map(|s| PathBuf::from(s.trim()))
             .filter(|p| !p.as_os_str().is_empty());
         let engine = Engine {
             boot: BootRecordFile::new(&state_dir),
-            reboot: reboot::from_mode(ctx.config.reboot, ctx.config.reboot_requests_path()),
-            datastore_path: Mutex::new(redirect.unwrap_or_else(|| ctx.config.datastore_path())),
+            reboot: reboot::from_mode(config.reboot, config.reboot_requests_path()),
+            datastore_path: Mutex::new(redirect.unwrap_or_else(|| config.datastore_path())),
             datastore: Mutex::new(None),
             state_dir,
             servicing_lock: ServicingLock::default(),
             connection_lock: ConnectionLock::default(),
-            activity: ctx.activity.clone(),
+            keep_alive,
+            bus,
         };
         // Errors are reported again on every request that needs the datastore.
         if let Err(error) = engine.with_datastore(|_| Ok(())) {
@@ -68,6 +73,11 @@ impl Engine {
             tracing::warn!(error = %error.report(), "boot record unreadable at start");
         }
         engine
+    }
+
+    /// The telemetry bus of this daemon.
+    pub fn bus(&self) -> &Bus {
+        &self.bus
     }
 
     pub fn state_dir(&self) -> &Path {

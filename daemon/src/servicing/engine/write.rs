@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
-use trident_cosi::{CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind};
+use trident_cosi::{CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind, RegionReader};
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
@@ -84,45 +84,7 @@ pub fn write_image(
                 tracing::debug!(region = %info.name(), "not a target: verifying without writing");
                 region.skip().map_err(cosi_error)?;
             }
-            Some(t) => {
-                let device = &t.layout.device;
-                if !files.contains_key(device) {
-                    let file = OpenOptions::new()
-                        .write(true)
-                        .open(device)
-                        .structured_msg(Subkind::WriteImage, format!("Cannot open {device}"))?;
-                    files.insert(device.clone(), file);
-                }
-                let file = files
-                    .get(device)
-                    .ok_or_else(|| TridentError::of(Subkind::WriteImage))?;
-                let phase = Phase::start(
-                    format!("write/{}", t.partition_id),
-                    format!(
-                        "Write {} to {}",
-                        info.mount_point.as_deref().unwrap_or(""),
-                        t.partition_id
-                    ),
-                    Unit::Bytes,
-                    Some(info.image.uncompressed_size),
-                );
-                let stats = trident_cosi::write_region_at(
-                    &mut region,
-                    file,
-                    Path::new(device),
-                    t.layout.offset,
-                    t.layout.size,
-                    &mut PhaseProgress(&phase),
-                )
-                .map_err(cosi_error)?;
-                phase.done();
-                tracing::info!(
-                    partition = %t.partition_id,
-                    bytes = stats.uncompressed_bytes,
-                    elapsed_ms = stats.elapsed.as_millis() as u64,
-                    "region written and verified"
-                );
-            }
+            Some(target) => write_region(&mut region, &info, target, &mut files)?,
         }
         verified += 1;
         verify.set(verified);
@@ -133,6 +95,54 @@ pub fn write_image(
     }
     verify.done();
     Ok(source.image_hash())
+}
+
+/// Writes one region into its target partition (opening the device on
+/// first use) as a `write/<partition>` phase; hashes are checked on the way.
+fn write_region(
+    region: &mut RegionReader<'_>,
+    info: &RegionInfo,
+    t: &WriteTarget,
+    files: &mut HashMap<String, File>,
+) -> Result<(), TridentError> {
+    let device = &t.layout.device;
+    if !files.contains_key(device) {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(device)
+            .structured_msg(Subkind::WriteImage, format!("Cannot open {device}"))?;
+        files.insert(device.clone(), file);
+    }
+    let file = files
+        .get(device)
+        .ok_or_else(|| TridentError::of(Subkind::WriteImage))?;
+    let phase = Phase::start(
+        format!("write/{}", t.partition_id),
+        format!(
+            "Write {} to {}",
+            info.mount_point.as_deref().unwrap_or(""),
+            t.partition_id
+        ),
+        Unit::Bytes,
+        Some(info.image.uncompressed_size),
+    );
+    let stats = trident_cosi::write_region_at(
+        region,
+        file,
+        Path::new(device),
+        t.layout.offset,
+        t.layout.size,
+        &mut PhaseProgress(&phase),
+    )
+    .map_err(cosi_error)?;
+    phase.done();
+    tracing::info!(
+        partition = %t.partition_id,
+        bytes = stats.uncompressed_bytes,
+        elapsed_ms = stats.elapsed.as_millis() as u64,
+        "region written and verified"
+    );
+    Ok(())
 }
 
 /// Every target mount point must be in the image and fit its partition.

@@ -1,8 +1,12 @@
-//! Structured error reports on the bus.
+//! Structured error reports for the bus, built from the wire error.
+//!
+//! Publish one with [`Bus::report_error`](crate::Bus::report_error) on the
+//! bus the daemon passes around:
 //!
 //! ```no_run
 //! use trident_proto::v1::{ErrorReport, TridentErrorKind};
-//! trident_telemetry::errors::report(ErrorReport {
+//! # let bus = trident_telemetry::Bus::in_memory(Default::default());
+//! bus.report_error(ErrorReport {
 //!     category: TridentErrorKind::ServicingError as i32,
 //!     subkind: "write-image".into(),
 //!     message: "writing root-a failed".into(),
@@ -10,18 +14,7 @@
 //! });
 //! ```
 
-use trident_proto::v1::{Cursor, ErrorReport, TridentError};
-
-use crate::bus::Bus;
-
-/// Publishes an error report on the bus of the current dispatcher. The bus
-/// fills the timestamp, the operation and trace ids from the current span
-/// when empty, and `recent_logs` with the operation's last log lines; the
-/// report becomes the one `GetLastError` returns. Returns its cursor
-/// (`None` when no bus layer is installed).
-pub fn report(report: ErrorReport) -> Option<Cursor> {
-    Bus::current().map(|bus| bus.report_error(report))
-}
+use trident_proto::v1::{ErrorReport, TridentError};
 
 /// An error report carrying everything a `TridentError` says.
 pub fn report_from(error: &TridentError) -> ErrorReport {

@@ -1,10 +1,13 @@
 //! The one place where every gRPC service of tridentd is registered.
 //!
 //! To add or replace a service: construct it in [`add_services`] from the
-//! [`ServerContext`] (config, activity handle, shutdown hooks) and pass it
-//! to `registry.add(...)`. Health status and reflection pick it up by name.
+//! [`GrpcParts`] (the bus, the servicing engine, the `--disk` candidates)
+//! and pass it to `registry.add(...)`. Health status and reflection pick it
+//! up by name.
 
 use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use tonic::{
     body::Body,
@@ -13,8 +16,23 @@ use tonic::{
 };
 use tonic_health::{ServingStatus, server::HealthReporter};
 use trident_proto::{v1, v1preview};
+use trident_telemetry::Bus;
 
-use super::{ServerContext, ServerError, version::Version};
+use super::servicing::ServicingApi;
+use super::stream_disk::StreamDiskService;
+use super::version::Version;
+use crate::servicing::engine::Engine;
+
+/// What the services are built on, from the composition root.
+#[derive(Debug, Clone)]
+pub struct GrpcParts {
+    /// The telemetry bus the daemon's layer writes to (served as is).
+    pub bus: Bus,
+    /// The servicing engine every servicing service shares.
+    pub engine: Arc<Engine>,
+    /// Disks StreamDisk may write (`--disk`).
+    pub disks: Vec<PathBuf>,
+}
 
 /// Collects services and their names.
 #[derive(Debug, Default)]
@@ -47,29 +65,15 @@ impl ServiceRegistry {
 }
 
 /// Adds every Trident service. Other parts of the daemon register here.
-fn add_services(registry: &mut ServiceRegistry, ctx: &ServerContext) {
+fn add_services(registry: &mut ServiceRegistry, parts: &GrpcParts) {
     registry.add(v1::version_service_server::VersionServiceServer::new(
         Version,
     ));
+    registry.add(parts.bus.service());
 
-    // --- Telemetry: the bus installed by observability::init (or an
-    // in-memory one when the daemon runs without it, e.g. in-process tests).
-    let bus = trident_telemetry::Bus::current()
-        .unwrap_or_else(|| trident_telemetry::Bus::in_memory(Default::default()));
-    let flushed = bus.clone();
-    ctx.shutdown_hooks
-        .register("telemetry-journal", move || async move { flushed.flush() });
-    let (closing, trigger) = (bus.clone(), ctx.shutdown.clone());
-    tokio::spawn(async move {
-        trigger.triggered().await;
-        closing.end_remote_streams();
-    });
-    registry.add(bus.service());
-
-    // --- Servicing (engine helper). StreamDisk: build it on `servicing.engine()`.
-    let servicing = crate::servicing::api(ctx);
+    let servicing = ServicingApi::new(Arc::clone(&parts.engine));
     registry.add(v1::streaming_service_server::StreamingServiceServer::new(
-        crate::servicing::stream_disk::StreamDiskService::new(&servicing, &ctx.config.disks),
+        StreamDiskService::new(servicing.clone(), &parts.disks),
     ));
     registry.add(v1::update_service_server::UpdateServiceServer::new(
         servicing.clone(),
@@ -94,9 +98,11 @@ fn add_services(registry: &mut ServiceRegistry, ctx: &ServerContext) {
 /// Builds the routes: Trident services, health (SERVING for "" and each
 /// service) and reflection v1 + v1alpha. Returns the health reporter so
 /// shutdown can flip everything to NOT_SERVING.
-pub async fn build(ctx: &ServerContext) -> Result<(Routes, HealthReporter), ServerError> {
+pub async fn build(
+    parts: &GrpcParts,
+) -> Result<(Routes, HealthReporter), tonic_reflection::server::Error> {
     let mut registry = ServiceRegistry::default();
-    add_services(&mut registry, ctx);
+    add_services(&mut registry, parts);
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_service_status("", ServingStatus::Serving).await;
@@ -109,13 +115,11 @@ pub async fn build(ctx: &ServerContext) -> Result<(Routes, HealthReporter), Serv
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(trident_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(ServerError::Reflection)?;
+        .build_v1()?;
     let reflection_v1alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(trident_proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()
-        .map_err(ServerError::Reflection)?;
+        .build_v1alpha()?;
 
     registry.add(health_service);
     registry.add(reflection_v1);

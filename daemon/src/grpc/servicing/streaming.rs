@@ -12,17 +12,27 @@ use trident_proto::v1preview::{
     install_service_server::InstallService, rebuild_raid_service_server::RebuildRaidService,
 };
 
-use super::ServicingApi;
+use super::{Call, ServicingApi};
+use crate::grpc::error_status::{invalid_enum, to_status};
+use crate::grpc::servicing_stream::ServicingStream;
 use crate::servicing::engine::{commit, install, update};
-use crate::servicing::runner::{self, ServicingRequest};
-use crate::servicing::status::to_status;
-use crate::servicing::stream::ServicingStream;
 
-/// RebootManagement → handling; unspecified means Trident handles it.
-pub(super) fn handling(reboot: Option<RebootManagement>) -> RebootHandling {
-    match reboot.map(|r| r.handling()) {
-        Some(RebootHandling::CallerHandlesReboot) => RebootHandling::CallerHandlesReboot,
-        _ => RebootHandling::TridentHandlesReboot,
+/// RebootManagement → handling; absent or unspecified means Trident
+/// handles it. A value this daemon does not know is INVALID_ARGUMENT
+/// naming `field`, not a guess.
+pub(crate) fn reboot_handling(
+    reboot: Option<RebootManagement>,
+    field: &'static str,
+) -> Result<RebootHandling, Status> {
+    let Some(reboot) = reboot else {
+        return Ok(RebootHandling::TridentHandlesReboot);
+    };
+    match RebootHandling::try_from(reboot.handling) {
+        Ok(RebootHandling::CallerHandlesReboot) => Ok(RebootHandling::CallerHandlesReboot),
+        Ok(RebootHandling::TridentHandlesReboot | RebootHandling::Unspecified) => {
+            Ok(RebootHandling::TridentHandlesReboot)
+        }
+        Err(_) => Err(invalid_enum(field, "RebootHandling", reboot.handling)),
     }
 }
 
@@ -37,20 +47,6 @@ fn config_text(config: Option<v1::HostConfiguration>, rpc: &str) -> Result<Strin
     }
 }
 
-impl ServicingApi {
-    pub(super) fn request<T>(
-        request: &Request<T>,
-        rpc: &'static str,
-        kind: ServicingKind,
-    ) -> ServicingRequest {
-        ServicingRequest {
-            rpc,
-            kind,
-            metadata: request.metadata().clone(),
-        }
-    }
-}
-
 #[tonic::async_trait]
 impl UpdateService for ServicingApi {
     type UpdateStream = ServicingStream;
@@ -61,36 +57,32 @@ impl UpdateService for ServicingApi {
         &self,
         request: Request<v1::UpdateRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "Update", ServicingKind::AbUpdate);
+        let call = Call::of(&request, "Update", ServicingKind::AbUpdate);
         let req = request.into_inner();
         let yaml = config_text(req.stage.and_then(|s| s.config), "Update")?;
-        let reboot = handling(req.finalize.and_then(|f| f.reboot));
-        runner::start(&self.engine, meta, move |ctx| {
-            update::update_step(ctx, yaml, reboot)
-        })
-        .map(Response::new)
+        let reboot = reboot_handling(
+            req.finalize.and_then(|f| f.reboot),
+            "finalize.reboot.handling",
+        )?;
+        self.start(call, move |ctx| update::update_step(ctx, yaml, reboot))
     }
 
     async fn update_stage(
         &self,
         request: Request<v1::StageUpdateRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "UpdateStage", ServicingKind::AbUpdate);
+        let call = Call::of(&request, "UpdateStage", ServicingKind::AbUpdate);
         let yaml = config_text(request.into_inner().config, "UpdateStage")?;
-        runner::start(&self.engine, meta, move |ctx| update::stage_step(ctx, yaml))
-            .map(Response::new)
+        self.start(call, move |ctx| update::stage_step(ctx, yaml))
     }
 
     async fn update_finalize(
         &self,
         request: Request<v1::FinalizeUpdateRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "UpdateFinalize", ServicingKind::AbUpdate);
-        let reboot = handling(request.into_inner().reboot);
-        runner::start(&self.engine, meta, move |ctx| {
-            update::finalize_step(ctx, reboot)
-        })
-        .map(Response::new)
+        let call = Call::of(&request, "UpdateFinalize", ServicingKind::AbUpdate);
+        let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
+        self.start(call, move |ctx| update::finalize_step(ctx, reboot))
     }
 }
 
@@ -102,12 +94,9 @@ impl CommitService for ServicingApi {
         &self,
         request: Request<v1::CommitRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "Commit", ServicingKind::Unspecified);
-        let reboot = handling(request.into_inner().reboot);
-        runner::start(&self.engine, meta, move |ctx| {
-            commit::commit_step(ctx, reboot)
-        })
-        .map(Response::new)
+        let call = Call::of(&request, "Commit", ServicingKind::Unspecified);
+        let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
+        self.start(call, move |ctx| commit::commit_step(ctx, reboot))
     }
 }
 
@@ -121,38 +110,32 @@ impl InstallService for ServicingApi {
         &self,
         request: Request<v1preview::InstallRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "Install", ServicingKind::CleanInstall);
+        let call = Call::of(&request, "Install", ServicingKind::CleanInstall);
         let req = request.into_inner();
         let yaml = config_text(req.stage.and_then(|s| s.config), "Install")?;
-        let reboot = handling(req.finalize.and_then(|f| f.reboot));
-        runner::start(&self.engine, meta, move |ctx| {
-            install::install_step(ctx, yaml, reboot)
-        })
-        .map(Response::new)
+        let reboot = reboot_handling(
+            req.finalize.and_then(|f| f.reboot),
+            "finalize.reboot.handling",
+        )?;
+        self.start(call, move |ctx| install::install_step(ctx, yaml, reboot))
     }
 
     async fn install_stage(
         &self,
         request: Request<v1preview::StageInstallRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "InstallStage", ServicingKind::CleanInstall);
+        let call = Call::of(&request, "InstallStage", ServicingKind::CleanInstall);
         let yaml = config_text(request.into_inner().config, "InstallStage")?;
-        runner::start(&self.engine, meta, move |ctx| {
-            install::stage_step(ctx, yaml)
-        })
-        .map(Response::new)
+        self.start(call, move |ctx| install::stage_step(ctx, yaml))
     }
 
     async fn install_finalize(
         &self,
         request: Request<v1preview::FinalizeInstallRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "InstallFinalize", ServicingKind::CleanInstall);
-        let reboot = handling(request.into_inner().reboot);
-        runner::start(&self.engine, meta, move |ctx| {
-            install::finalize_step(ctx, reboot)
-        })
-        .map(Response::new)
+        let call = Call::of(&request, "InstallFinalize", ServicingKind::CleanInstall);
+        let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
+        self.start(call, move |ctx| install::finalize_step(ctx, reboot))
     }
 }
 
@@ -164,8 +147,8 @@ impl PreviewCommitService for ServicingApi {
         &self,
         request: Request<v1preview::CheckRootRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "CheckRoot", ServicingKind::NoneRequired);
-        runner::start(&self.engine, meta, commit::check_root_step).map(Response::new)
+        let call = Call::of(&request, "CheckRoot", ServicingKind::NoneRequired);
+        self.start(call, commit::check_root_step)
     }
 }
 
@@ -177,19 +160,19 @@ impl RebuildRaidService for ServicingApi {
         &self,
         request: Request<v1preview::RebuildRaidRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "RebuildRaid", ServicingKind::NoneRequired);
-        runner::start(&self.engine, meta, |_ctx| async {
+        let call = Call::of(&request, "RebuildRaid", ServicingKind::NoneRequired);
+        self.start(call, |_ctx| async {
             Err(TridentError::new(
                 Subkind::RaidUnsupported,
                 "RebuildRaid: software RAID is not supported by this daemon (storage.raid is an unsupported Host Configuration key)",
             )
             .into())
         })
-        .map(Response::new)
     }
 }
 
-/// Manual rollback kind of a request (unspecified means any).
-pub(super) fn rollback_kind(kind: i32) -> ManualRollbackKind {
-    ManualRollbackKind::try_from(kind).unwrap_or(ManualRollbackKind::AnyRollbackRequested)
+/// Manual rollback kind of a request (unspecified means any); a value this
+/// daemon does not know is INVALID_ARGUMENT naming the field.
+pub(super) fn rollback_kind(kind: i32) -> Result<ManualRollbackKind, Status> {
+    ManualRollbackKind::try_from(kind).map_err(|_| invalid_enum("kind", "ManualRollbackKind", kind))
 }

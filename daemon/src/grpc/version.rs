@@ -2,10 +2,7 @@
 
 use trident_proto::v1::{VersionRequest, VersionResponse, version_service_server::VersionService};
 
-/// Version of this build of tridentd.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// Short git commit this build came from ("unknown" outside git).
-pub const GIT_COMMIT: &str = env!("TRIDENTD_GIT_COMMIT");
+use crate::{GIT_COMMIT, VERSION};
 
 /// Answers `Version` from compile-time constants.
 #[derive(Debug, Default, Clone, Copy)]

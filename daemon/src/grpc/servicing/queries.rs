@@ -11,8 +11,8 @@ use trident_proto::v1preview::{
 };
 
 use super::ServicingApi;
+use crate::grpc::error_status::to_status;
 use crate::servicing::engine::query;
-use crate::servicing::status::to_status;
 
 fn config_response(
     config: Option<&HostConfiguration>,

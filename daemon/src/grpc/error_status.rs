@@ -1,18 +1,18 @@
-//! The one place where servicing errors become gRPC statuses (errors
+//! The one place where the daemon's errors become gRPC statuses (errors
 //! returned outside a servicing stream). Inside a stream, errors travel in
-//! `Completed.error` instead.
+//! `Completed.error` (and, for clients that opted in, `error_report`).
 
 use tonic::Status;
-use trident_host::TridentError;
+use trident_host::{Subkind, TridentError};
 
-use super::locks::RunningOperation;
+use crate::servicing::locks::RunningOperation;
 
 /// Category → code per the wire doc (invalid-input → INVALID_ARGUMENT,
 /// internal → INTERNAL, execution-environment / initialization /
 /// unsupported-configuration → FAILED_PRECONDITION, servicing /
-/// health-checks → UNKNOWN).
+/// health-checks → UNKNOWN); the message is the full report.
 pub fn to_status(error: TridentError) -> Status {
-    Status::from(error)
+    Status::new(error.category().grpc_code(), error.report())
 }
 
 /// A second servicing request while one runs: UNAVAILABLE, naming it.
@@ -25,5 +25,14 @@ pub fn busy(running: &RunningOperation) -> Status {
             running.operation_id.as_str()
         },
         running.rpc
+    ))
+}
+
+/// An enum value in a request that this daemon does not know:
+/// INVALID_ARGUMENT naming the field, never a silent default.
+pub fn invalid_enum(field: &str, enum_name: &str, value: i32) -> Status {
+    to_status(TridentError::new(
+        Subkind::InvalidRequest,
+        format!("{field}: {value} is not a known {enum_name} value"),
     ))
 }

@@ -1,21 +1,25 @@
 //! gRPC handlers: [`ServicingApi`] implements every servicing service.
-//! Streaming RPCs go through the runner; queries take the connection lock
-//! in read mode.
+//! Streaming RPCs check their request, hand a step to the runner and
+//! stream the operation from the bus; queries take the connection lock in
+//! read mode.
 
 mod queries;
 mod streaming;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 use trident_proto::v1::ServicingKind;
 use trident_proto::v1preview::{self, rollback_service_server::RollbackService};
+use trident_telemetry::TraceParent;
 
-use super::engine::{Engine, rollback};
-use super::runner;
-use super::status::to_status;
-use super::stream::ServicingStream;
-use streaming::{handling, rollback_kind};
+use super::error_status::{busy, to_status};
+use super::servicing_stream::{Additions, ServicingStream, servicing_stream};
+use crate::servicing::engine::{Engine, rollback};
+use crate::servicing::runner::{self, ServicingRequest, StepContext, StepResult};
+pub(crate) use streaming::reboot_handling;
+use streaming::rollback_kind;
 
 /// Implements UpdateService, CommitService (v1 and v1preview),
 /// InstallService, RebuildRaidService, RollbackService, StatusService and
@@ -25,14 +29,51 @@ pub struct ServicingApi {
     engine: Arc<Engine>,
 }
 
+/// What a servicing call asks for besides its message: which RPC, the
+/// caller's trace position and the additions it opted in to.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    request: ServicingRequest,
+    additions: Additions,
+}
+
+impl Call {
+    /// Reads the call's metadata (`traceparent`, `trident-additions`).
+    pub(crate) fn of<T>(request: &Request<T>, rpc: &'static str, kind: ServicingKind) -> Call {
+        let metadata = request.metadata();
+        Call {
+            request: ServicingRequest {
+                rpc,
+                kind,
+                parent: TraceParent::from_metadata(metadata),
+            },
+            additions: Additions::from_metadata(metadata),
+        }
+    }
+}
+
 impl ServicingApi {
     pub fn new(engine: Arc<Engine>) -> Self {
         Self { engine }
     }
 
-    /// The shared engine (for services built elsewhere, e.g. StreamDisk).
-    pub fn engine(&self) -> &Arc<Engine> {
-        &self.engine
+    /// Starts the operation and answers with its stream from the bus;
+    /// UNAVAILABLE at once when another operation runs.
+    pub(crate) fn start<F, Fut>(
+        &self,
+        call: Call,
+        step: F,
+    ) -> Result<Response<ServicingStream>, Status>
+    where
+        F: FnOnce(StepContext) -> Fut + Send + 'static,
+        Fut: Future<Output = StepResult> + Send + 'static,
+    {
+        let started = runner::start(&self.engine, call.request, step).map_err(|r| busy(&r))?;
+        Ok(Response::new(servicing_stream(
+            self.engine.bus(),
+            started,
+            call.additions,
+        )))
     }
 
     /// The Host Status under the connection read lock.
@@ -52,7 +93,7 @@ impl RollbackService for ServicingApi {
         &self,
         request: Request<v1preview::CheckRollbackRequest>,
     ) -> Result<Response<v1preview::CheckRollbackResponse>, Status> {
-        let kind = rollback_kind(request.into_inner().kind);
+        let kind = rollback_kind(request.into_inner().kind)?;
         let status = self.status().await?;
         Ok(Response::new(v1preview::CheckRollbackResponse {
             kind: rollback::check(&status, kind) as i32,
@@ -63,42 +104,36 @@ impl RollbackService for ServicingApi {
         &self,
         request: Request<v1preview::RollbackRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "Rollback", ServicingKind::ManualRollbackAb);
+        let call = Call::of(&request, "Rollback", ServicingKind::ManualRollbackAb);
         let req = request.into_inner();
-        let kind = rollback_kind(req.kind);
-        let reboot = handling(req.finalize.and_then(|f| f.reboot));
-        runner::start(&self.engine, meta, move |ctx| {
-            rollback::rollback_step(ctx, kind, reboot)
-        })
-        .map(Response::new)
+        let kind = rollback_kind(req.kind)?;
+        let reboot = reboot_handling(
+            req.finalize.and_then(|f| f.reboot),
+            "finalize.reboot.handling",
+        )?;
+        self.start(call, move |ctx| rollback::rollback_step(ctx, kind, reboot))
     }
 
     async fn rollback_stage(
         &self,
         request: Request<v1preview::RollbackStageRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(&request, "RollbackStage", ServicingKind::ManualRollbackAb);
-        let kind = rollback_kind(request.into_inner().kind);
-        runner::start(&self.engine, meta, move |ctx| {
-            rollback::stage_step(ctx, kind)
-        })
-        .map(Response::new)
+        let call = Call::of(&request, "RollbackStage", ServicingKind::ManualRollbackAb);
+        let kind = rollback_kind(request.into_inner().kind)?;
+        self.start(call, move |ctx| rollback::stage_step(ctx, kind))
     }
 
     async fn rollback_finalize(
         &self,
         request: Request<v1preview::RollbackFinalizeRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let meta = Self::request(
+        let call = Call::of(
             &request,
             "RollbackFinalize",
             ServicingKind::ManualRollbackAb,
         );
-        let reboot = handling(request.into_inner().reboot);
-        runner::start(&self.engine, meta, move |ctx| {
-            rollback::finalize_step(ctx, reboot)
-        })
-        .map(Response::new)
+        let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
+        self.start(call, move |ctx| rollback::finalize_step(ctx, reboot))
     }
 
     async fn get_rollback_chain(

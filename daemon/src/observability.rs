@@ -26,9 +26,8 @@ pub const BUS_MAX_LEVEL: LevelFilter = LevelFilter::DEBUG;
 #[derive(Debug)]
 #[must_use = "dropping the guard ends logging set-up (exporters flush on drop)"]
 pub struct ObservabilityGuard {
-    _private: (),
     /// The telemetry bus; its journal is flushed and closed on drop.
-    bus: Option<trident_telemetry::Bus>,
+    bus: trident_telemetry::Bus,
     /// OTLP export when configured; flushed (bounded) on drop.
     otlp: Option<trident_otlp::OtlpExport>,
 }
@@ -38,21 +37,35 @@ impl Drop for ObservabilityGuard {
         if let Some(otlp) = self.otlp.take() {
             otlp.shutdown();
         }
-        if let Some(bus) = &self.bus {
-            bus.shutdown();
-        }
+        self.bus.shutdown();
     }
+}
+
+/// What logging set-up hands to the rest of the daemon: the bus every span
+/// and event now goes to (serve it, emit on it) and the guard that flushes
+/// it at exit. Like a console builder that returns its layer and its server
+/// together, the bus that is served is the bus the layer feeds.
+#[derive(Debug)]
+pub struct Observability {
+    /// The bus the installed layer writes to.
+    pub bus: trident_telemetry::Bus,
+    /// Flushes exporters and the journal when dropped.
+    pub guard: ObservabilityGuard,
+}
+
+/// Logging could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ObservabilityError {
+    /// Another global tracing subscriber is installed: the bus would not
+    /// receive the daemon's records, so serving it would mislead.
+    #[error("a global tracing subscriber is already installed; the telemetry bus would stay empty")]
+    SubscriberAlreadySet,
 }
 
 /// The telemetry bus from the daemon's flags, journaling to STATE_DIR/journal.
 /// An unusable journal directory keeps the bus in memory only (said on stderr).
 fn telemetry_bus(config: &Config) -> trident_telemetry::Bus {
-    let bus_config = trident_telemetry::BusConfig {
-        ring_records: config.bus_ring_records,
-        ring_bytes: config.bus_ring_bytes,
-        journal_dir: Some(config.journal_dir()),
-        ..trident_telemetry::BusConfig::default()
-    };
+    let bus_config = config.bus_config();
     trident_telemetry::Bus::new(bus_config.clone()).unwrap_or_else(|error| {
         eprintln!(
             "tridentd: telemetry journal unavailable, keeping records in memory only: {error}"
@@ -76,7 +89,7 @@ fn filter(config: &Config) -> EnvFilter {
 }
 
 /// Installs the global subscriber. Call once, first thing in `main`.
-pub fn init(config: &Config) -> ObservabilityGuard {
+pub fn init(config: &Config) -> Result<Observability, ObservabilityError> {
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(true)
@@ -88,22 +101,23 @@ pub fn init(config: &Config) -> ObservabilityGuard {
             .map_err(|error| eprintln!("tridentd: OTLP export off: {error}"))
             .ok()
             .flatten();
-    // `try_init` fails only if a subscriber is already set (e.g. in tests).
     // Per-layer filters: the stderr verbosity must not decide what the bus
     // (and so every subscriber and the journal) receives.
-    let installed = tracing_subscriber::registry()
+    tracing_subscriber::registry()
         .with(fmt.with_filter(filter(config)))
         .with(bus.layer().with_filter(BUS_MAX_LEVEL))
         .with(otlp.as_ref().map(|export| export.layer()))
         .try_init()
-        .is_ok();
+        .map_err(|_| ObservabilityError::SubscriberAlreadySet)?;
     if let Some(export) = &otlp {
         let settings = export.config();
         tracing::info!(endpoint = %settings.endpoint, protocol = settings.protocol.as_str(), "OTLP export on");
     }
-    ObservabilityGuard {
-        _private: (),
-        bus: installed.then_some(bus),
-        otlp,
-    }
+    Ok(Observability {
+        guard: ObservabilityGuard {
+            bus: bus.clone(),
+            otlp,
+        },
+        bus,
+    })
 }

@@ -1,0 +1,83 @@
+//! The composition root: builds the engine and the gRPC services on the
+//! bus that logging set-up returned, and hands them to the transport.
+//! Nothing else in the daemon wires parts together.
+
+use std::sync::Arc;
+
+use trident_telemetry::Bus;
+
+use crate::config::Config;
+use crate::grpc::router::{self, GrpcParts};
+use crate::server::idle::Activity;
+use crate::server::listener::Listening;
+use crate::server::shutdown::{ShutdownHooks, ShutdownReason, ShutdownTrigger};
+use crate::server::{self, ServerContext, ServerError};
+use crate::servicing::engine::Engine;
+use crate::servicing::keep_alive::{KeepAlive, KeepAliveGuard};
+
+/// Why the daemon could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The transport failed (socket, runtime, gRPC server).
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    /// Reflection service set-up failed.
+    #[error("reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// Servicing operations keep the daemon from exiting as idle by holding
+/// the transport's activity count.
+impl KeepAlive for Activity {
+    fn hold(&self, what: &'static str) -> KeepAliveGuard {
+        KeepAliveGuard::new(self.guard(what))
+    }
+}
+
+/// Runs the daemon on `listening` (from [`server::prepare`]) with `bus`
+/// (from [`crate::observability::init`]) until shutdown.
+pub fn run(config: Config, listening: Listening, bus: Bus) -> Result<ShutdownReason, AppError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tridentd")
+        .build()
+        .map_err(|source| ServerError::Io {
+            what: "start async runtime",
+            source,
+        })?;
+    runtime.block_on(serve(ServerContext::new(config), listening, bus))
+}
+
+async fn serve(
+    ctx: ServerContext,
+    listening: Listening,
+    bus: Bus,
+) -> Result<ShutdownReason, AppError> {
+    wire_bus_shutdown(&bus, &ctx.shutdown_hooks, &ctx.shutdown);
+    let engine = Engine::new(&ctx.config, bus.clone(), Arc::new(ctx.activity.clone()));
+    let parts = GrpcParts {
+        bus,
+        engine: Arc::new(engine),
+        disks: ctx.config.disks.clone(),
+    };
+    let (routes, health) = router::build(&parts).await?;
+    // Registered last, so it runs first once the server has stopped.
+    ctx.shutdown_hooks.register("health", move || async move {
+        health
+            .set_service_status("", tonic_health::ServingStatus::NotServing)
+            .await;
+    });
+    Ok(server::serve(ctx, listening, routes).await?)
+}
+
+/// On shutdown, Watch followers end once caught up (so they do not hold
+/// the exit) and the journal is flushed after in-flight work.
+fn wire_bus_shutdown(bus: &Bus, hooks: &ShutdownHooks, shutdown: &ShutdownTrigger) {
+    let flushed = bus.clone();
+    hooks.register("telemetry-journal", move || async move { flushed.flush() });
+    let (closing, trigger) = (bus.clone(), shutdown.clone());
+    tokio::spawn(async move {
+        trigger.triggered().await;
+        closing.end_remote_streams();
+    });
+}

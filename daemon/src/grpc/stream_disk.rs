@@ -1,0 +1,47 @@
+//! `trident.v1.StreamingService`: StreamDisk on the shared servicing engine.
+//! The step itself is `crate::servicing::stream_disk`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+use trident_proto::v1::{self, ServicingKind};
+
+use super::servicing::{Call, ServicingApi, reboot_handling};
+use super::servicing_stream::ServicingStream;
+use crate::servicing::stream_disk::stream_disk_step;
+
+/// gRPC StreamingService on the shared servicing engine.
+#[derive(Debug, Clone)]
+pub struct StreamDiskService {
+    api: ServicingApi,
+    disks: Arc<[PathBuf]>,
+}
+
+impl StreamDiskService {
+    /// `disks`: the `--disk` candidates from the daemon's configuration.
+    pub fn new(api: ServicingApi, disks: &[PathBuf]) -> Self {
+        StreamDiskService {
+            api,
+            disks: disks.into(),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl v1::streaming_service_server::StreamingService for StreamDiskService {
+    type StreamDiskStream = ServicingStream;
+
+    async fn stream_disk(
+        &self,
+        request: Request<v1::StreamDiskRequest>,
+    ) -> Result<Response<ServicingStream>, Status> {
+        let call = Call::of(&request, "StreamDisk", ServicingKind::CleanInstall);
+        let req = request.into_inner();
+        let handling = reboot_handling(req.reboot, "reboot.handling")?;
+        let disks = Arc::clone(&self.disks);
+        self.api.start(call, move |ctx| {
+            stream_disk_step(ctx, req.image_url, req.image_hash, handling, disks)
+        })
+    }
+}
