@@ -40,8 +40,10 @@ impl v1::streaming_service_server::StreamingService for StreamDiskService {
         let req = request.into_inner();
         let handling = reboot_handling(req.reboot, "reboot.handling")?;
         let disks = Arc::clone(&self.disks);
-        self.api.start(call, move |ctx| {
-            stream_disk_step(ctx, req.image_url, req.image_hash, handling, disks)
-        })
+        self.api
+            .start(call, move |ctx| {
+                stream_disk_step(ctx, req.image_url, req.image_hash, handling, disks)
+            })
+            .await
     }
 }

@@ -33,7 +33,7 @@
 //!
 //! // in the gRPC handler (crate::grpc), with the caller's traceparent:
 //! let meta = ServicingRequest { rpc: "StreamDisk", kind: ServicingKind::CleanInstall, parent };
-//! let started = runner::start(&engine, meta, move |ctx| stream_disk_step(ctx, url))?;
+//! let started = runner::start(&engine, meta, move |ctx| stream_disk_step(ctx, url)).await?;
 //! ```
 //!
 //! [`runner::start`]:

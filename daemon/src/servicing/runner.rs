@@ -109,10 +109,12 @@ pub struct ServicingRequest {
 /// completed record (everything `Completed` says) go to the bus.
 ///
 /// Refuses at once, naming the running operation, when another operation
-/// holds the servicing lock. The step runs in its own task holding the
-/// servicing lock and a keep-alive guard; a client that goes away does not
-/// cancel it.
-pub fn start<F, Fut>(
+/// holds the servicing lock. The operation is recorded as running in the
+/// datastore before this returns, so a crash after the client saw
+/// `Started` is always found (and marked interrupted) by the next start.
+/// The step runs in its own task holding the servicing lock and a
+/// keep-alive guard; a client that goes away does not cancel it.
+pub async fn start<F, Fut>(
     engine: &Arc<Engine>,
     request: ServicingRequest,
     step: F,
@@ -145,9 +147,10 @@ where
         trace_id: ctx.trace_id.clone(),
     };
     let span = op.span().clone();
+    let recorded = record_started(&ctx).instrument(span.clone()).await;
     tokio::spawn(
         async move {
-            let completion = run_step(ctx, step).await;
+            let completion = run_step(ctx, recorded, step).await;
             // Release the lock before the completed record, which ends the
             // client's stream: a client that starts its next operation
             // right away is not told "busy".
@@ -160,13 +163,14 @@ where
     Ok(started)
 }
 
-/// Runs the step and records its end; returns how the operation ended.
-async fn run_step<F, Fut>(ctx: StepContext, step: F) -> Completion
+/// Runs the step (unless recording its start failed) and records its end;
+/// returns how the operation ended.
+async fn run_step<F, Fut>(ctx: StepContext, recorded: Result<(), HostError>, step: F) -> Completion
 where
     F: FnOnce(StepContext) -> Fut,
     Fut: Future<Output = StepResult>,
 {
-    let result = match record_started(&ctx).await {
+    let result = match recorded {
         Ok(()) => run_catching_panics(&ctx, step).await,
         Err(error) => Err(StepError::from(error)),
     };

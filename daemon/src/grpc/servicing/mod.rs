@@ -59,7 +59,7 @@ impl ServicingApi {
 
     /// Starts the operation and answers with its stream from the bus;
     /// UNAVAILABLE at once when another operation runs.
-    pub(crate) fn start<F, Fut>(
+    pub(crate) async fn start<F, Fut>(
         &self,
         call: Call,
         step: F,
@@ -68,7 +68,9 @@ impl ServicingApi {
         F: FnOnce(StepContext) -> Fut + Send + 'static,
         Fut: Future<Output = StepResult> + Send + 'static,
     {
-        let started = runner::start(&self.engine, call.request, step).map_err(|r| busy(&r))?;
+        let started = runner::start(&self.engine, call.request, step)
+            .await
+            .map_err(|r| busy(&r))?;
         Ok(Response::new(servicing_stream(
             self.engine.bus(),
             started,
@@ -112,6 +114,7 @@ impl RollbackService for ServicingApi {
             "finalize.reboot.handling",
         )?;
         self.start(call, move |ctx| rollback::rollback_step(ctx, kind, reboot))
+            .await
     }
 
     async fn rollback_stage(
@@ -121,6 +124,7 @@ impl RollbackService for ServicingApi {
         let call = Call::of(&request, "RollbackStage", ServicingKind::ManualRollbackAb);
         let kind = rollback_kind(request.into_inner().kind)?;
         self.start(call, move |ctx| rollback::stage_step(ctx, kind))
+            .await
     }
 
     async fn rollback_finalize(
@@ -134,6 +138,7 @@ impl RollbackService for ServicingApi {
         );
         let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
         self.start(call, move |ctx| rollback::finalize_step(ctx, reboot))
+            .await
     }
 
     async fn get_rollback_chain(

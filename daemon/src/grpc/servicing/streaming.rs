@@ -65,6 +65,7 @@ impl UpdateService for ServicingApi {
             "finalize.reboot.handling",
         )?;
         self.start(call, move |ctx| update::update_step(ctx, yaml, reboot))
+            .await
     }
 
     async fn update_stage(
@@ -74,6 +75,7 @@ impl UpdateService for ServicingApi {
         let call = Call::of(&request, "UpdateStage", ServicingKind::AbUpdate);
         let yaml = config_text(request.into_inner().config, "UpdateStage")?;
         self.start(call, move |ctx| update::stage_step(ctx, yaml))
+            .await
     }
 
     async fn update_finalize(
@@ -83,6 +85,7 @@ impl UpdateService for ServicingApi {
         let call = Call::of(&request, "UpdateFinalize", ServicingKind::AbUpdate);
         let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
         self.start(call, move |ctx| update::finalize_step(ctx, reboot))
+            .await
     }
 }
 
@@ -97,6 +100,7 @@ impl CommitService for ServicingApi {
         let call = Call::of(&request, "Commit", ServicingKind::Unspecified);
         let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
         self.start(call, move |ctx| commit::commit_step(ctx, reboot))
+            .await
     }
 }
 
@@ -118,6 +122,7 @@ impl InstallService for ServicingApi {
             "finalize.reboot.handling",
         )?;
         self.start(call, move |ctx| install::install_step(ctx, yaml, reboot))
+            .await
     }
 
     async fn install_stage(
@@ -127,6 +132,7 @@ impl InstallService for ServicingApi {
         let call = Call::of(&request, "InstallStage", ServicingKind::CleanInstall);
         let yaml = config_text(request.into_inner().config, "InstallStage")?;
         self.start(call, move |ctx| install::stage_step(ctx, yaml))
+            .await
     }
 
     async fn install_finalize(
@@ -136,6 +142,7 @@ impl InstallService for ServicingApi {
         let call = Call::of(&request, "InstallFinalize", ServicingKind::CleanInstall);
         let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
         self.start(call, move |ctx| install::finalize_step(ctx, reboot))
+            .await
     }
 }
 
@@ -148,7 +155,7 @@ impl PreviewCommitService for ServicingApi {
         request: Request<v1preview::CheckRootRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
         let call = Call::of(&request, "CheckRoot", ServicingKind::NoneRequired);
-        self.start(call, commit::check_root_step)
+        self.start(call, commit::check_root_step).await
     }
 }
 
@@ -167,7 +174,7 @@ impl RebuildRaidService for ServicingApi {
                 "RebuildRaid: software RAID is not supported by this daemon (storage.raid is an unsupported Host Configuration key)",
             )
             .into())
-        })
+        }).await
     }
 }
 
