@@ -21,7 +21,7 @@ pub async fn follow_servicing_stream(
 ) -> CliResult<()> {
     let mut started: Option<(String, Option<Cursor>)> = None;
     let mut dedup = Dedup::default();
-    let end = read_stream(progress, &mut stream, |response| {
+    let end = read_stream(progress, &mut stream, |response, _| {
         let Some(mut event) = Event::from_servicing(response) else {
             return Vec::new();
         };
