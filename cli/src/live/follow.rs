@@ -207,7 +207,7 @@ async fn watch_once(
             after: after.clone(),
         });
     }
-    let end = read_stream(progress, &mut stream, |response: &WatchResponse| {
+    let end = read_stream(progress, &mut stream, |response: &WatchResponse, _| {
         response
             .events
             .iter()

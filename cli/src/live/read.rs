@@ -8,6 +8,7 @@ use tonic::Streaming;
 
 use super::progress::Progress;
 use crate::render::event::Event;
+use crate::render::model::Model;
 
 /// How often the tty view is redrawn while the stream is quiet.
 const TICK: Duration = Duration::from_millis(200);
@@ -26,11 +27,13 @@ pub enum StreamEnd {
 /// Reads `stream` into `progress` until the operation's completion, the
 /// end of the stream or an error. `events_of` turns one message into the
 /// events to show, in order, doing the caller's bookkeeping (cursor,
-/// de-duplication) on the way; nothing after a completion is shown.
+/// de-duplication) on the way; it gets the view's model for what updates
+/// the view without being shown as a line of its own. Nothing after a
+/// completion is shown.
 pub async fn read_stream<M>(
     progress: &mut Progress,
     stream: &mut Streaming<M>,
-    mut events_of: impl FnMut(&M) -> Vec<Event>,
+    mut events_of: impl FnMut(&M, &mut Model) -> Vec<Event>,
 ) -> StreamEnd {
     let mut ticker = tokio::time::interval(TICK);
     loop {
@@ -39,7 +42,7 @@ pub async fn read_stream<M>(
                 None => return StreamEnd::Ended,
                 Some(Err(status)) => return StreamEnd::Broken(status),
                 Some(Ok(message)) => {
-                    for event in events_of(&message) {
+                    for event in events_of(&message, &mut progress.model) {
                         progress.feed(&event);
                         if matches!(event, Event::Completed { .. }) {
                             return StreamEnd::Completed;

@@ -21,15 +21,14 @@ pub async fn follow_servicing_stream(
 ) -> CliResult<()> {
     let mut started: Option<(String, Option<Cursor>)> = None;
     let mut dedup = Dedup::default();
-    // The full error report (the CLI opts in to it in `TraceParent::request`):
-    // it fills the failure block, it is not a line of its own.
-    let mut error_report = None;
-    let end = read_stream(progress, &mut stream, |response| {
+    let end = read_stream(progress, &mut stream, |response, model| {
         let Some(mut event) = Event::from_servicing(response) else {
             return Vec::new();
         };
+        // The full error report (the CLI opts in to it in `TraceParent::request`):
+        // it fills the failure block, it is not a line of its own.
         if matches!(event, Event::Error { .. }) {
-            error_report = Some(event);
+            model.apply(&event);
             return Vec::new();
         }
         if let Event::Started {
@@ -49,9 +48,6 @@ pub async fn follow_servicing_stream(
         vec![event]
     })
     .await;
-    if let Some(report) = &error_report {
-        progress.model.apply(report);
-    }
     let reason = match end {
         StreamEnd::Completed => return Ok(()),
         StreamEnd::Ended => "the servicing stream ended before the operation completed".to_string(),

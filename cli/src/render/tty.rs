@@ -1,5 +1,5 @@
 //! The terminal view: one frame (a list of lines) computed from the model.
-//! The driver in `commands::progress` redraws the frame in place; this file
+//! The driver in `live::progress` redraws the frame in place; this file
 //! only decides what the frame says.
 
 use std::time::SystemTime;
