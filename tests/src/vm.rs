@@ -120,6 +120,15 @@ impl Vm {
         let serial_log = spec.artifacts.join(format!("serial-{}.log", spec.name));
         let qemu_log = spec.artifacts.join(format!("qemu-{}.log", spec.name));
         let host_port = free_loopback_port()?;
+        // A log left by an earlier run would satisfy the first wait at once.
+        for log in [&serial_log, &qemu_log] {
+            match fs::remove_file(log) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing old {}", log.display()));
+                }
+                _ => {}
+            }
+        }
 
         let mut cmd = Command::new("qemu-system-x86_64");
         cmd.args(["-machine", "q35", "-accel", "tcg", "-no-user-config"])
