@@ -2,7 +2,7 @@
 # Builds trident.raw, a systemd system extension (squashfs) that adds Trident
 # to a host's /usr without installing a package:
 #   usr/bin/tridentd, usr/bin/trident
-#   usr/lib/systemd/system/tridentd.{service,socket}   (packaging/systemd)
+#   usr/lib/systemd/system/*.{service,socket}         (packaging/systemd)
 #   usr/lib/sysusers.d/trident.conf                    (the socket's group)
 #   usr/lib/extension-release.d/extension-release.trident
 #
@@ -46,8 +46,9 @@ install -D -m 0755 "$BIN_DIR/tridentd" "$TREE/usr/bin/tridentd"
 install -D -m 0755 "$BIN_DIR/trident" "$TREE/usr/bin/trident"
 # Debug info is most of a dev build's size; the extension does not need it.
 strip --strip-debug "$TREE/usr/bin/tridentd" "$TREE/usr/bin/trident"
+# Every unit Trident ships (packaging/systemd/*), so new ones come along.
 install -D -m 0644 -t "$TREE/usr/lib/systemd/system" \
-    "$REPO/packaging/systemd/tridentd.service" "$REPO/packaging/systemd/tridentd.socket"
+    "$REPO"/packaging/systemd/*.service "$REPO"/packaging/systemd/*.socket
 install -D -m 0644 /dev/stdin "$TREE/usr/lib/sysusers.d/trident.conf" <<'SYSUSERS'
 # Members of "trident" may connect to /run/trident/listen.sock (tridentd.socket).
 g trident -
