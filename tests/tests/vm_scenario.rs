@@ -109,6 +109,9 @@ async fn a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext() 
         "{}",
         boot.line
     );
+    assert!(boot.line.contains("socket=active"), "{}", boot.line);
+    // systemd-boot started the image's own entry (LoaderEntrySelected).
+    assert!(boot.line.contains("entry=trident-v1.conf"), "{}", boot.line);
 
     let guest = vm.forward_tridentd().unwrap();
     let version = guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
