@@ -28,7 +28,7 @@ KEEP=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --keep) KEEP="$2"; shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done

@@ -30,7 +30,7 @@ SYSEXT=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --sysext) SYSEXT="$(realpath "$2")"; shift 2 ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) break ;;
     esac
 done
