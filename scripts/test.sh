@@ -8,6 +8,8 @@
 #
 # Runs as root on a fresh machine with CI=true and no stdin.
 # Env: SKIP_INSTALL=1 skips the install section (offline re-runs).
+#      SKIP_VM=1 skips the VM section (boots UEFI VMs; needs ~4 min and, on
+#      the first run, network for the test OS packages).
 
 set -Eeuo pipefail
 
@@ -63,13 +65,32 @@ declare -A APT_FOR_COMMAND=(
     [npm]=npm
     [node]=nodejs
     [python3]=python3
+    # VM scenario (tests/tests/vm_scenario.rs): the test OS, its sysext, QEMU.
+    [qemu-system-x86_64]=qemu-system-x86
+    [mmdebstrap]=mmdebstrap
+    [mkfs.ext4]=e2fsprogs
+    [debugfs]=e2fsprogs
+    [mkfs.vfat]=dosfstools
+    [mcopy]=mtools
+    [mksquashfs]=squashfs-tools
+    [strip]=binutils
+)
+# file -> Debian package providing it (packages without a command)
+declare -A APT_FOR_FILE=(
+    [/usr/share/OVMF/OVMF_CODE_4M.fd]=ovmf    # UEFI firmware of the VMs
 )
 
 install_system_packages() {
-    local missing=() command package
+    local missing=() command package file
     for command in "${!APT_FOR_COMMAND[@]}"; do
         package="${APT_FOR_COMMAND[$command]}"
         if ! have "$command" && [[ " ${missing[*]} " != *" $package "* ]]; then
+            missing+=("$package")
+        fi
+    done
+    for file in "${!APT_FOR_FILE[@]}"; do
+        package="${APT_FOR_FILE[$file]}"
+        if [ ! -e "$file" ] && [[ " ${missing[*]} " != *" $package "* ]]; then
             missing+=("$package")
         fi
     done
@@ -147,6 +168,20 @@ if have cargo-nextest; then
 else
     cargo test --workspace --no-fail-fast 2>&1 | tee "$TEST_LOG"
     awk '/^test result:/ { p += $4; f += $6 } END { printf "cargo test summary: %d passed, %d failed\n", p, f }' "$TEST_LOG"
+fi
+
+# ---------------------------------------------------------------------------
+# VM scenario: the real test OS boots in a UEFI VM (QEMU + OVMF, TCG)
+# ---------------------------------------------------------------------------
+
+if [ "${SKIP_VM:-0}" != 1 ]; then
+    section "VM scenario (tests/tests/vm_scenario.rs; serial logs in target/vm-artifacts/)"
+    # #[ignore]d in the plain test run above because it takes minutes.
+    if have cargo-nextest; then
+        cargo nextest run -p trident-e2e --test vm_scenario --run-ignored only --no-capture
+    else
+        cargo test -p trident-e2e --test vm_scenario -- --ignored --nocapture
+    fi
 fi
 
 section "dashboards check (Grafana JSON, promtool, metric names seen by the OTLP receiver test)"

@@ -12,6 +12,9 @@
 //! # Ok(()) }
 //! ```
 
+pub mod test_os;
+pub mod vm;
+
 use std::{
     ffi::{OsStr, OsString},
     io::{BufRead, BufReader},

@@ -1,22 +1,46 @@
-//! mkcosi: writes a deterministic COSI 1.2 fixture and prints a JSON summary.
+//! mkcosi: writes a COSI 1.2 file and prints a JSON summary. Two modes:
 //!
-//! `cargo run -p trident-cosi --bin mkcosi -- --out FILE --size 256MiB --seed 2`
+//! - fixture (default): deterministic generated content,
+//!   `mkcosi --out FILE --size 256MiB --seed 2`
+//! - pack: given filesystem images become the partitions of a fresh GPT,
+//!   `mkcosi --out FILE --os-release FILE \
+//!      --filesystem image=esp.img,mount=/boot/efi,fs=vfat,uuid=ABCD-1234,type=esp \
+//!      --filesystem image=root.img,mount=/,fs=ext4,uuid=...,type=root`
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use trident_cosi::writer::{self, Corruption, FixtureSpec};
+use trident_cosi::metadata::{PART_TYPE_ESP, PART_TYPE_LINUX_DATA, PART_TYPE_ROOT_X86_64};
+use trident_cosi::writer::{self, Corruption, FixtureSpec, ImagePartition, ImagesSpec};
+use uuid::Uuid;
+
+const DEFAULT_FIXTURE_SIZE: u64 = 256 << 20;
 
 #[derive(Debug, Parser)]
-#[command(about = "Write a deterministic COSI 1.2 test image (GPT disk with ESP + root)")]
+#[command(
+    about = "Write a COSI 1.2 image: a deterministic test fixture (GPT disk with ESP + root), \
+             or given filesystem images packed with --filesystem"
+)]
 struct Args {
     /// Output .cosi file.
     #[arg(long)]
     out: PathBuf,
-    /// Disk size, e.g. 256MiB, 1GiB, or bytes.
-    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
-    size: u64,
+    /// Disk size, e.g. 256MiB, 1GiB, or bytes (fixture default 256MiB;
+    /// pack default: the smallest disk that holds the images).
+    #[arg(long, value_parser = parse_size)]
+    size: Option<u64>,
+    /// Pack mode: one filesystem image per partition, in disk order, as
+    /// image=PATH,mount=PATH,fs=TYPE,uuid=FSUUID,type=esp|root|linux|GUID
+    /// [,name=GPT-NAME][,size=SIZE].
+    #[arg(long = "filesystem", value_parser = parse_filesystem)]
+    filesystems: Vec<ImagePartition>,
+    /// Pack mode: the OS's os-release file (required with --filesystem).
+    #[arg(long)]
+    os_release: Option<PathBuf>,
+    /// Pack mode: bootloader type recorded in the metadata.
+    #[arg(long, default_value = "systemd-boot")]
+    bootloader: String,
     /// Content/GUID seed; use another seed for an "update" image.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -75,10 +99,87 @@ fn parse_corruption(s: &str) -> Result<Corruption, String> {
     }
 }
 
+fn parse_part_type(s: &str) -> Result<Uuid, String> {
+    let guid = match s {
+        "esp" => PART_TYPE_ESP,
+        "root" => PART_TYPE_ROOT_X86_64,
+        "linux" => PART_TYPE_LINUX_DATA,
+        other => other,
+    };
+    Uuid::parse_str(guid).map_err(|_| format!("{s:?} is not esp, root, linux or a GUID"))
+}
+
+fn parse_filesystem(s: &str) -> Result<ImagePartition, String> {
+    let (mut image, mut mount, mut fs, mut uuid, mut part_type) = (None, None, None, None, None);
+    let (mut name, mut size) = (None, None);
+    for field in s.split(',') {
+        let (key, value) = field
+            .split_once('=')
+            .ok_or_else(|| format!("{field:?}: expected KEY=VALUE"))?;
+        match key {
+            "image" => image = Some(PathBuf::from(value)),
+            "mount" => mount = Some(value.to_owned()),
+            "fs" => fs = Some(value.to_owned()),
+            "uuid" => uuid = Some(value.to_owned()),
+            "type" => part_type = Some(parse_part_type(value)?),
+            "name" => name = Some(value.to_owned()),
+            "size" => size = Some(parse_size(value)?),
+            other => return Err(format!("unknown key {other:?}")),
+        }
+    }
+    let missing = |key: &str| format!("{s:?}: {key}= is required");
+    let image = image.ok_or_else(|| missing("image"))?;
+    let mount_point = mount.ok_or_else(|| missing("mount"))?;
+    Ok(ImagePartition {
+        name: name.unwrap_or_else(|| {
+            if mount_point == "/" {
+                "root".to_owned()
+            } else {
+                mount_point.trim_start_matches('/').replace('/', "-")
+            }
+        }),
+        image,
+        mount_point,
+        fs_type: fs.ok_or_else(|| missing("fs"))?,
+        fs_uuid: uuid.ok_or_else(|| missing("uuid"))?,
+        part_type: part_type.ok_or_else(|| missing("type"))?,
+        size,
+    })
+}
+
+fn pack(args: Args) -> Result<()> {
+    if args.corrupt.is_some() {
+        bail!("--corrupt applies to fixtures only, not to --filesystem images");
+    }
+    let Some(os_release) = &args.os_release else {
+        bail!("--filesystem needs --os-release FILE (the OS's /etc/os-release)");
+    };
+    let spec = ImagesSpec {
+        partitions: args.filesystems,
+        disk_size: args.size,
+        lba_size: args.lba_size,
+        zstd_level: args.level,
+        os_release: std::fs::read_to_string(os_release)
+            .with_context(|| format!("reading {}", os_release.display()))?,
+        bootloader: args.bootloader,
+    };
+    if let Some(path) = &args.disk_image {
+        writer::write_images_disk(&spec, path)
+            .with_context(|| format!("writing disk image {}", path.display()))?;
+    }
+    let out = writer::pack_images(&spec, &args.out)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    println!("{}", serde_json::to_string(&out)?);
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
+    if !args.filesystems.is_empty() {
+        return pack(args);
+    }
     let spec = FixtureSpec {
-        disk_size: args.size,
+        disk_size: args.size.unwrap_or(DEFAULT_FIXTURE_SIZE),
         lba_size: args.lba_size,
         seed: args.seed,
         esp_size: args.esp_size,

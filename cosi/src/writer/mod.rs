@@ -1,4 +1,5 @@
-//! COSI writer for fixtures (tests, benchmarks, README demo).
+//! COSI writer: fixtures (tests, benchmarks, README demo) and packing given
+//! filesystem images (the VM test OS, [`pack_images`]).
 //!
 //! Builds a GPT disk (ESP + root) of deterministic content in memory-bounded
 //! chunks, compresses every region with ZSTD into a temp file next to the
@@ -7,6 +8,7 @@
 //! describes, for byte-for-byte comparisons, and produce corrupt variants.
 
 mod content;
+mod images;
 mod pack;
 
 use std::path::PathBuf;
@@ -18,6 +20,7 @@ use crate::gpt::{Gpt, GptError, PartitionSpec};
 use crate::metadata::{PART_TYPE_ESP, PART_TYPE_LINUX_DATA};
 
 pub use content::{ContentReader, fill as fill_content};
+pub use images::{ImagePartition, ImagesSpec, pack_images, write_images_disk};
 pub use pack::{kept_region_path, write_cosi, write_cosi_keeping_regions, write_disk_image};
 
 /// Default ESP size of fixtures.

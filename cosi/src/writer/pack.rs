@@ -16,12 +16,12 @@ use crate::metadata::{
 };
 use crate::source::{MARKER_ENTRY, METADATA_ENTRY};
 
-const CHUNK: usize = 4 << 20;
+pub(super) const CHUNK: usize = 4 << 20;
 /// Large enough for any level we use; tells readers how to size windows.
-const MAX_WINDOW_LOG: u32 = 27;
+pub(super) const MAX_WINDOW_LOG: u32 = 27;
 const OVERSIZE_EXTRA: u64 = 1 << 20;
 
-fn io_err(path: &Path) -> impl Fn(io::Error) -> WriterError + '_ {
+pub(super) fn io_err(path: &Path) -> impl Fn(io::Error) -> WriterError + '_ {
     move |source| WriterError::Io {
         path: path.to_owned(),
         source,
@@ -68,7 +68,7 @@ impl Read for RegionData {
 }
 
 /// Compresses `data` into `tmp`; returns (compressed size, sha384 hex, uncompressed size).
-fn compress(
+pub(super) fn compress(
     mut data: impl Read,
     tmp: &Path,
     level: i32,
@@ -102,9 +102,10 @@ fn os_release(seed: u64) -> String {
     )
 }
 
-struct Planned {
-    region: FixtureRegion,
-    tmp: PathBuf,
+/// A region compressed into `tmp`, waiting to be packed.
+pub(super) struct Planned {
+    pub(super) region: FixtureRegion,
+    pub(super) tmp: PathBuf,
 }
 
 /// Builds the fixture COSI at `out` and returns what it contains.
@@ -221,31 +222,9 @@ fn write(
         serde_json::to_vec_pretty(&metadata).map_err(|e| WriterError::Spec(e.to_string()))?;
     let metadata_sha384 = hex::encode(Sha384::digest(&json));
 
-    let file = File::create(out).map_err(io_err(out))?;
-    let mut tar = tar::Builder::new(BufWriter::with_capacity(CHUNK, file));
-    let mut append = |name: &str, size: u64, data: &mut dyn Read| -> Result<(), WriterError> {
-        let mut h = tar::Header::new_ustar();
-        h.set_size(size);
-        h.set_mode(0o644);
-        h.set_mtime(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        tar.append_data(&mut h, name, data).map_err(io_err(out))
-    };
-    append(MARKER_ENTRY, 0, &mut io::empty())?;
-    append(METADATA_ENTRY, json.len() as u64, &mut &json[..])?;
-    let mut truncate_at = None;
-    for (i, p) in planned.iter().enumerate() {
-        let mut f = File::open(&p.tmp).map_err(io_err(&p.tmp))?;
-        append(&p.region.path, p.region.compressed_size, &mut f)?;
-        if spec.corruption == Some(Corruption::Truncate { region: i }) {
-            truncate_at = Some(p.region.compressed_size / 2);
-        }
-    }
-    let mut inner = tar.into_inner().map_err(io_err(out))?;
-    inner.flush().map_err(io_err(out))?;
-    drop(inner);
+    write_archive(out, &json, &planned)?;
     if let Some(Corruption::Truncate { region }) = spec.corruption
-        && let Some(half) = truncate_at
+        && let Some(half) = planned.get(region).map(|p| p.region.compressed_size / 2)
     {
         // Data of region `region` starts after the tar headers that precede
         // it; find it by re-reading sizes: marker + metadata + earlier regions.
@@ -279,7 +258,34 @@ fn write(
     })
 }
 
-fn image_file(r: &FixtureRegion) -> ImageFile {
+/// Packs `cosi-marker`, `metadata.json` and the compressed regions (in
+/// `planned` order, which is disk order) into the COSI tar at `out`.
+pub(super) fn write_archive(
+    out: &Path,
+    json: &[u8],
+    planned: &[Planned],
+) -> Result<(), WriterError> {
+    let file = File::create(out).map_err(io_err(out))?;
+    let mut tar = tar::Builder::new(BufWriter::with_capacity(CHUNK, file));
+    let mut append = |name: &str, size: u64, data: &mut dyn Read| -> Result<(), WriterError> {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(size);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut h, name, data).map_err(io_err(out))
+    };
+    append(MARKER_ENTRY, 0, &mut io::empty())?;
+    append(METADATA_ENTRY, json.len() as u64, &mut &json[..])?;
+    for p in planned {
+        let mut f = File::open(&p.tmp).map_err(io_err(&p.tmp))?;
+        append(&p.region.path, p.region.compressed_size, &mut f)?;
+    }
+    let mut inner = tar.into_inner().map_err(io_err(out))?;
+    inner.flush().map_err(io_err(out))
+}
+
+pub(super) fn image_file(r: &FixtureRegion) -> ImageFile {
     ImageFile {
         path: r.path.clone(),
         compressed_size: r.compressed_size,

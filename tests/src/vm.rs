@@ -1,0 +1,364 @@
+//! QEMU harness: boots disk images under UEFI firmware (OVMF) and lets a
+//! test watch the serial console and reach the guest's tridentd.
+//!
+//! - TCG (`-accel tcg`): KVM is not usable on the CI machines.
+//! - Each VM gets its own copy of the OVMF variable store, so boot entries a
+//!   guest writes never leak into another VM.
+//! - The serial console goes to `target/vm-artifacts/<test>/serial-<vm>.log`
+//!   and stays there after the test, pass or fail.
+//! - User-mode network: the guest reaches the host's loopback at 10.0.2.2;
+//!   the guest's TCP port [`GUEST_TRIDENTD_PORT`] (the test OS bridges it to
+//!   tridentd's socket) is forwarded to a free loopback port, and
+//!   [`Vm::forward_tridentd`] exposes that as a local Unix socket, so the
+//!   real `trident` CLI and tonic channels work unchanged.
+
+use std::fs;
+use std::net::TcpListener as StdTcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tempfile::TempDir;
+use tokio::net::{TcpStream, UnixListener};
+use tokio::task::JoinHandle;
+
+use crate::bin_dir;
+
+/// UEFI firmware code (no Secure Boot: the test OS is unsigned).
+pub const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+/// Template of the UEFI variable store; copied per VM.
+pub const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
+/// TCP port in the test OS bridged to `/run/trident/listen.sock`.
+pub const GUEST_TRIDENTD_PORT: u16 = 7000;
+/// Serial marker the test OS prints once it is up (`trident-test-ready.service`).
+pub const READY_MARKER: &str = "TRIDENT-TEST-OS-READY";
+const POLL: Duration = Duration::from_millis(500);
+
+/// `target/vm-artifacts/<test>`: serial and QEMU logs kept for inspection.
+pub fn artifacts_dir(test: &str) -> anyhow::Result<PathBuf> {
+    let profile = bin_dir();
+    let target = profile.parent().unwrap_or(&profile);
+    let dir = target.join("vm-artifacts").join(test);
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// What to boot.
+#[derive(Debug, Clone)]
+pub struct VmSpec {
+    name: String,
+    artifacts: PathBuf,
+    disks: Vec<PathBuf>,
+    memory_mib: u32,
+    cpus: u32,
+}
+
+impl VmSpec {
+    /// A VM called `name` whose logs go to `artifacts`.
+    pub fn new(name: &str, artifacts: &Path) -> Self {
+        VmSpec {
+            name: name.to_owned(),
+            artifacts: artifacts.to_owned(),
+            disks: Vec::new(),
+            memory_mib: 1024,
+            cpus: 2,
+        }
+    }
+
+    /// Adds a raw disk image (virtio); firmware tries disks in this order.
+    pub fn disk(mut self, path: impl Into<PathBuf>) -> Self {
+        self.disks.push(path.into());
+        self
+    }
+
+    pub fn memory_mib(mut self, mib: u32) -> Self {
+        self.memory_mib = mib;
+        self
+    }
+}
+
+/// A serial marker seen during a boot, and how long that boot took.
+#[derive(Debug, Clone)]
+pub struct Boot {
+    /// The whole serial line holding the marker.
+    pub line: String,
+    pub duration: Duration,
+}
+
+/// A running QEMU; killed on drop.
+#[derive(Debug)]
+pub struct Vm {
+    name: String,
+    child: Child,
+    serial_log: PathBuf,
+    host_port: u16,
+    /// Bytes of the serial log already matched; waits look after this.
+    cursor: usize,
+    boot_started: Instant,
+    boots: u32,
+    _dir: TempDir,
+}
+
+fn free_loopback_port() -> anyhow::Result<u16> {
+    // QEMU binds it a moment later; a collision fails loudly in QEMU's log.
+    let listener = StdTcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+impl Vm {
+    /// Starts QEMU. The firmware starts booting at once.
+    pub fn start(spec: VmSpec) -> anyhow::Result<Vm> {
+        if spec.disks.is_empty() {
+            bail!("VM {}: no disk to boot", spec.name);
+        }
+        let dir = tempfile::Builder::new().prefix("trident-vm-").tempdir()?;
+        let vars = dir.path().join("OVMF_VARS.fd");
+        fs::copy(OVMF_VARS, &vars).with_context(|| format!("copying {OVMF_VARS} (ovmf)"))?;
+        let serial_log = spec.artifacts.join(format!("serial-{}.log", spec.name));
+        let qemu_log = spec.artifacts.join(format!("qemu-{}.log", spec.name));
+        let host_port = free_loopback_port()?;
+        // A log left by an earlier run would satisfy the first wait at once.
+        for log in [&serial_log, &qemu_log] {
+            match fs::remove_file(log) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| format!("removing old {}", log.display()));
+                }
+                _ => {}
+            }
+        }
+
+        let mut cmd = Command::new("qemu-system-x86_64");
+        cmd.args(["-machine", "q35", "-accel", "tcg", "-no-user-config"])
+            .args(["-m", &spec.memory_mib.to_string()])
+            .args(["-smp", &spec.cpus.to_string()])
+            .args(["-display", "none", "-vga", "none", "-monitor", "none"])
+            .args(["-serial", &format!("file:{}", serial_log.display())])
+            .arg("-drive")
+            .arg(format!(
+                "if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}"
+            ))
+            .arg("-drive")
+            .arg(format!(
+                "if=pflash,format=raw,unit=1,file={}",
+                vars.display()
+            ))
+            .arg("-netdev")
+            .arg(format!(
+                "user,id=net0,hostfwd=tcp:127.0.0.1:{host_port}-:{GUEST_TRIDENTD_PORT}"
+            ))
+            .args(["-device", "virtio-net-pci,netdev=net0"]);
+        for (i, disk) in spec.disks.iter().enumerate() {
+            cmd.arg("-drive")
+                .arg(format!(
+                    "if=none,id=disk{i},format=raw,file={}",
+                    disk.display()
+                ))
+                .arg("-device")
+                .arg(format!("virtio-blk-pci,drive=disk{i},bootindex={i}"));
+        }
+        let log = fs::File::create(&qemu_log)?;
+        cmd.stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        let child = cmd
+            .spawn()
+            .context("starting qemu-system-x86_64 (package qemu-system-x86)")?;
+        println!(
+            "vm {}: started (pid {}, serial log {}, tridentd forward 127.0.0.1:{host_port})",
+            spec.name,
+            child.id(),
+            serial_log.display()
+        );
+        Ok(Vm {
+            name: spec.name,
+            child,
+            serial_log,
+            host_port,
+            cursor: 0,
+            boot_started: Instant::now(),
+            boots: 0,
+            _dir: dir,
+        })
+    }
+
+    pub fn serial_log(&self) -> &Path {
+        &self.serial_log
+    }
+
+    /// The serial log so far (lossy UTF-8: firmware output is not text).
+    pub fn serial(&self) -> String {
+        String::from_utf8_lossy(&fs::read(&self.serial_log).unwrap_or_default()).into_owned()
+    }
+
+    fn tail(&self) -> String {
+        let log = self.serial();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// Waits until `marker` appears on the serial console after everything
+    /// matched before; returns its whole line. Fails if QEMU exits first.
+    pub async fn wait_for_serial(
+        &mut self,
+        marker: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let bytes = fs::read(&self.serial_log).unwrap_or_default();
+            let fresh = bytes.get(self.cursor..).unwrap_or_default();
+            if let Some(at) = fresh
+                .windows(marker.len())
+                .position(|w| w == marker.as_bytes())
+            {
+                let start = fresh[..at]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                // Only a complete line counts: the rest may still be coming.
+                if let Some(newline) = fresh[at..].iter().position(|&b| b == b'\n') {
+                    let end = at + newline;
+                    let line = String::from_utf8_lossy(&fresh[start..end])
+                        .trim_end_matches('\r')
+                        .to_owned();
+                    self.cursor += end + 1;
+                    return Ok(line);
+                }
+            }
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "vm {}: QEMU exited ({status}) before {marker:?}; serial tail:\n{}",
+                    self.name,
+                    self.tail()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "vm {}: no {marker:?} within {timeout:?}; serial tail:\n{}",
+                    self.name,
+                    self.tail()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Waits for the next boot to print `marker` and reports how long the
+    /// boot took (since start, or since the previous boot's marker when the
+    /// guest rebooted in between).
+    pub async fn wait_for_boot(&mut self, marker: &str, timeout: Duration) -> anyhow::Result<Boot> {
+        let line = self.wait_for_serial(marker, timeout).await?;
+        let duration = self.boot_started.elapsed();
+        self.boots += 1;
+        println!(
+            "vm {}: boot {} reached {marker} after {:.1}s",
+            self.name,
+            self.boots,
+            duration.as_secs_f64()
+        );
+        self.boot_started = Instant::now();
+        Ok(Boot { line, duration })
+    }
+
+    /// Restarts the boot clock, e.g. right before asking the guest to reboot.
+    pub fn boot_clock_restart(&mut self) {
+        self.boot_started = Instant::now();
+    }
+
+    /// A local Unix socket that reaches the guest's tridentd (each connection
+    /// is forwarded to the VM's tridentd port). Needs a tokio runtime.
+    pub fn forward_tridentd(&self) -> anyhow::Result<UnixForward> {
+        UnixForward::start(self.host_port)
+    }
+
+    /// Stops QEMU (SIGTERM, then SIGKILL after 10 s).
+    pub fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let pid = Pid::from_raw(self.child.id() as i32);
+        let _ = kill(pid, Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A Unix socket on the host whose connections are piped to a loopback TCP
+/// port (the VM's forwarded tridentd port). Stops on drop.
+#[derive(Debug)]
+pub struct UnixForward {
+    path: PathBuf,
+    task: JoinHandle<()>,
+    _dir: TempDir,
+}
+
+impl UnixForward {
+    fn start(port: u16) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("trident-fwd-").tempdir()?;
+        let path = dir.path().join("tridentd.sock");
+        let listener =
+            UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
+        let task = tokio::spawn(async move {
+            while let Ok((mut unix, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if let Ok(mut tcp) = TcpStream::connect(("127.0.0.1", port)).await {
+                        let _ = tokio::io::copy_bidirectional(&mut unix, &mut tcp).await;
+                    }
+                });
+            }
+        });
+        Ok(UnixForward {
+            path,
+            task,
+            _dir: dir,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Waits until the guest's tridentd answers `Version` through this socket.
+    pub async fn wait_until_answering(
+        &self,
+        timeout: Duration,
+    ) -> anyhow::Result<trident_proto::v1::VersionResponse> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let attempt =
+                tokio::time::timeout(Duration::from_secs(30), crate::version(&self.path)).await;
+            match attempt {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) if Instant::now() > deadline => {
+                    bail!("guest tridentd did not answer within {timeout:?}: {e:#}")
+                }
+                Err(_) if Instant::now() > deadline => {
+                    bail!("guest tridentd did not answer within {timeout:?}")
+                }
+                _ => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        }
+    }
+}
+
+impl Drop for UnixForward {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

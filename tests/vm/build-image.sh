@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Builds one version of the Trident test OS: a small bootable Debian bookworm
+# as two filesystem images made without mounting anything:
+#   OUTDIR/esp.img   FAT32 ESP: systemd-boot (EFI/BOOT/BOOTX64.EFI), loader.conf,
+#                    a Type 1 entry with this version's kernel and initrd
+#   OUTDIR/root.img  ext4 root filesystem (mkfs.ext4 -d)
+#   OUTDIR/image.env what mkcosi needs to pack them (fs UUIDs, sizes, version)
+#
+#   tests/vm/build-image.sh [--sysext FILE] VERSION OUTDIR
+#
+# The root filesystem tree (mmdebstrap, ~100 s and a download) is cached under
+# $TRIDENT_VM_CACHE (default /var/cache/trident-vm) by the hash of the
+# mmdebstrap command line, so reruns and other versions skip it. Everything
+# per version (os-release, units, the sysext) is applied to a copy.
+#
+# Versions differ in /usr/lib/os-release: IMAGE_VERSION=VERSION,
+# TRIDENT_TEST_VERSION=VERSION and PRETTY_NAME (ID and VERSION_ID stay
+# debian/12, so a sysext pinned to the host OS still matches).
+#
+# --sysext FILE puts FILE (packaging/sysext/build.sh's trident.raw) in
+# /var/lib/extensions/ and enables systemd-sysext.service and tridentd.socket:
+# the OS has no tridentd of its own, it only gets one by merging that image.
+#
+# Needs root (ownership in the tree), mmdebstrap, e2fsprogs, dosfstools, mtools.
+
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SYSEXT=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --sysext) SYSEXT="$(realpath "$2")"; shift 2 ;;
+    -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) break ;;
+    esac
+done
+[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] VERSION OUTDIR" >&2; exit 2; }
+VERSION="$1"
+OUTDIR="$2"
+[[ "$VERSION" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "VERSION must be [A-Za-z0-9._-]+" >&2; exit 2; }
+[ -z "$SYSEXT" ] || [ -f "$SYSEXT" ] || { echo "no sysext at $SYSEXT" >&2; exit 2; }
+mkdir -p "$OUTDIR"
+OUTDIR="$(realpath "$OUTDIR")"
+
+CACHE="${TRIDENT_VM_CACHE:-/var/cache/trident-vm}"
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+ESP_MIB="${TRIDENT_VM_ESP_MIB:-128}"
+STARTED=$SECONDS
+STEP_STARTED=$SECONDS
+
+timing() { # prints how long the step since the last call took
+    echo "timing: $1 $((SECONDS - STEP_STARTED))s"
+    STEP_STARTED=$SECONDS
+}
+
+# --- 1. root filesystem tree, cached ----------------------------------------
+
+PACKAGES="systemd-sysv,linux-image-cloud-amd64,systemd-boot-efi,udev,kmod,e2fsprogs,iproute2"
+MMDEBSTRAP_ARGS=(
+    --variant=minbase
+    --include="$PACKAGES"
+    # Documentation, man pages and translations are dead weight in a test OS.
+    --dpkgopt='path-exclude=/usr/share/man/*'
+    --dpkgopt='path-exclude=/usr/share/doc/*'
+    --dpkgopt='path-include=/usr/share/doc/*/copyright'
+    --dpkgopt='path-exclude=/usr/share/locale/*'
+    --dpkgopt='path-exclude=/usr/share/info/*'
+    bookworm
+)
+# Cache key: everything that decides the tree's content.
+KEY="$(printf '%s\n' "rootfs-v1" "$MIRROR" "${MMDEBSTRAP_ARGS[@]}" | sha256sum | cut -c1-16)"
+ROOTFS_TAR="$CACHE/rootfs-$KEY.tar"
+if [ -f "$ROOTFS_TAR" ]; then
+    echo "rootfs: cached $ROOTFS_TAR"
+else
+    echo "rootfs: building $ROOTFS_TAR (mmdebstrap, downloads ~150 MB)"
+    mkdir -p "$CACHE"
+    mmdebstrap --quiet --format=tar "${MMDEBSTRAP_ARGS[@]}" "$ROOTFS_TAR.partial" "$MIRROR"
+    mv "$ROOTFS_TAR.partial" "$ROOTFS_TAR"
+fi
+timing rootfs
+
+# --- 2. this version's tree ---------------------------------------------------
+
+WORK="$OUTDIR/.build"
+rm -rf "$WORK"
+mkdir -p "$WORK/root"
+trap 'rm -rf "$WORK"' EXIT
+ROOT="$WORK/root"
+tar --numeric-owner -xpf "$ROOTFS_TAR" -C "$ROOT"
+timing extract
+
+# Deterministic identities per version: reruns give the same UUIDs.
+hash_of() { printf '%s' "$1" | sha256sum | cut -c1-32; }
+as_uuid() { local h="$1"; echo "${h:0:8}-${h:8:4}-4${h:13:3}-a${h:17:3}-${h:20:12}"; }
+ROOT_UUID="$(as_uuid "$(hash_of "trident-test-os/$VERSION/root")")"
+ESP_ID="$(hash_of "trident-test-os/$VERSION/esp" | cut -c1-8 | tr a-f A-F)"
+ESP_UUID="${ESP_ID:0:4}-${ESP_ID:4:4}"
+
+sed -i -e '/^PRETTY_NAME=/d' "$ROOT/usr/lib/os-release"
+cat >>"$ROOT/usr/lib/os-release" <<OSR
+PRETTY_NAME="Trident test OS $VERSION (Debian 12)"
+IMAGE_ID=trident-test-os
+IMAGE_VERSION=$VERSION
+TRIDENT_TEST_VERSION=$VERSION
+OSR
+echo "trident-test" >"$ROOT/etc/hostname"
+cat >"$ROOT/etc/fstab" <<FSTAB
+UUID=$ROOT_UUID / ext4 defaults 0 1
+UUID=$ESP_UUID /boot/efi vfat umask=0077,nofail 0 2
+FSTAB
+mkdir -p "$ROOT/boot/efi"
+# The guest is reached only from the host through QEMU's user network.
+passwd --root "$ROOT" --delete root >/dev/null
+
+enable() { # enable UNIT in TARGET.wants (no systemctl inside a chroot needed)
+    mkdir -p "$ROOT/etc/systemd/system/$2.wants"
+    ln -sf "$3/$1" "$ROOT/etc/systemd/system/$2.wants/$1"
+}
+cp -r "$HERE/guest/." "$ROOT/"
+enable systemd-networkd.service multi-user.target /lib/systemd/system
+enable trident-forward.socket sockets.target /etc/systemd/system
+enable trident-test-ready.service multi-user.target /etc/systemd/system
+if [ -n "$SYSEXT" ]; then
+    mkdir -p "$ROOT/var/lib/extensions"
+    cp "$SYSEXT" "$ROOT/var/lib/extensions/trident.raw"
+    enable systemd-sysext.service sysinit.target /lib/systemd/system
+    enable trident-sysext-reload.service sysinit.target /etc/systemd/system
+    # Dangling until systemd-sysext merges /usr: the unit comes from the image.
+    enable tridentd.socket sockets.target /usr/lib/systemd/system
+fi
+timing customize
+
+# --- 3. filesystem images -----------------------------------------------------
+
+KERNEL="$(find "$ROOT/boot" -maxdepth 1 -name 'vmlinuz-*' | sort | tail -n 1)"
+INITRD="$ROOT/boot/initrd.img-${KERNEL##*/vmlinuz-}"
+[ -f "$KERNEL" ] && [ -f "$INITRD" ] || { echo "no kernel/initrd in $ROOT/boot" >&2; exit 1; }
+
+ESP="$OUTDIR/esp.img"
+rm -f "$ESP"
+mkfs.vfat -F 32 -n ESP -i "$ESP_ID" -C "$ESP" $((ESP_MIB * 1024)) >/dev/null
+mmd -i "$ESP" ::/EFI ::/EFI/BOOT ::/EFI/systemd ::/loader ::/loader/entries ::/trident "::/trident/$VERSION"
+BOOT_EFI="$ROOT/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
+mcopy -i "$ESP" "$BOOT_EFI" ::/EFI/BOOT/BOOTX64.EFI
+mcopy -i "$ESP" "$BOOT_EFI" ::/EFI/systemd/systemd-bootx64.efi
+mcopy -i "$ESP" "$KERNEL" "::/trident/$VERSION/vmlinuz"
+mcopy -i "$ESP" "$INITRD" "::/trident/$VERSION/initrd.img"
+printf 'default trident-*\ntimeout 0\neditor no\n' >"$WORK/loader.conf"
+cat >"$WORK/entry.conf" <<ENTRY
+title   Trident test OS $VERSION
+version $VERSION
+linux   /trident/$VERSION/vmlinuz
+initrd  /trident/$VERSION/initrd.img
+options root=UUID=$ROOT_UUID rw console=ttyS0,115200 systemd.show_status=1
+ENTRY
+mcopy -i "$ESP" "$WORK/loader.conf" ::/loader/loader.conf
+mcopy -i "$ESP" "$WORK/entry.conf" "::/loader/entries/trident-$VERSION.conf"
+timing esp
+
+# Room to breathe: 25% + 64 MiB over the tree, in whole MiB.
+USED_KIB="$(du -s --block-size=1K "$ROOT" | cut -f1)"
+ROOT_MIB=$(( (USED_KIB * 5 / 4) / 1024 + 64 ))
+RIMG="$OUTDIR/root.img"
+rm -f "$RIMG"
+mkfs.ext4 -q -L root -U "$ROOT_UUID" -d "$ROOT" "$RIMG" "${ROOT_MIB}M"
+timing root
+
+cat >"$OUTDIR/image.env" <<ENV
+VERSION=$VERSION
+ESP_IMAGE=$ESP
+ESP_FS_UUID=$ESP_UUID
+ESP_SIZE=$(stat -c %s "$ESP")
+ROOT_IMAGE=$RIMG
+ROOT_FS_UUID=$ROOT_UUID
+ROOT_SIZE=$(stat -c %s "$RIMG")
+KERNEL=${KERNEL##*/}
+SYSEXT=${SYSEXT:+trident.raw}
+ENV
+cp "$ROOT/usr/lib/os-release" "$OUTDIR/os-release"
+echo "image $VERSION: $ESP (${ESP_MIB} MiB), $RIMG (${ROOT_MIB} MiB, UUID $ROOT_UUID)"
+echo "timing: total $((SECONDS - STARTED))s"
