@@ -51,29 +51,12 @@ fn stream_disk(
     hash: Option<&str>,
     disks: &[PathBuf],
 ) -> Result<(String, PathBuf), TridentError> {
-    let validate = Phase::start(
-        "validate",
-        "Validate request and image metadata",
-        Unit::Items,
-        Some(1),
-    );
-    if url.trim().is_empty() {
-        return Err(TridentError::new(
-            Subkind::InvalidImageUrl,
-            "StreamDisk: image_url is empty",
-        ));
-    }
-    let expected = ExpectedHash::from_optional(hash).map_err(cosi_error)?;
-    let mut source = CosiSource::open(url, &expected).map_err(cosi_error)?;
-    let disk_size = source.disk().size;
-    let target = pick_disk(disks, disk_size)?;
-    validate.set(1);
-    validate.done();
+    let (mut source, target) = validate(url, hash, disks)?;
     tracing::info!(
         url,
         image_hash = %source.image_hash(),
         target = %target.display(),
-        disk_size,
+        disk_size = source.disk().size,
         "streaming image to disk"
     );
 
@@ -106,6 +89,33 @@ fn stream_disk(
     verify.set(1);
     verify.done();
     Ok((report.image_hash, target))
+}
+
+/// The "validate" phase: the request, the image's metadata (its SHA-384
+/// checked) and the smallest candidate disk that holds the image.
+fn validate(
+    url: &str,
+    hash: Option<&str>,
+    disks: &[PathBuf],
+) -> Result<(CosiSource, PathBuf), TridentError> {
+    let validate = Phase::start(
+        "validate",
+        "Validate request and image metadata",
+        Unit::Items,
+        Some(1),
+    );
+    if url.trim().is_empty() {
+        return Err(TridentError::new(
+            Subkind::InvalidImageUrl,
+            "StreamDisk: image_url is empty",
+        ));
+    }
+    let expected = ExpectedHash::from_optional(hash).map_err(cosi_error)?;
+    let source = CosiSource::open(url, &expected).map_err(cosi_error)?;
+    let target = pick_disk(disks, source.disk().size)?;
+    validate.set(1);
+    validate.done();
+    Ok((source, target))
 }
 
 /// The smallest candidate that holds `needed` bytes.

@@ -123,39 +123,9 @@ fn adopt(fd: RawFd, name: Option<String>) -> Result<ActivatedSocket, ServerError
             format!("a socket whose address is unreadable ({errno})"),
         )
     })?;
-    match address.family() {
-        Some(AddressFamily::Unix) => {}
-        Some(AddressFamily::Inet) => return Err(refuse(fd, "an IPv4 (AF_INET) socket")),
-        Some(AddressFamily::Inet6) => return Err(refuse(fd, "an IPv6 (AF_INET6) socket")),
-        Some(family) => {
-            return Err(refuse(
-                fd,
-                format!("a socket of family {family:?}, not AF_UNIX"),
-            ));
-        }
-        None => return Err(refuse(fd, "a socket of unknown family, not AF_UNIX")),
-    }
+    check_unix_family(fd, &address)?;
     let owned = adopt_fd(fd);
-    match getsockopt(&owned, sockopt::SockType) {
-        Ok(SockType::Stream) => {}
-        Ok(SockType::Datagram) => return Err(refuse(fd, "a Unix datagram (SOCK_DGRAM) socket")),
-        Ok(SockType::SeqPacket) => {
-            return Err(refuse(fd, "a Unix seqpacket (SOCK_SEQPACKET) socket"));
-        }
-        Ok(other) => {
-            return Err(refuse(
-                fd,
-                format!("a Unix {other:?} socket, not SOCK_STREAM"),
-            ));
-        }
-        Err(errno) => return Err(refuse(fd, format!("a socket of unknown type ({errno})"))),
-    }
-    if !getsockopt(&owned, sockopt::AcceptConn).unwrap_or(false) {
-        return Err(refuse(
-            fd,
-            "a Unix stream socket that is not listening (Accept=yes?)",
-        ));
-    }
+    check_listening_stream(fd, &owned)?;
     // systemd passes the fds without FD_CLOEXEC; scripts we run must not inherit them.
     fcntl(&owned, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).map_err(|errno| {
         ServerError::Activation(format!("fd {fd}: cannot set close-on-exec: {errno}"))
@@ -174,6 +144,45 @@ fn adopt(fd: RawFd, name: Option<String>) -> Result<ActivatedSocket, ServerError
         path,
         listener,
     })
+}
+
+/// The socket is AF_UNIX (systemd may pass IP sockets too).
+fn check_unix_family(fd: RawFd, address: &SockaddrStorage) -> Result<(), ServerError> {
+    match address.family() {
+        Some(AddressFamily::Unix) => Ok(()),
+        Some(AddressFamily::Inet) => Err(refuse(fd, "an IPv4 (AF_INET) socket")),
+        Some(AddressFamily::Inet6) => Err(refuse(fd, "an IPv6 (AF_INET6) socket")),
+        Some(family) => Err(refuse(
+            fd,
+            format!("a socket of family {family:?}, not AF_UNIX"),
+        )),
+        None => Err(refuse(fd, "a socket of unknown family, not AF_UNIX")),
+    }
+}
+
+/// The socket is a listening stream socket (not datagram, not `Accept=yes`).
+fn check_listening_stream(fd: RawFd, owned: &OwnedFd) -> Result<(), ServerError> {
+    match getsockopt(owned, sockopt::SockType) {
+        Ok(SockType::Stream) => {}
+        Ok(SockType::Datagram) => return Err(refuse(fd, "a Unix datagram (SOCK_DGRAM) socket")),
+        Ok(SockType::SeqPacket) => {
+            return Err(refuse(fd, "a Unix seqpacket (SOCK_SEQPACKET) socket"));
+        }
+        Ok(other) => {
+            return Err(refuse(
+                fd,
+                format!("a Unix {other:?} socket, not SOCK_STREAM"),
+            ));
+        }
+        Err(errno) => return Err(refuse(fd, format!("a socket of unknown type ({errno})"))),
+    }
+    if !getsockopt(owned, sockopt::AcceptConn).unwrap_or(false) {
+        return Err(refuse(
+            fd,
+            "a Unix stream socket that is not listening (Accept=yes?)",
+        ));
+    }
+    Ok(())
 }
 
 #[allow(unsafe_code)]
