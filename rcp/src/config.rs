@@ -98,6 +98,9 @@ fn load_file(path: &Path, explicit: bool) -> Result<FileConfig, RcpError> {
         }
         Err(err) => return Err(RcpError::io(format!("cannot read {}", path.display()), err)),
     };
+    if text.trim().is_empty() {
+        return Ok(FileConfig::default());
+    }
     serde_saphyr::from_str(&text).map_err(|e| RcpError::Config(format!("{}: {e}", path.display())))
 }
 
