@@ -190,3 +190,45 @@ async fn a_cut_tunnel_comes_back_and_watch_resumes_from_its_cursor() {
         "four updates ran, each seen completing once"
     );
 }
+
+/// A peer that stops answering without closing anything (SIGSTOP) is
+/// noticed by the keepalive pings (1 s interval, 5 s timeout here) on both
+/// sides: the listener drops a frozen host, the agent drops a frozen
+/// listener and dials again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalive_notices_a_frozen_peer_on_either_side() {
+    use nix::sys::signal::Signal;
+    let pki = Pki::new();
+    let daemon = Daemon::builder()
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await
+        .unwrap();
+    let listener = ListenerProc::start(&pki, &[]);
+    let files = pki.host("host-1", &LeafSpec::dns("host-1"));
+    let agent = AgentProc::start(listener.addr, ORCHESTRATOR, &files, daemon.socket_path());
+    let socket = pki.sockets_dir().join("host-1.sock");
+    listener.nth_event("connected", 0, |_| true);
+
+    // A frozen host: the listener's pings go unanswered.
+    agent.signal(Signal::SIGSTOP);
+    let gone = listener.nth_event("disconnected", 0, |_| true);
+    assert!(
+        gone["reason"].as_str().unwrap().contains("tunnel lost"),
+        "{gone}"
+    );
+    wait_path(&socket, false).await;
+    agent.signal(Signal::SIGCONT);
+    listener.nth_event("connected", 1, |_| true);
+
+    // A frozen listener: the agent's pings go unanswered; it gives the
+    // tunnel up and dials again (which cannot complete while frozen).
+    listener.signal(Signal::SIGSTOP);
+    agent
+        .stderr
+        .wait_for("agent noticing the frozen listener", |l| {
+            l.contains("tunnel closed") && l.contains("tunnel lost")
+        });
+    listener.signal(Signal::SIGCONT);
+    listener.nth_event("connected", 2, |_| true);
+}

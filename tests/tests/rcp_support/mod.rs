@@ -173,6 +173,15 @@ impl ListenerProc {
     pub fn event(&self, kind: &str, pred: impl Fn(&Value) -> bool) -> Value {
         self.nth_event(kind, 0, pred)
     }
+
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        signal_child(&self.child, signal);
+    }
+}
+
+fn signal_child(child: &Child, signal: nix::sys::signal::Signal) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, signal).unwrap();
 }
 
 impl Drop for ListenerProc {
@@ -212,6 +221,10 @@ impl AgentProc {
             .expect("start trident-rcp");
         let stderr = Lines::follow(child.stderr.take().unwrap());
         AgentProc { child, stderr }
+    }
+
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        signal_child(&self.child, signal);
     }
 
     /// SIGKILL: the tunnel is cut without any goodbye.
