@@ -124,9 +124,12 @@ pub async fn run(args: &RcpListenArgs) -> CliResult<Exit> {
     }
 }
 
-/// One JSON object per line on stdout.
+/// One JSON object per line on stdout. A reader that went away must not
+/// take the tunnels down with it (println! would panic on EPIPE).
 fn emit(value: serde_json::Value) {
-    println!("{value}");
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{value}").and_then(|()| stdout.flush());
 }
 
 fn connected(args: &RcpListenArgs, sockets: &mut Sockets, host: Host) {
