@@ -9,6 +9,7 @@ mod end_to_end;
 mod hot_path;
 mod memory;
 mod otlp_export;
+mod rcp;
 mod report;
 mod servicing;
 mod stream_disk;
@@ -19,9 +20,9 @@ use anyhow::bail;
 /// Benchmarks `all` runs, in order.
 const ALL: &[&str] = &["hot-path", "end-to-end", "memory"];
 
-/// Usage line, naming every benchmark (the last three need a few GB of disk
-/// and are run by name only).
-const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export]... [--quick]";
+/// Usage line, naming every benchmark (the last four are run by name only:
+/// three need a few GB of disk, rcp starts a thousand agents).
+const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp]... [--quick]";
 
 fn main() -> anyhow::Result<()> {
     let mut quick = false;
@@ -54,6 +55,7 @@ fn main() -> anyhow::Result<()> {
             "stream-disk" => stream_disk::run(quick)?,
             "otlp-export" => otlp_export::run(quick)?,
             "servicing" => servicing::run(quick)?,
+            "rcp" => rcp::run(quick)?,
             other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
         }
     }

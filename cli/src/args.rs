@@ -74,6 +74,9 @@ pub enum Command {
     Version,
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Accept hosts' reverse-connect proxies (trident-rcp) and give each a local socket.
+    #[command(name = "rcp-listen")]
+    RcpListen(crate::commands::rcp_listen::RcpListenArgs),
 }
 
 /// Log verbosity filter (upstream's LevelFilter names).

@@ -7,6 +7,7 @@ pub mod get;
 pub mod install;
 pub mod logs;
 pub mod offline_initialize;
+pub mod rcp_listen;
 pub mod rebuild_raid;
 pub mod rollback;
 pub mod stream_disk;
@@ -79,5 +80,6 @@ async fn dispatch(cli: Cli) -> CliResult<Exit> {
         Command::Diagnose(args) => diagnose::run(&ctx, &args).await,
         Command::Version => version::run(&ctx).await,
         Command::Completions(args) => completions::run(&args),
+        Command::RcpListen(args) => rcp_listen::run(&args).await,
     }
 }

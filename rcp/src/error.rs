@@ -1,0 +1,60 @@
+//! The errors of the RCP library.
+
+use std::path::PathBuf;
+
+/// Every failure of the agent and the listener library.
+#[derive(Debug, thiserror::Error)]
+pub enum RcpError {
+    /// A certificate, CA or key file could not be read or parsed.
+    #[error("{what} {}: {detail}", path.display())]
+    Pem {
+        what: &'static str,
+        path: PathBuf,
+        detail: String,
+    },
+    /// The private key file is readable or writable by group or others.
+    #[error(
+        "private key {} has mode {mode:04o}: it must not be accessible by group or others (chmod 600)",
+        path.display()
+    )]
+    KeyPermissions { path: PathBuf, mode: u32 },
+    /// rustls refused the configuration (e.g. key does not match certificate).
+    #[error("TLS configuration: {0}")]
+    TlsConfig(#[from] rustls::Error),
+    /// The client-certificate verifier could not be built (e.g. empty CA).
+    #[error("TLS client verifier: {0}")]
+    Verifier(#[from] rustls::server::VerifierBuilderError),
+    /// A certificate carries no DNS name nor common name usable as host id.
+    #[error("certificate has no usable identity: {0}")]
+    Identity(String),
+    /// A configuration value is missing or invalid.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// A socket could not be bound or connected.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The HTTP/2 tunnel failed (host gone, stream refused).
+    #[error("tunnel: {0}")]
+    Tunnel(#[from] hyper::Error),
+    /// The host answered a stream request with a non-success status
+    /// (e.g. its tridentd socket is not there).
+    #[error("host refused the stream with HTTP status {0}")]
+    StreamRefused(u16),
+    /// The gRPC channel through the tunnel could not be set up.
+    #[error("gRPC channel: {0}")]
+    Channel(#[from] tonic::transport::Error),
+}
+
+impl RcpError {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        RcpError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! `trident-rcp`: the reverse-connect proxy agent of a host.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use trident_rcp::agent::Agent;
+use trident_rcp::config::AgentArgs;
+
+fn main() -> ExitCode {
+    let args = AgentArgs::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TRIDENT_RCP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let agent = match args.resolve().and_then(Agent::new) {
+        Ok(agent) => agent,
+        Err(err) => {
+            eprintln!("trident-rcp: error: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("trident-rcp: error: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async {
+        tracing::info!(identity = %agent.identity(), "trident-rcp starting");
+        tokio::select! {
+            _ = agent.run() => {}
+            _ = shutdown_signal() => tracing::info!("trident-rcp stopping"),
+        }
+    });
+    ExitCode::SUCCESS
+}
+
+/// SIGTERM (systemd) or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

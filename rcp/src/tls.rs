@@ -1,0 +1,148 @@
+//! Mutual TLS for both ends of the tunnel (rustls with the ring provider).
+//! Both sides present a certificate signed by the configured CA and verify
+//! the other's against it; there is no plaintext mode.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::error::RcpError;
+
+/// The ALPN protocol both sides insist on, so an RCP endpoint never talks
+/// to a TLS server or client of another kind by accident.
+pub const ALPN: &[u8] = b"trident-rcp/1";
+
+/// The three PEM files of one side.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The CA that signs both sides' certificates.
+    pub ca: PathBuf,
+    /// This side's certificate chain.
+    pub cert: PathBuf,
+    /// This side's private key (must be mode 0600 or stricter).
+    pub key: PathBuf,
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn pem_error(what: &'static str, path: &Path, detail: impl ToString) -> RcpError {
+    RcpError::Pem {
+        what,
+        path: path.to_path_buf(),
+        detail: detail.to_string(),
+    }
+}
+
+/// Every certificate in a PEM file (at least one).
+pub fn load_certs(
+    what: &'static str,
+    path: &Path,
+) -> Result<Vec<CertificateDer<'static>>, RcpError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| pem_error(what, path, e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| pem_error(what, path, e))?;
+    if certs.is_empty() {
+        return Err(pem_error(what, path, "no CERTIFICATE block"));
+    }
+    Ok(certs)
+}
+
+/// Refuses a key file that group or others may access: a key anyone on
+/// the host can read lets them impersonate it.
+pub fn check_key_permissions(path: &Path) -> Result<(), RcpError> {
+    let meta = fs::metadata(path).map_err(|e| pem_error("private key", path, e))?;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(RcpError::KeyPermissions {
+            path: path.to_path_buf(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+/// The private key, after its permissions were checked.
+pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, RcpError> {
+    check_key_permissions(path)?;
+    PrivateKeyDer::from_pem_file(path).map_err(|e| pem_error("private key", path, e))
+}
+
+fn roots(path: &Path) -> Result<RootCertStore, RcpError> {
+    let mut roots = RootCertStore::empty();
+    for cert in load_certs("CA", path)? {
+        roots.add(cert).map_err(|e| pem_error("CA", path, e))?;
+    }
+    Ok(roots)
+}
+
+/// The listener's (orchestrator's) TLS configuration: a client certificate
+/// signed by the CA is mandatory.
+pub fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, RcpError> {
+    let verifier =
+        WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&files.ca)?), provider())
+            .build()?;
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            load_certs("certificate", &files.cert)?,
+            load_key(&files.key)?,
+        )?;
+    config.alpn_protocols = vec![ALPN.to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The agent's TLS configuration: the orchestrator's certificate must be
+/// signed by the CA and valid for the configured server name.
+pub fn client_config(files: &TlsFiles) -> Result<Arc<ClientConfig>, RcpError> {
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots(&files.ca)?)
+        .with_client_auth_cert(
+            load_certs("certificate", &files.cert)?,
+            load_key(&files.key)?,
+        )?;
+    config.alpn_protocols = vec![ALPN.to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A TLS failure in words: the rustls error if there is one (e.g.
+/// "invalid peer certificate: UnknownIssuer"), else the I/O error.
+pub fn describe_tls_error(err: &std::io::Error) -> String {
+    match err
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => tls.to_string(),
+        None => err.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_readable_by_others_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = dir.path().join("key.pem");
+        fs::write(&key, "not read").expect("write");
+        fs::set_permissions(&key, fs::Permissions::from_mode(0o644)).expect("chmod");
+        let err = load_key(&key).expect_err("must refuse");
+        assert!(
+            matches!(err, RcpError::KeyPermissions { mode: 0o644, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("chmod 600"), "{err}");
+    }
+}

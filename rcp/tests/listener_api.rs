@@ -1,0 +1,179 @@
+//! The listener library with a real agent over loopback: the Rust API an
+//! orchestrator uses (events, a tonic channel per host), replacement of a
+//! reconnecting host, and refusal of an agent whose certificate is wrong.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::net::UnixListener;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
+use trident_rcp::agent::{Agent, AgentConfig};
+use trident_rcp::pki::{LeafSpec, TestCa};
+use trident_rcp::{Event, Keepalive, Listener, ListenerConfig, TlsFiles};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A gRPC health server on a Unix socket, standing in for tridentd.
+async fn fake_daemon(dir: &Path) -> PathBuf {
+    let socket = dir.join("tridentd.sock");
+    let incoming = UnixListenerStream::new(UnixListener::bind(&socket).unwrap());
+    let (_reporter, service) = tonic_health::server::health_reporter();
+    tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(incoming)
+            .await
+            .unwrap();
+    });
+    socket
+}
+
+fn agent_config(
+    addr: std::net::SocketAddr,
+    server_name: &str,
+    tls: TlsFiles,
+    socket: PathBuf,
+) -> AgentConfig {
+    AgentConfig {
+        connect: addr.to_string(),
+        server_name: server_name.to_owned(),
+        tls,
+        socket,
+        backoff_initial: Duration::from_millis(50),
+        backoff_max: Duration::from_millis(500),
+        keepalive: Keepalive::default(),
+        connect_timeout: Duration::from_secs(10),
+    }
+}
+
+async fn next(listener: &mut Listener) -> Event {
+    tokio::time::timeout(WAIT, listener.next_event())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    ca: TestCa,
+    listener: Listener,
+    socket: PathBuf,
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new("rcp test CA").unwrap();
+    let files = ca
+        .write_files(
+            dir.path(),
+            "orchestrator",
+            &LeafSpec::dns("orchestrator.test"),
+        )
+        .unwrap();
+    let listener = Listener::bind(ListenerConfig::new("127.0.0.1:0".parse().unwrap(), files))
+        .await
+        .unwrap();
+    let socket = fake_daemon(dir.path()).await;
+    Setup {
+        dir,
+        ca,
+        listener,
+        socket,
+    }
+}
+
+fn spawn_agent(
+    s: &Setup,
+    name: &str,
+    spec: &LeafSpec,
+    server_name: &str,
+) -> tokio::task::JoinHandle<()> {
+    let files = s.ca.write_files(s.dir.path(), name, spec).unwrap();
+    let agent = Agent::new(agent_config(
+        s.listener.local_addr(),
+        server_name,
+        files,
+        s.socket.clone(),
+    ))
+    .unwrap();
+    tokio::spawn(async move { agent.run().await })
+}
+
+#[tokio::test]
+async fn a_host_connects_serves_grpc_through_its_channel_and_a_reconnect_replaces_it() {
+    let mut s = setup().await;
+    let first = spawn_agent(&s, "host-a", &LeafSpec::dns("host-1"), "orchestrator.test");
+    let Event::Connected(host) = next(&mut s.listener).await else {
+        panic!("expected connected")
+    };
+    assert_eq!(host.id(), "host-1");
+    let mut health = HealthClient::new(host.channel().await.unwrap());
+    let answer = health
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(answer.into_inner().status, 1, "SERVING");
+
+    // The same identity from a second agent replaces the first tunnel:
+    // the old one is reported gone before the new one is announced.
+    let second = spawn_agent(&s, "host-b", &LeafSpec::dns("host-1"), "orchestrator.test");
+    let Event::Disconnected {
+        host: gone,
+        generation,
+        reason,
+        ..
+    } = next(&mut s.listener).await
+    else {
+        panic!("expected disconnected")
+    };
+    assert_eq!((gone.as_str(), generation), ("host-1", host.generation()));
+    assert!(reason.contains("replaced"), "{reason}");
+    let Event::Connected(newer) = next(&mut s.listener).await else {
+        panic!("expected connected")
+    };
+    assert!(newer.generation() > host.generation());
+    tokio::time::timeout(WAIT, host.closed()).await.unwrap();
+
+    // The first agent redials and replaces again; stop it first.
+    first.abort();
+    let mut health = HealthClient::new(newer.channel().await.unwrap());
+    health
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap();
+    second.abort();
+}
+
+#[tokio::test]
+async fn a_host_certificate_from_another_ca_is_refused_with_the_reason() {
+    let mut s = setup().await;
+    let other = TestCa::new("another CA").unwrap();
+    let other_dir = tempfile::tempdir().unwrap();
+    let mut files = other
+        .write_files(other_dir.path(), "host", &LeafSpec::dns("host-1"))
+        .unwrap();
+    // The agent trusts the right CA but presents a certificate of another.
+    files.ca = s.dir.path().join("ca.pem");
+    let agent = Agent::new(agent_config(
+        s.listener.local_addr(),
+        "orchestrator.test",
+        files,
+        s.socket.clone(),
+    ))
+    .unwrap();
+    let task = tokio::spawn(async move { agent.run().await });
+    let Event::Refused { reason, .. } = next(&mut s.listener).await else {
+        panic!("expected refused")
+    };
+    assert!(reason.contains("UnknownIssuer"), "{reason}");
+    task.abort();
+    let _ = &mut s;
+}
