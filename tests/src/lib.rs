@@ -181,6 +181,7 @@ impl DaemonBuilder {
             .arg(&state_dir)
             .args(&self.args)
             .env_remove("TRIDENT_SOCKET")
+            .env_remove("TRIDENT_UPSTREAM_SOCKET")
             .env_remove("TRIDENT_STATE_DIR")
             .env_remove("NOTIFY_SOCKET")
             .env_remove("LISTEN_FDS")

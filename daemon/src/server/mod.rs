@@ -228,8 +228,8 @@ async fn serve(ctx: ServerContext, listening: Listening) -> Result<ShutdownReaso
         .set_service_status("", tonic_health::ServingStatus::NotServing)
         .await;
     ctx.shutdown_hooks.run().await;
-    if let StartMode::Manual { file } = described.mode {
-        drop(file);
+    if let StartMode::Manual { files } = described.mode {
+        drop(files);
     }
     served?;
     tracing::info!(%reason, "tridentd stopped");
