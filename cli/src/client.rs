@@ -219,6 +219,6 @@ mod tests {
         assert!(text.contains("nope.sock"), "{text}");
         assert!(text.contains("no socket"), "{text}");
         assert!(text.contains("--socket"), "{text}");
-        assert_eq!(err.exit(), crate::exit::Exit::SetupFailed);
+        assert_eq!(err.exit(), crate::exit::Exit::ServicingFailed);
     }
 }

@@ -26,7 +26,7 @@ use crate::exit::{CliError, CliResult, Exit};
 use crate::render::error::ErrorView;
 use crate::render::event::Event;
 
-/// Reads and syntax-checks a Host Configuration file (exit 4 on failure).
+/// Reads and syntax-checks a Host Configuration file (exit 2 on failure).
 pub fn load_config(path: &Path) -> CliResult<String> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::ConfigLoad {
         path: path.to_path_buf(),
@@ -92,7 +92,7 @@ pub fn plan(args: &ServicingConfigArgs) -> CliResult<Option<(Steps, Option<HostC
 
 /// Runs one servicing RPC. `open` starts the stream on a channel, with the
 /// CLI's trace context. `config_rpc` says whether INVALID_ARGUMENT refers to
-/// the Host Configuration (exit 4).
+/// the Host Configuration (exit 2).
 pub async fn run<F, Fut>(
     ctx: &Ctx,
     args: &ServicingArgs,
@@ -155,8 +155,8 @@ where
     if exit == Exit::Success && rebooting {
         return wait_for_reboot(ctx).await;
     }
-    // The daemon found the Host Configuration invalid: like upstream, that
-    // is a failure to load the agent configuration (exit 4).
+    // The daemon found the Host Configuration invalid: say so in one line
+    // (exit 2, as upstream's CLI).
     let config_rejected = config_rpc
         && exit == Exit::ServicingFailed
         && error.as_ref().is_some_and(|e| {
