@@ -91,10 +91,21 @@ pub struct Config {
     #[arg(long, env = ENV_STATE_DIR, default_value = DEFAULT_STATE_DIR, value_name = "DIR")]
     pub state_dir: PathBuf,
 
-    /// SQLite datastore (default STATE_DIR/datastore.sqlite). The Host
+    /// SQLite datastore (default: DatastorePath= of the agent
+    /// configuration, else STATE_DIR/datastore.sqlite). The Host
     /// Configuration's trident.datastorePath overrides it for servicing.
     #[arg(long, value_name = "PATH")]
     pub datastore: Option<PathBuf>,
+
+    /// Upstream's agent configuration file (`DatastorePath=`). Missing
+    /// means defaults; unreadable or invalid stops the daemon with exit 4.
+    #[arg(
+        long,
+        env = crate::agent_config::ENV_AGENT_CONFIG,
+        default_value = crate::agent_config::DEFAULT_AGENT_CONFIG,
+        value_name = "PATH"
+    )]
+    pub agent_config: PathBuf,
 
     /// Disk (block device or image file) StreamDisk may write to. Repeatable.
     #[arg(long = "disk", value_name = "PATH")]

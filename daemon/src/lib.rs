@@ -6,6 +6,7 @@
 //! from exiting as idle holds a [`server::idle::ActivityGuard`] taken from
 //! [`server::ServerContext::activity`].
 
+pub mod agent_config;
 pub mod config;
 pub mod server;
 pub mod servicing;

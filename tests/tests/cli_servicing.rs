@@ -609,6 +609,20 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
     let json: serde_json::Value =
         serde_json::from_str(&ok(s, &["--output", "json", "get", "status"], 0))?;
     assert_eq!(json["abActiveVolume"], "volume-a");
+    // The full Host Status: the installed disk's GPT GUID under diskUuids.
+    let disk_uuids = json["diskUuids"].as_object().cloned().unwrap_or_default();
+    assert!(
+        disk_uuids
+            .values()
+            .any(|v| v.as_str().is_some_and(|g| g.len() == 36)),
+        "{json:#}"
+    );
+    assert!(
+        json["partitionPaths"]
+            .as_object()
+            .is_some_and(|p| !p.is_empty()),
+        "{json:#}"
+    );
 
     // Update in two steps, like upstream's --allowed-operations.
     ok(

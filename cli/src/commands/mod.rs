@@ -3,6 +3,7 @@
 pub mod commit;
 pub mod completions;
 pub mod diagnose;
+pub mod diagnose_system;
 pub mod follow;
 pub mod get;
 pub mod install;

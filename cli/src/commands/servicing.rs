@@ -76,6 +76,14 @@ impl Steps {
 /// steps and, when staging, the Host Configuration read from `args.config`.
 /// `None` when `--allowed-operations` allows nothing (said on stderr).
 pub fn plan(args: &ServicingConfigArgs) -> CliResult<Option<(Steps, Option<HostConfiguration>)>> {
+    if args.multiboot {
+        // Refused, never ignored: the user asked for something we do not do.
+        return Err(CliError::Usage(
+            "--multiboot: installing beside another operating system is not supported by \
+             tridentd (it lays out the disks the Host Configuration names); drop the flag"
+                .into(),
+        ));
+    }
     let steps = Steps::from_allowed(&args.allowed_operations);
     if steps == Steps::Nothing {
         eprintln!("trident: no operation allowed (--allowed-operations is empty); nothing to do");
@@ -143,8 +151,7 @@ where
         write_error_file(args, view)?;
     }
     if let Some(path) = &args.status {
-        let status = super::get::host_status(ctx).await?;
-        let text = crate::output::encode(&status, OutputFormat::Yaml)?;
+        let text = super::get::host_status_text(ctx, OutputFormat::Yaml).await?;
         crate::output::emit(&text, Some(path))?;
     }
     let rebooting = progress

@@ -88,6 +88,11 @@ fn add_services(registry: &mut ServiceRegistry, ctx: &ServerContext) {
     registry.add(v1preview::status_service_server::StatusServiceServer::new(
         servicing.clone(),
     ));
+    registry.add(
+        v1::host_status_service_server::HostStatusServiceServer::new(
+            crate::servicing::host_status::HostStatusApi::new(servicing.engine().clone()),
+        ),
+    );
     registry.add(v1preview::validation_service_server::ValidationServiceServer::new(servicing));
 }
 

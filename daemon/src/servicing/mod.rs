@@ -65,6 +65,7 @@
 pub mod boot_record;
 pub mod engine;
 pub mod handlers;
+pub mod host_status;
 pub mod locks;
 pub mod reboot;
 pub mod runner;
