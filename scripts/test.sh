@@ -58,6 +58,7 @@ declare -A APT_FOR_COMMAND=(
     [setpriv]=util-linux                # non-root e2e tests
     [tmux]=tmux                         # CLI terminal tests
     [zstd]=zstd                         # COSI fixtures
+    [openssl]=openssl                   # HTTPS image source test (test CA)
     [promtool]=prometheus               # dashboard/metrics checks
     [git]=git
     [npm]=npm
