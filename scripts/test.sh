@@ -59,6 +59,9 @@ declare -A APT_FOR_COMMAND=(
     [tmux]=tmux                         # CLI terminal tests
     [zstd]=zstd                         # COSI fixtures
     [openssl]=openssl                   # HTTPS image source test (test CA)
+    [mmdebstrap]=mmdebstrap             # container image root filesystem
+    [umoci]=umoci                       # OCI image archive packing
+    [unshare]=util-linux                # container image test (namespaces)
     [promtool]=prometheus               # dashboard/metrics checks
     [git]=git
     [npm]=npm
@@ -206,6 +209,12 @@ if [ "$PYTEST_RC" -ne 0 ]; then
     CURRENT_SECTION="pytest tests/python"
     false
 fi
+
+section "container image (combined root filesystem under unshare + chroot)"
+# Builds the image's root filesystem (Debian base cached by its inputs in
+# /var/cache/trident-container; the first run downloads it) and runs
+# version / validate / stream-disk through the entry point.
+BIN_DIR="$REPO/target/debug" bash scripts/test-container.sh
 
 section "done"
 echo "all checks passed in $((SECONDS - STARTED_AT))s"
