@@ -52,7 +52,7 @@ pub enum Command {
     #[command(name = "rebuild-raid")]
     RebuildRaid(RebuildRaidArgs),
     /// Stream a COSI image onto a disk of the host.
-    #[command(name = "stream-disk")]
+    #[command(name = "stream-disk", alias = "stream-image")]
     StreamDisk(StreamDiskArgs),
     /// Validate the provided Host Configuration.
     Validate(ValidateArgs),
@@ -158,9 +158,9 @@ pub struct ServicingConfigArgs {
     /// Comma-separated list of operations that Trident will be allowed to perform.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "stage,finalize")]
     pub allowed_operations: Vec<AllowedOperation>,
-    /// Allow Trident to perform a multiboot install (accepted for
-    /// compatibility; the daemon decides from the Host Configuration).
-    #[arg(long, hide = true)]
+    /// Allow a multiboot install (beside another OS): not supported by
+    /// tridentd, so the command refuses it rather than ignore it.
+    #[arg(long)]
     pub multiboot: bool,
     #[command(flatten)]
     pub servicing: ServicingArgs,
@@ -188,7 +188,9 @@ pub struct RollbackArgs {
 /// rebuild-raid arguments.
 #[derive(Debug, Clone, Args)]
 pub struct RebuildRaidArgs {
-    /// The configuration to work from (accepted for compatibility).
+    /// The configuration to work from. RebuildRaid takes none on the wire:
+    /// the file is checked and the daemon's Host Configuration is used (said
+    /// on stderr).
     #[arg(short, long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     #[command(flatten)]
@@ -221,7 +223,7 @@ pub struct ValidateArgs {
 pub enum GetKind {
     /// The Host Configuration in effect.
     Configuration,
-    /// The servicing state and active volume.
+    /// The full Host Status (upstream's keys).
     Status,
     /// The last error, or null.
     LastError,
@@ -246,8 +248,21 @@ pub struct GetArgs {
 #[derive(Debug, Clone, Args)]
 pub struct OfflineInitializeArgs {
     /// Path to a Host Status file (YAML) describing the installed system.
+    /// Without it, upstream infers one from Image Customizer's history: not
+    /// supported here (the command says so and exits 2).
     #[arg(index = 1, value_name = "HOST_STATUS")]
-    pub hs_path: PathBuf,
+    pub hs_path: Option<PathBuf>,
+    /// Lazy partition overrides `<b-partition>:<partuuid>`, comma-separated
+    /// (upstream's Host Status inference; refused, see HOST_STATUS).
+    #[arg(long, value_delimiter = ',', num_args = 0.., conflicts_with = "hs_path")]
+    pub lazy_partitions: Vec<String>,
+    /// Disk to inspect (upstream's Host Status inference; refused, see HOST_STATUS).
+    #[arg(long, conflicts_with = "hs_path")]
+    pub disk: Option<String>,
+    /// Image Customizer history.json (upstream's Host Status inference;
+    /// refused, see HOST_STATUS).
+    #[arg(long, value_name = "PATH", conflicts_with = "hs_path")]
+    pub history_path: Option<PathBuf>,
     /// Datastore to create (default: the Host Status spec's
     /// trident.datastorePath, else /var/lib/trident/datastore.sqlite).
     #[arg(long, value_name = "PATH")]
@@ -258,8 +273,15 @@ pub struct OfflineInitializeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DiagnoseArgs {
     /// Archive to write (tar).
-    #[arg(short, long, value_name = "FILE")]
-    pub outfile: PathBuf,
+    #[arg(short, long, visible_alias = "outfile", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Include the full system journal of this boot and the kernel ring
+    /// buffer (journalctl, dmesg).
+    #[arg(long)]
+    pub journal: bool,
+    /// Include the SELinux audit log (/var/log/audit/audit.log).
+    #[arg(long)]
+    pub selinux: bool,
     /// State directory of the daemon (journal, datastore), read directly
     /// when the daemon is down.
     #[arg(

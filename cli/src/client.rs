@@ -6,7 +6,7 @@
 
 use std::error::Error as StdError;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tonic::metadata::MetadataValue;
@@ -19,12 +19,52 @@ use crate::exit::{CliError, CliResult, ConnectFailure};
 pub const DEFAULT_SOCKET: &str = "/run/trident/listen.sock";
 /// Environment variable naming the socket (same as the daemon's).
 pub const SOCKET_ENV: &str = "TRIDENT_SOCKET";
+/// Upstream Trident's socket, tried when ours is absent or refuses.
+pub const UPSTREAM_SOCKET: &str = "/run/trident/trident.sock";
+/// Environment variable naming the upstream-path socket (same as the daemon's).
+pub const UPSTREAM_SOCKET_ENV: &str = "TRIDENT_UPSTREAM_SOCKET";
 /// How long to wait for the socket to accept before giving up.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Environment variable carrying a caller's W3C trace context.
 pub const TRACEPARENT_ENV: &str = "TRACEPARENT";
 /// Metadata key of the W3C trace context.
 pub const TRACEPARENT: &str = "traceparent";
+
+/// Opens a channel to the daemon: `socket` first, then the upstream-path
+/// socket when `socket` has no listener (no file, or refused). The second
+/// path is `TRIDENT_UPSTREAM_SOCKET`, else upstream's default when `socket`
+/// is our default: an explicit `--socket` elsewhere is never silently
+/// swapped for the machine's daemon. If both fail, the error names ours.
+pub async fn connect_with_fallback(socket: &Path) -> CliResult<Channel> {
+    let first = match connect(socket).await {
+        Ok(channel) => return Ok(channel),
+        Err(error) => error,
+    };
+    let absent = matches!(
+        first,
+        CliError::Connect {
+            failure: ConnectFailure::NoSocket | ConnectFailure::Refused,
+            ..
+        }
+    );
+    let fallback = match std::env::var_os(UPSTREAM_SOCKET_ENV) {
+        Some(path) if !path.is_empty() => Some(PathBuf::from(path)),
+        _ if socket == Path::new(DEFAULT_SOCKET) => Some(PathBuf::from(UPSTREAM_SOCKET)),
+        _ => None,
+    };
+    match fallback.filter(|path| absent && path != socket) {
+        Some(path) => match connect(&path).await {
+            Ok(channel) => Ok(channel),
+            // Nothing there either: the first error is the one to act on.
+            Err(CliError::Connect {
+                failure: ConnectFailure::NoSocket,
+                ..
+            }) => Err(first),
+            Err(second) => Err(second),
+        },
+        None => Err(first),
+    }
+}
 
 /// Opens a channel to the daemon at `socket`, failing fast with a clear
 /// [`CliError::Connect`].
@@ -174,6 +214,6 @@ mod tests {
         assert!(text.contains("nope.sock"), "{text}");
         assert!(text.contains("no socket"), "{text}");
         assert!(text.contains("--socket"), "{text}");
-        assert_eq!(err.exit(), crate::exit::Exit::SetupFailed);
+        assert_eq!(err.exit(), crate::exit::Exit::ServicingFailed);
     }
 }

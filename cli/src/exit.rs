@@ -1,9 +1,21 @@
 //! Exit codes and the CLI's error type.
 //!
-//! Upstream's exit codes are a contract with scripts and orchestrators:
-//! 0 success, 1 setup failed, 2 servicing failed, 3 reboot unsuccessful,
-//! 4 failed to load agent configuration. Every error path of the CLI maps to
-//! exactly one of them through [`CliError::exit`].
+//! Upstream's exit codes are a contract with scripts and orchestrators, and
+//! we map exactly as upstream's CLI does (its `TridentExitCodes` and
+//! `client_main`):
+//!
+//! | code | when |
+//! |---|---|
+//! | 0 | success (also `--help`, `--version`) |
+//! | 1 | the CLI itself could not set up (its async runtime) |
+//! | 2 | everything else that fails: usage error, daemon unreachable, an RPC refused (busy, invalid argument, failed precondition, permission denied) or failed, Host Configuration unreadable or invalid, servicing failed, stream lost, local file errors |
+//! | 3 | Trident was to reboot the host and the reboot did not happen |
+//! | 4 | the agent configuration could not be loaded: never for this CLI, which has none; `tridentd` exits 4 when `/etc/trident/trident.conf` cannot be loaded |
+//!
+//! Ctrl-C is not in upstream's table (its CLI dies of SIGINT, which a shell
+//! reports as 130); ours detaches and exits 130 too.
+//! Every error path of the CLI maps to exactly one code through
+//! [`CliError::exit`].
 
 use std::path::PathBuf;
 
@@ -11,15 +23,18 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Success = 0,
-    /// The command could not be set up: bad arguments, daemon unreachable,
-    /// an RPC refused before anything ran.
+    /// The CLI itself could not set up (its async runtime).
     SetupFailed = 1,
-    /// The servicing operation (or the request) ran and failed.
+    /// The command failed (upstream's `Failed`): usage, connection, RPC,
+    /// Host Configuration or servicing.
     ServicingFailed = 2,
     /// Trident was to reboot the host and the reboot did not happen.
     RebootUnsuccessful = 3,
-    /// The Host Configuration (agent configuration) could not be loaded.
-    ConfigLoadFailed = 4,
+    /// The agent configuration could not be loaded (tridentd only; kept so
+    /// the table is complete).
+    AgentConfigLoadFailed = 4,
+    /// Ctrl-C: the CLI detached (what a shell reports for death by SIGINT).
+    Interrupted = 130,
 }
 
 impl Exit {
@@ -104,26 +119,20 @@ impl CliError {
     /// The exit code this error maps to.
     pub fn exit(&self) -> Exit {
         match self {
+            CliError::Interrupted => Exit::Interrupted,
+            CliError::RebootUnsuccessful(_) => Exit::RebootUnsuccessful,
+            // Upstream's client fails every one of these with 2, refused
+            // RPCs (busy, invalid argument, precondition, permission) and
+            // an unreachable daemon included.
             CliError::Connect { .. }
             | CliError::Usage(_)
             | CliError::Local(_)
-            | CliError::Interrupted => Exit::SetupFailed,
-            CliError::Rpc { status, .. } => match status.code() {
-                // Refused before anything ran: busy daemon, bad request,
-                // unsupported RPC, permission.
-                tonic::Code::Unavailable
-                | tonic::Code::InvalidArgument
-                | tonic::Code::Unimplemented
-                | tonic::Code::PermissionDenied
-                | tonic::Code::Unauthenticated
-                | tonic::Code::FailedPrecondition => Exit::SetupFailed,
-                _ => Exit::ServicingFailed,
-            },
-            CliError::ConfigLoad { .. } => Exit::ConfigLoadFailed,
-            CliError::ConfigInvalid(_) => Exit::ConfigLoadFailed,
-            CliError::File { .. } => Exit::SetupFailed,
-            CliError::ServicingFailed | CliError::StreamLost(_) => Exit::ServicingFailed,
-            CliError::RebootUnsuccessful(_) => Exit::RebootUnsuccessful,
+            | CliError::Rpc { .. }
+            | CliError::ConfigLoad { .. }
+            | CliError::ConfigInvalid(_)
+            | CliError::File { .. }
+            | CliError::ServicingFailed
+            | CliError::StreamLost(_) => Exit::ServicingFailed,
         }
     }
 
@@ -167,3 +176,49 @@ pub fn describe_status(status: &tonic::Status) -> String {
 
 /// Result alias of the CLI.
 pub type CliResult<T> = Result<T, CliError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Upstream's client fails every RPC error with 2, refusals included.
+    #[test]
+    fn every_rpc_refusal_and_failure_exits_2() {
+        for code in [
+            tonic::Code::Unavailable,
+            tonic::Code::InvalidArgument,
+            tonic::Code::FailedPrecondition,
+            tonic::Code::PermissionDenied,
+            tonic::Code::Unimplemented,
+            tonic::Code::Internal,
+            tonic::Code::Unknown,
+        ] {
+            let error = CliError::rpc("call", tonic::Status::new(code, "x"));
+            assert_eq!(error.exit().code(), 2, "{code:?}");
+        }
+    }
+
+    #[test]
+    fn the_table_matches_upstream() {
+        let config = || PathBuf::from("/c.yaml");
+        let cases = [
+            (CliError::Usage("u".into()), 2),
+            (
+                CliError::ConfigLoad {
+                    path: config(),
+                    detail: "d".into(),
+                },
+                2,
+            ),
+            (CliError::ConfigInvalid("i".into()), 2),
+            (CliError::ServicingFailed, 2),
+            (CliError::StreamLost("s".into()), 2),
+            (CliError::Local("l".into()), 2),
+            (CliError::RebootUnsuccessful("r".into()), 3),
+            (CliError::Interrupted, 130),
+        ];
+        for (error, code) in cases {
+            assert_eq!(error.exit().code(), code, "{error}");
+        }
+    }
+}

@@ -7,14 +7,14 @@ use trident_cli::args::Cli;
 use trident_cli::exit::Exit;
 
 fn main() -> ExitCode {
-    // clap exits 2 on bad usage, which means "servicing failed" here: map
-    // usage errors to 1 (setup failed); help and --version stay 0.
+    // A usage error exits 2, as clap (and so upstream's CLI) does; help and
+    // --version exit 0.
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
             return if err.use_stderr() {
-                Exit::SetupFailed.into()
+                Exit::ServicingFailed.into()
             } else {
                 Exit::Success.into()
             };

@@ -11,6 +11,11 @@ use trident_telemetry::config::{DEFAULT_RING_BYTES, DEFAULT_RING_RECORDS};
 
 /// Socket path used when neither `--socket` nor the environment names one.
 pub const DEFAULT_SOCKET: &str = "/run/trident/listen.sock";
+/// Upstream Trident's socket path, served as well when `--socket` is the
+/// default, so clients written for upstream find the daemon unchanged.
+pub const DEFAULT_UPSTREAM_SOCKET: &str = "/run/trident/trident.sock";
+/// Env var: second socket path (same as `--upstream-socket`).
+pub const ENV_UPSTREAM_SOCKET: &str = "TRIDENT_UPSTREAM_SOCKET";
 /// State directory used when neither `--state-dir` nor the environment names one.
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/trident";
 /// Env var: socket path (same as `--socket`).
@@ -51,6 +56,17 @@ pub struct Config {
     #[arg(long, env = ENV_SOCKET, default_value = DEFAULT_SOCKET, value_name = "PATH")]
     pub socket: PathBuf,
 
+    /// Second socket to create and serve beside --socket (manual start
+    /// only), for clients that use upstream Trident's path. Default:
+    /// /run/trident/trident.sock when --socket is the default, none
+    /// otherwise.
+    #[arg(long, env = ENV_UPSTREAM_SOCKET, value_name = "PATH", conflicts_with = "no_upstream_socket")]
+    pub upstream_socket: Option<PathBuf>,
+
+    /// Do not create the second (upstream-path) socket.
+    #[arg(long)]
+    pub no_upstream_socket: bool,
+
     /// Group allowed to use the API besides root. When creating the socket:
     /// mode 0660, owner root:NAME. Under socket activation the group of the
     /// socket file is used when this is not given.
@@ -71,10 +87,21 @@ pub struct Config {
     #[arg(long, env = ENV_STATE_DIR, default_value = DEFAULT_STATE_DIR, value_name = "DIR")]
     pub state_dir: PathBuf,
 
-    /// SQLite datastore (default STATE_DIR/datastore.sqlite). The Host
+    /// SQLite datastore (default: DatastorePath= of the agent
+    /// configuration, else STATE_DIR/datastore.sqlite). The Host
     /// Configuration's trident.datastorePath overrides it for servicing.
     #[arg(long, value_name = "PATH")]
     pub datastore: Option<PathBuf>,
+
+    /// Upstream's agent configuration file (`DatastorePath=`). Missing
+    /// means defaults; unreadable or invalid stops the daemon with exit 4.
+    #[arg(
+        long,
+        env = crate::agent_config::ENV_AGENT_CONFIG,
+        default_value = crate::agent_config::DEFAULT_AGENT_CONFIG,
+        value_name = "PATH"
+    )]
+    pub agent_config: PathBuf,
 
     /// Disk (block device or image file) StreamDisk may write to. Repeatable.
     #[arg(long = "disk", value_name = "PATH")]
@@ -142,6 +169,24 @@ impl Config {
         }
     }
 
+    /// The second socket a manual start creates, if any: `--upstream-socket`,
+    /// else upstream's path when `--socket` is the default one (an explicit
+    /// `--socket` elsewhere, e.g. a test's temp dir, gets no second socket
+    /// unless asked), never the same path as `--socket`.
+    pub fn upstream_socket_path(&self) -> Option<PathBuf> {
+        if self.no_upstream_socket {
+            return None;
+        }
+        let path = match &self.upstream_socket {
+            Some(path) => path.clone(),
+            None if self.socket == std::path::Path::new(DEFAULT_SOCKET) => {
+                PathBuf::from(DEFAULT_UPSTREAM_SOCKET)
+            }
+            None => return None,
+        };
+        (path != self.socket).then_some(path)
+    }
+
     /// Idle timeout, `None` when disabled with 0.
     pub fn idle_timeout(&self) -> Option<Duration> {
         (!self.inactivity_timeout.is_zero()).then_some(self.inactivity_timeout)
@@ -175,6 +220,31 @@ mod tests {
             bus.journal_dir,
             Some(PathBuf::from("/var/lib/trident/journal"))
         );
+    }
+
+    #[test]
+    fn upstream_socket_defaults_only_beside_the_default_socket() {
+        let default = Config::try_parse_from(["tridentd"]).unwrap();
+        assert_eq!(
+            default.upstream_socket_path(),
+            Some(PathBuf::from(DEFAULT_UPSTREAM_SOCKET))
+        );
+        let elsewhere = Config::try_parse_from(["tridentd", "--socket", "/tmp/x.sock"]).unwrap();
+        assert_eq!(elsewhere.upstream_socket_path(), None);
+        let asked = Config::try_parse_from([
+            "tridentd",
+            "--socket",
+            "/tmp/x.sock",
+            "--upstream-socket",
+            "/tmp/y.sock",
+        ])
+        .unwrap();
+        assert_eq!(
+            asked.upstream_socket_path(),
+            Some(PathBuf::from("/tmp/y.sock"))
+        );
+        let off = Config::try_parse_from(["tridentd", "--no-upstream-socket"]).unwrap();
+        assert_eq!(off.upstream_socket_path(), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! `app` → `grpc` → `servicing`; `app` → `server`; none of them import
 //! `app`, and `server` and `servicing` do not know each other.
 
+pub mod agent_config;
 pub mod app;
 pub mod config;
 pub mod grpc;

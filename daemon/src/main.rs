@@ -4,10 +4,27 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use tridentd::{app, config::Config, observability, server};
+use tridentd::{
+    agent_config::{AgentConfig, EXIT_AGENT_CONFIG},
+    app,
+    config::Config,
+    observability, server,
+};
 
 fn main() -> ExitCode {
-    let config = Config::parse();
+    let mut config = Config::parse();
+    // Upstream's agent configuration: its DatastorePath= is the datastore
+    // unless --datastore names one. Unloadable: exit 4, as upstream.
+    let agent = match AgentConfig::load(&config.agent_config) {
+        Ok(agent) => agent,
+        Err(error) => {
+            eprintln!("tridentd: error: failed to load agent configuration: {error}");
+            return ExitCode::from(EXIT_AGENT_CONFIG);
+        }
+    };
+    if config.datastore.is_none() {
+        config.datastore = agent.datastore_path.clone();
+    }
     // Before logging starts threads: the root check (a wrong start must
     // touch nothing, not even the state dir) and the socket set-up, which
     // edits the environment (LISTEN_*) and the umask.
@@ -19,6 +36,13 @@ fn main() -> ExitCode {
         Ok(observability) => observability,
         Err(error) => return fail(&error.into()),
     };
+    if !agent.unknown_keys.is_empty() {
+        tracing::info!(
+            path = %config.agent_config.display(),
+            keys = ?agent.unknown_keys,
+            "agent configuration: ignored keys tridentd does not know"
+        );
+    }
     let bus = observability.bus.clone();
     let code = match app::run(config, listening, bus) {
         Ok(_reason) => ExitCode::SUCCESS,

@@ -92,9 +92,17 @@ pub struct HostStatus {
     pub partition_paths: BTreeMap<String, String>,
     #[serde(default)]
     pub ab_active_volume: Option<AbVolume>,
+    /// Disk id → GPT disk GUID of the disks Trident partitioned (filled
+    /// from the disks' GPT when the Host Status is read).
+    #[serde(default)]
+    pub disk_uuids: BTreeMap<String, String>,
     /// Increases with every clean install.
     #[serde(default)]
     pub install_index: u32,
+    /// Whether Trident runs in a management OS (an installer environment)
+    /// rather than on the host it services; tridentd runs on the host.
+    #[serde(default)]
+    pub is_management_os: bool,
     #[serde(default)]
     pub trident_version: String,
     /// Hash (`sha384:<hex>`) of the COSI metadata of the image on the

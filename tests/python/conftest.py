@@ -31,7 +31,11 @@ def stubs(tmp_path_factory):
     from grpc_tools import protoc
 
     out = tmp_path_factory.mktemp("stubs")
-    protos = sorted(str(p.relative_to(PROTO_DIR)) for p in PROTO_DIR.rglob("*.proto"))
+    # proto/trident only: proto/upstream-contract/ is the buf baseline and
+    # defines the same packages.
+    protos = sorted(
+        str(p.relative_to(PROTO_DIR)) for p in (PROTO_DIR / "trident").rglob("*.proto")
+    )
     well_known = Path(grpc_tools.__file__).parent / "_proto"
     args = [
         "protoc",

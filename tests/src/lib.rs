@@ -173,6 +173,8 @@ impl DaemonBuilder {
             .arg(&state_dir)
             .args(&self.args)
             .env_remove("TRIDENT_SOCKET")
+            .env_remove("TRIDENT_UPSTREAM_SOCKET")
+            .env_remove("TRIDENT_AGENT_CONFIG")
             .env_remove("TRIDENT_STATE_DIR")
             .env_remove("NOTIFY_SOCKET")
             .env_remove("LISTEN_FDS")

@@ -56,7 +56,7 @@ async fn version_prints_client_and_daemon_versions() -> anyhow::Result<()> {
 }
 
 #[test]
-fn daemon_not_running_gives_one_clear_line_and_exit_1_for_every_daemon_command() {
+fn daemon_not_running_gives_one_clear_line_and_exit_2_for_every_daemon_command() {
     let dir = tempfile::tempdir().expect("tempdir");
     let socket = dir.path().join("absent.sock");
     let config = write_config(dir.path(), "c.yaml", "storage: {}\n");
@@ -77,7 +77,7 @@ fn daemon_not_running_gives_one_clear_line_and_exit_1_for_every_daemon_command()
     for args in commands {
         let out = trident(&socket, &args);
         let (_, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         let lines: Vec<&str> = stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
         assert!(lines[0].contains("absent.sock"), "{stderr}");
@@ -87,7 +87,7 @@ fn daemon_not_running_gives_one_clear_line_and_exit_1_for_every_daemon_command()
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn socket_permission_denied_is_one_clear_line_and_exit_1() -> anyhow::Result<()> {
+async fn socket_permission_denied_is_one_clear_line_and_exit_2() -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
     // Let "nobody" reach the directory but not the socket file.
     std::fs::set_permissions(daemon.temp_dir(), std::fs::Permissions::from_mode(0o755))?;
@@ -100,7 +100,7 @@ async fn socket_permission_denied_is_one_clear_line_and_exit_1() -> anyhow::Resu
         .arg("version")
         .output()?;
     let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("permission denied"), "{stderr}");
     assert!(stderr.contains("--socket-group"), "{stderr}");
@@ -115,13 +115,13 @@ async fn socket_permission_denied_is_one_clear_line_and_exit_1() -> anyhow::Resu
         .arg("version")
         .output()?;
     let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("permission denied"), "{stderr}");
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn invalid_config_file_exits_4_and_writes_the_error_file() -> anyhow::Result<()> {
+async fn invalid_config_file_exits_2_and_writes_the_error_file() -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
     let dir = tempfile::tempdir()?;
     let broken = write_config(dir.path(), "broken.yaml", "storage: [unclosed\n  - : :\n");
@@ -137,7 +137,7 @@ async fn invalid_config_file_exits_4_and_writes_the_error_file() -> anyhow::Resu
             let (_, stderr) = text(&out);
             assert_eq!(
                 out.status.code(),
-                Some(4),
+                Some(2),
                 "{command} {}: {stderr}",
                 config.display()
             );
@@ -230,7 +230,7 @@ async fn logs_print_daemon_records_and_a_cursor_file_resumes_without_repeats() -
         daemon.socket_path(),
         &["logs", "--after-cursor", "nonsense"],
     );
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad).1.contains("invalid cursor"));
 
     // Human lines and -n.
@@ -241,11 +241,11 @@ async fn logs_print_daemon_records_and_a_cursor_file_resumes_without_repeats() -
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn watch_without_a_running_operation_says_so_and_exits_1() -> anyhow::Result<()> {
+async fn watch_without_a_running_operation_says_so_and_exits_2() -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
     let out = trident(daemon.socket_path(), &["watch"]);
     let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("no servicing operation is running"),
         "{stderr}"
@@ -275,7 +275,7 @@ fn stream_disk_rejects_a_malformed_hash_before_calling_the_daemon() {
         &dir.path().join("unused.sock"),
         &["stream-disk", "file:///x.cosi", "--hash", "abc"],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("--hash must be a SHA-384"));
 }
 
@@ -369,7 +369,7 @@ async fn logs_follow_prints_new_records_and_continues_across_a_daemon_restart() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_host_configuration_the_daemon_rejects_exits_4_with_its_structured_error()
+async fn a_host_configuration_the_daemon_rejects_exits_2_with_its_structured_error()
 -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
     let dir = tempfile::tempdir()?;
@@ -382,7 +382,7 @@ async fn a_host_configuration_the_daemon_rejects_exits_4_with_its_structured_err
     ] {
         let out = trident(daemon.socket_path(), &args);
         let (_, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(4), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
             stderr.contains("bogus") && stderr.contains("invalid-input/"),
             "{stderr}"
@@ -392,13 +392,13 @@ async fn a_host_configuration_the_daemon_rejects_exits_4_with_its_structured_err
 }
 
 #[test]
-fn bad_usage_exits_1_not_2() {
+fn bad_usage_exits_2_as_upstream() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = trident(
         &dir.path().join("s.sock"),
         &["validate", "x", "--no-such-flag"],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let out = trident(&dir.path().join("s.sock"), &["--help"]);
     assert_eq!(out.status.code(), Some(0));
 }

@@ -70,7 +70,7 @@ fn offline_initialize_creates_the_datastore_without_a_daemon_and_refuses_to_over
     );
 
     let again = trident(&socket, &args);
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(2));
     assert!(
         stderr(&again).contains("already exists"),
         "{}",
@@ -106,7 +106,7 @@ fn offline_initialize_creates_the_datastore_without_a_daemon_and_refuses_to_over
 }
 
 #[test]
-fn offline_initialize_with_an_unreadable_host_status_exits_4() {
+fn offline_initialize_with_an_unreadable_host_status_exits_2() {
     let dir = tempfile::tempdir().expect("tempdir");
     let hs = dir.path().join("hs.yaml");
     std::fs::write(&hs, "servicingState: [not a state\n").expect("write");
@@ -121,7 +121,7 @@ fn offline_initialize_with_an_unreadable_host_status_exits_4() {
                 datastore.to_str().unwrap_or_default(),
             ],
         );
-        assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         assert!(!datastore.exists());
     }
 }

@@ -353,7 +353,7 @@ async fn failed_servicing_prints_the_structured_error_and_exits_2() -> anyhow::R
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_1() -> anyhow::Result<()> {
+async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_2() -> anyhow::Result<()> {
     let fx = Fixture::new();
     let daemon = daemon().await?;
     let slow = fx.config("slow", "echo started-slow; sleep 4");
@@ -373,7 +373,7 @@ async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_1() -> anyhow:
         &["install", other.to_str().unwrap_or_default()],
     );
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("busy"), "{err}");
     assert_eq!(first.wait(), Some(0), "{}", first.stderr());
@@ -609,6 +609,20 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
     let json: serde_json::Value =
         serde_json::from_str(&ok(s, &["--output", "json", "get", "status"], 0))?;
     assert_eq!(json["abActiveVolume"], "volume-a");
+    // The full Host Status: the installed disk's GPT GUID under diskUuids.
+    let disk_uuids = json["diskUuids"].as_object().cloned().unwrap_or_default();
+    assert!(
+        disk_uuids
+            .values()
+            .any(|v| v.as_str().is_some_and(|g| g.len() == 36)),
+        "{json:#}"
+    );
+    assert!(
+        json["partitionPaths"]
+            .as_object()
+            .is_some_and(|p| !p.is_empty()),
+        "{json:#}"
+    );
 
     // Update in two steps, like upstream's --allowed-operations.
     ok(
@@ -851,7 +865,7 @@ async fn ctrl_c_detaches_and_the_operation_goes_on_for_watch_to_reattach() -> an
     install.wait_for("the operation to run", |t| t.contains("detach-me"));
     let pid = nix::unistd::Pid::from_raw(i32::try_from(install.child.id())?);
     nix::sys::signal::kill(pid, Signal::SIGINT)?;
-    assert_eq!(install.wait(), Some(1), "{}", install.stderr());
+    assert_eq!(install.wait(), Some(130), "{}", install.stderr());
     assert!(
         install.stderr().contains("reattach with `trident watch`"),
         "{}",

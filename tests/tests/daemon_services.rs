@@ -15,6 +15,7 @@ const TRIDENT_SERVICES: &[&str] = &[
     "trident.v1.StreamingService",
     "trident.v1.UpdateService",
     "trident.v1.CommitService",
+    "trident.v1.HostStatusService",
     "trident.v1preview.InstallService",
     "trident.v1preview.CommitService",
     "trident.v1preview.RebuildRaidService",

@@ -1,10 +1,12 @@
-//! `trident diagnose -o FILE`: one tar archive with
+//! `trident diagnose -o/--output FILE`: one tar archive with
 //! - report.json: versions, host facts, servicing state, last error,
 //!   operation history, and `not_collected` (what could not be had, why);
 //! - records/<operation>.jsonl: the bus records of the last operations
 //!   (from the daemon), or journal/ (the daemon's journal files, copied as
 //!   they are) when the daemon is down;
-//! - datastore.sqlite (+ -wal): the datastore, read directly.
+//! - datastore.sqlite (+ -wal): the datastore, read directly;
+//! - with `--journal`: system/journal.txt and system/dmesg.txt; with
+//!   `--selinux`: system/selinux-audit.log (see `diagnose_system`).
 //!
 //! Works with the daemon down: everything it can read from files it reads.
 
@@ -66,14 +68,23 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
     if !daemon_up {
         collect_journal(&args.state_dir.join("journal"), &mut bundle);
     }
+    if args.journal {
+        super::diagnose_system::collect_system_journal(
+            &mut bundle.files,
+            &mut bundle.not_collected,
+        );
+    }
+    if args.selinux {
+        super::diagnose_system::collect_selinux_audit(&mut bundle.files, &mut bundle.not_collected);
+    }
     let not_collected = std::mem::take(&mut bundle.not_collected);
     bundle
         .report
         .insert("not_collected".into(), json!(not_collected));
     let report = serde_json::to_vec_pretty(&Value::Object(bundle.report))
         .map_err(|e| CliError::Local(format!("cannot encode the report: {e}")))?;
-    write_archive(&args.outfile, &report, &bundle.files)?;
-    eprintln!("trident: wrote support bundle {}", args.outfile.display());
+    write_archive(&args.output, &report, &bundle.files)?;
+    eprintln!("trident: wrote support bundle {}", args.output.display());
     for line in &not_collected {
         eprintln!("trident: not collected: {line}");
     }
@@ -153,13 +164,13 @@ async fn collect_bus_status(telemetry: &mut TelemetryServiceClient<Channel>, bun
     }
 }
 
-/// Servicing state and last error, as `trident get` shows them.
+/// The full Host Status (upstream's keys) and last error, as `trident get` shows them.
 async fn collect_servicing(ctx: &Ctx, bundle: &mut Bundle) {
-    match super::get::host_status(ctx).await {
+    match super::get::host_status_text(ctx, crate::args::OutputFormat::Json).await {
         Ok(status) => {
             bundle.report.insert(
                 "servicing".into(),
-                serde_json::to_value(status).unwrap_or(Value::Null),
+                serde_json::from_str(&status).unwrap_or(Value::Null),
             );
         }
         Err(e) => bundle.missing("servicing state from the daemon", e),

@@ -1,34 +1,21 @@
 //! `trident get [configuration|status|last-error|rollback-chain|rollback-target] [-o FILE]`.
 //! YAML by default like upstream; `trident --output json get ...` for JSON.
 
-use serde::Serialize;
+use trident_proto::v1::GetHostStatusRequest;
 use trident_proto::v1::GetLastErrorRequest as BusLastErrorRequest;
+use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1preview::rollback_service_client::RollbackServiceClient;
 use trident_proto::v1preview::status_service_client::StatusServiceClient;
 use trident_proto::v1preview::{
-    GetActiveVolumeRequest, GetConfigRequest, GetLastErrorRequest, GetRollbackChainRequest,
-    GetRollbackTargetRequest, GetServicingStateRequest,
+    GetConfigRequest, GetLastErrorRequest, GetRollbackChainRequest, GetRollbackTargetRequest,
 };
-
-use trident_host::KebabName;
-use trident_host::status::AbVolume;
 
 use super::Ctx;
 use crate::args::{GetArgs, GetKind, OutputFormat};
 use crate::exit::{CliError, CliResult, Exit};
 use crate::output;
 use crate::render::error::ErrorView;
-
-/// What `get status` and `-s FILE` print.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HostStatusView {
-    pub servicing_state: String,
-    pub ab_active_volume: Option<String>,
-    /// The provisioned Host Configuration (null when not provisioned).
-    pub spec: serde_json::Value,
-}
 
 pub async fn run(ctx: &Ctx, args: &GetArgs) -> CliResult<Exit> {
     let format = ctx.format(None, OutputFormat::Yaml);
@@ -41,7 +28,7 @@ pub async fn run(ctx: &Ctx, args: &GetArgs) -> CliResult<Exit> {
                 OutputFormat::Json => output::encode(&yaml_value(&config), format)?,
             }
         }
-        GetKind::Status => output::encode(&host_status(ctx).await?, yaml_if_human(format))?,
+        GetKind::Status => host_status_text(ctx, format).await?,
         GetKind::LastError => {
             let error = last_error(ctx).await?;
             output::encode(&error, yaml_if_human(format))?
@@ -101,34 +88,18 @@ async fn configuration(ctx: &Ctx) -> CliResult<String> {
     Ok(response.config.map(|c| c.config).unwrap_or_default())
 }
 
-/// The servicing state, active volume and provisioned configuration.
-pub async fn host_status(ctx: &Ctx) -> CliResult<HostStatusView> {
-    let mut client = StatusServiceClient::new(ctx.channel().await?);
-    let state = client
-        .get_servicing_state(GetServicingStateRequest {})
+/// The full Host Status (upstream's keys), as the daemon's YAML or as JSON.
+pub async fn host_status_text(ctx: &Ctx, format: OutputFormat) -> CliResult<String> {
+    let yaml = HostStatusServiceClient::new(ctx.channel().await?)
+        .get_host_status(GetHostStatusRequest {})
         .await
-        .map_err(|s| CliError::rpc("GetServicingState", s))?
+        .map_err(|s| CliError::rpc("GetHostStatus", s))?
         .into_inner()
-        .state();
-    let volume = client
-        .get_active_volume(GetActiveVolumeRequest {})
-        .await
-        .map_err(|s| CliError::rpc("GetActiveVolume", s))?
-        .into_inner()
-        .active_volume();
-    let spec = match client.get_provisioned_config(GetConfigRequest {}).await {
-        Ok(r) => yaml_value(&r.into_inner().config.map(|c| c.config).unwrap_or_default()),
-        // Not provisioned yet: no spec.
-        Err(s) if s.code() == tonic::Code::NotFound => serde_json::Value::Null,
-        Err(s) => return Err(CliError::rpc("GetProvisionedConfig", s)),
-    };
-    Ok(HostStatusView {
-        servicing_state: state.kebab_name().to_string(),
-        ab_active_volume: AbVolume::try_from(volume)
-            .ok()
-            .map(|v| v.kebab_name().to_string()),
-        spec,
-    })
+        .host_status;
+    match format {
+        OutputFormat::Json => output::encode(&yaml_value(&yaml), format),
+        OutputFormat::Yaml | OutputFormat::Human => Ok(with_newline(yaml)),
+    }
 }
 
 /// The last error in full (bus report), falling back to the upstream

@@ -3,6 +3,7 @@
 pub mod commit;
 pub mod completions;
 pub mod diagnose;
+pub mod diagnose_system;
 pub mod get;
 pub mod install;
 pub mod logs;
@@ -34,9 +35,10 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// A channel to the daemon (fails with one clear line).
+    /// A channel to the daemon, on our socket or else upstream's path
+    /// (fails with one clear line).
     pub async fn channel(&self) -> CliResult<Channel> {
-        crate::client::connect(&self.socket).await
+        crate::client::connect_with_fallback(&self.socket).await
     }
 
     /// The data format: a command-level choice wins over the root one.

@@ -15,12 +15,22 @@ use crate::exit::{CliError, CliResult, Exit};
 pub const DEFAULT_DATASTORE: &str = "/var/lib/trident/datastore.sqlite";
 
 pub fn run(args: &OfflineInitializeArgs) -> CliResult<Exit> {
-    let text = std::fs::read_to_string(&args.hs_path).map_err(|e| CliError::ConfigLoad {
-        path: args.hs_path.clone(),
+    let Some(hs_path) = &args.hs_path else {
+        // Upstream infers the Host Status from Image Customizer's
+        // history.json, lsblk of --disk and --lazy-partitions; we do not.
+        return Err(CliError::Usage(
+            "offline-initialize needs a Host Status file: inferring one from Image Customizer's \
+             history (--history-path, --disk, --lazy-partitions) is not supported by this CLI; \
+             write the Host Status YAML and pass its path"
+                .into(),
+        ));
+    };
+    let text = std::fs::read_to_string(hs_path).map_err(|e| CliError::ConfigLoad {
+        path: hs_path.clone(),
         detail: e.to_string(),
     })?;
     let status: HostStatus = serde_saphyr::from_str(&text).map_err(|e| CliError::ConfigLoad {
-        path: args.hs_path.clone(),
+        path: hs_path.clone(),
         detail: format!(
             "not a valid Host Status: {}",
             e.to_string().lines().next().unwrap_or_default()
@@ -28,7 +38,7 @@ pub fn run(args: &OfflineInitializeArgs) -> CliResult<Exit> {
     })?;
     if let Some(spec) = &status.spec {
         trident_host::config::validate(spec).map_err(|e| CliError::ConfigLoad {
-            path: args.hs_path.clone(),
+            path: hs_path.clone(),
             detail: format!("its spec is not a valid Host Configuration: {e}"),
         })?;
     }

@@ -7,10 +7,23 @@ use trident_proto::v1preview::rebuild_raid_service_client::RebuildRaidServiceCli
 
 use super::Ctx;
 use crate::args::RebuildRaidArgs;
-use crate::exit::{CliResult, Exit};
+use crate::exit::{CliError, CliResult, Exit};
 use crate::servicing;
 
 pub async fn run(ctx: &Ctx, args: &RebuildRaidArgs) -> CliResult<Exit> {
+    if let Some(path) = &args.config {
+        // Upstream's RebuildRaidRequest carries no configuration: check the
+        // file like upstream does, and say that the daemon's is used.
+        std::fs::metadata(path).map_err(|e| CliError::ConfigLoad {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+        eprintln!(
+            "trident: note: -c {} is not sent: RebuildRaid takes no configuration; tridentd \
+             rebuilds from the Host Configuration it has",
+            path.display()
+        );
+    }
     servicing::run(
         ctx,
         &args.servicing,

@@ -27,7 +27,7 @@ use error_file::{error_view_of, write_error_file};
 
 /// Runs one servicing RPC. `open` starts the stream on a channel, with the
 /// CLI's trace context. `config_rpc` says whether INVALID_ARGUMENT refers to
-/// the Host Configuration (exit 4).
+/// the Host Configuration (exit 2).
 pub async fn run<F, Fut>(
     ctx: &Ctx,
     args: &ServicingArgs,
@@ -54,8 +54,7 @@ where
         write_error_file(args, view)?;
     }
     if let Some(path) = &args.status {
-        let status = crate::commands::get::host_status(ctx).await?;
-        let text = crate::output::encode(&status, OutputFormat::Yaml)?;
+        let text = crate::commands::get::host_status_text(ctx, OutputFormat::Yaml).await?;
         crate::output::emit(&text, Some(path))?;
     }
     let rebooting = model
@@ -65,8 +64,8 @@ where
     if exit == Exit::Success && rebooting {
         return reboot::wait_for_reboot(ctx).await;
     }
-    // The daemon found the Host Configuration invalid: like upstream, that
-    // is a failure to load the agent configuration (exit 4).
+    // The daemon found the Host Configuration invalid: say so in one line
+    // (exit 2, as upstream's CLI).
     let config_rejected = config_rpc
         && exit == Exit::ServicingFailed
         && error

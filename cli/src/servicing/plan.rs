@@ -10,7 +10,7 @@ use super::error_file::fail;
 use crate::args::{AllowedOperation, ServicingConfigArgs};
 use crate::exit::{CliError, CliResult};
 
-/// Reads and syntax-checks a Host Configuration file (exit 4 on failure).
+/// Reads and syntax-checks a Host Configuration file (exit 2 on failure).
 pub fn load_config(path: &Path) -> CliResult<String> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::ConfigLoad {
         path: path.to_path_buf(),
@@ -60,6 +60,14 @@ impl Steps {
 /// steps and, when staging, the Host Configuration read from `args.config`.
 /// `None` when `--allowed-operations` allows nothing (said on stderr).
 pub fn plan(args: &ServicingConfigArgs) -> CliResult<Option<(Steps, Option<HostConfiguration>)>> {
+    if args.multiboot {
+        // Refused, never ignored: the user asked for something we do not do.
+        return Err(CliError::Usage(
+            "--multiboot: installing beside another operating system is not supported by \
+             tridentd (it lays out the disks the Host Configuration names); drop the flag"
+                .into(),
+        ));
+    }
     let steps = Steps::from_allowed(&args.allowed_operations);
     if steps == Steps::Nothing {
         eprintln!("trident: no operation allowed (--allowed-operations is empty); nothing to do");

@@ -53,7 +53,15 @@ fn open_file(url: &str, path: &str) -> Result<Opened, CosiError> {
 }
 
 fn open_http(url: &str) -> Result<Opened, CosiError> {
+    // HTTPS trusts the system's certificate store (rustls-platform-verifier:
+    // on Linux the distribution's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR
+    // when set), so an image server behind an organisation's own CA works
+    // once that CA is added to the system store (README, "Image sources").
+    let tls = ureq::tls::TlsConfig::builder()
+        .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+        .build();
     let config = ureq::Agent::config_builder()
+        .tls_config(tls)
         .timeout_connect(Some(HTTP_CONNECT_TIMEOUT))
         .timeout_recv_body(None)
         .timeout_per_read(Some(HTTP_READ_TIMEOUT))

@@ -92,6 +92,11 @@ fn add_services(registry: &mut ServiceRegistry, parts: &GrpcParts) {
     registry.add(v1preview::status_service_server::StatusServiceServer::new(
         servicing.clone(),
     ));
+    registry.add(
+        v1::host_status_service_server::HostStatusServiceServer::new(
+            super::host_status::HostStatusApi::new(Arc::clone(&parts.engine)),
+        ),
+    );
     registry.add(v1preview::validation_service_server::ValidationServiceServer::new(servicing));
 }
 

@@ -28,10 +28,11 @@ pub enum StartMode {
         /// fd numbers, names and paths of the passed sockets, for logs.
         sockets: Vec<(i32, Option<String>, Option<PathBuf>)>,
     },
-    /// tridentd created the socket; it is removed again on clean exit.
+    /// tridentd created the socket(s): `--socket` first, then the
+    /// upstream-path one if any; removed again on clean exit.
     Manual {
-        /// The socket file, unlinked when dropped.
-        file: OwnedSocketFile,
+        /// The socket files, unlinked when dropped.
+        files: Vec<OwnedSocketFile>,
     },
 }
 
@@ -52,7 +53,11 @@ impl Listening {
     /// Human-readable list of what is served, for the start-up log line.
     pub fn describe(&self) -> String {
         match &self.mode {
-            StartMode::Manual { file } => format!("{} (manual)", file.path().display()),
+            StartMode::Manual { files } => files
+                .iter()
+                .map(|file| format!("{} (manual)", file.path().display()))
+                .collect::<Vec<_>>()
+                .join(", "),
             StartMode::SocketActivation { sockets } => sockets
                 .iter()
                 .map(|(fd, _, path)| match path {
@@ -92,10 +97,17 @@ pub fn open(config: &Config) -> Result<Listening, ServerError> {
         });
     }
     let policy = configured_policy.unwrap_or_else(AccessPolicy::root_only);
-    let (listener, file) = manual::bind(&config.socket, policy.group(), &mut notes)?;
+    let mut listeners = Vec::new();
+    let mut files = Vec::new();
+    // Ours first: if it is already served, nothing else is created.
+    for path in std::iter::once(config.socket.clone()).chain(config.upstream_socket_path()) {
+        let (listener, file) = manual::bind(&path, policy.group(), &mut notes)?;
+        listeners.push(listener);
+        files.push(file);
+    }
     Ok(Listening {
-        listeners: vec![listener],
-        mode: StartMode::Manual { file },
+        listeners,
+        mode: StartMode::Manual { files },
         policy,
         notes,
     })

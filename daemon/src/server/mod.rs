@@ -160,8 +160,8 @@ pub async fn serve(
         .reason()
         .unwrap_or(ShutdownReason::Signal("server stopped"));
     ctx.shutdown_hooks.run().await;
-    if let StartMode::Manual { file } = described.mode {
-        drop(file);
+    if let StartMode::Manual { files } = described.mode {
+        drop(files);
     }
     served?;
     tracing::info!(%reason, "tridentd stopped");
