@@ -175,6 +175,7 @@ impl PartitionType {
     }
 
     fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
         if let Some((t, _, _)) = PARTITION_TYPES.iter().find(|(_, n, _)| *n == text) {
             return Ok(t.clone());
         }
