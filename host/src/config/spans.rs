@@ -11,25 +11,34 @@ use serde_saphyr::Spanned;
 /// A YAML value with the position of each child.
 #[derive(Debug)]
 enum Node {
-    Map(Vec<(String, Spanned<Node>)>),
+    /// Each key with where the key itself is written, and its value.
+    Map(Vec<(Spanned<KeyText>, Spanned<Node>)>),
     Seq(Vec<Spanned<Node>>),
     Leaf,
 }
 
-/// Line and column (1-based) of the value at `path` in `yaml`, if the
-/// document parses and has that key.
+/// Line and column (1-based) of the key (or, for a list item, the item)
+/// at `path` in `yaml`, if the document parses and has it.
 pub(super) fn locate(yaml: &str, path: &str) -> Option<(usize, usize)> {
     let root: Spanned<Node> = serde_saphyr::from_str(yaml).ok()?;
     let mut node = &root;
+    let mut at = root.referenced;
     for segment in segments(path) {
         node = match (segment, &node.value) {
-            (Segment::Key(key), Node::Map(entries)) => &entries.iter().find(|(k, _)| k == key)?.1,
-            (Segment::Index(i), Node::Seq(items)) => items.get(i)?,
+            (Segment::Key(key), Node::Map(entries)) => {
+                let (k, value) = entries.iter().find(|(k, _)| k.value.0 == key)?;
+                at = k.referenced;
+                value
+            }
+            (Segment::Index(i), Node::Seq(items)) => {
+                let item = items.get(i)?;
+                at = item.referenced;
+                item
+            }
             _ => return None,
         };
     }
-    let loc = node.referenced;
-    Some((loc.line() as usize, loc.column() as usize))
+    Some((at.line() as usize, at.column() as usize))
 }
 
 /// ` (line L, column C)` for messages, or nothing when unknown.
@@ -113,7 +122,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
         let mut entries = Vec::new();
-        while let Some(KeyText(key)) = map.next_key::<KeyText>()? {
+        while let Some(key) = map.next_key::<Spanned<KeyText>>()? {
             entries.push((key, map.next_value::<Spanned<Node>>()?));
         }
         Ok(Node::Map(entries))
@@ -127,7 +136,8 @@ impl<'de> Deserialize<'de> for Node {
 }
 
 /// A map key as text (keys of a Host Configuration are strings; others
-/// are kept as their display form or dropped).
+/// are kept as their display form).
+#[derive(Debug)]
 struct KeyText(String);
 
 impl<'de> Deserialize<'de> for KeyText {

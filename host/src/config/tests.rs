@@ -129,7 +129,7 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
         assert_eq!(err.category(), Category::UnsupportedConfiguration, "{key}");
         assert_eq!(err.subkind(), subkind);
         assert!(err.message().contains(key), "{}", err.message());
-        assert!(err.message().contains("(line 1"), "{}", err.message());
+        assert!(err.message().contains("(line 13, column 3)"), "{}", err.message());
     }
     for (snippet, key) in [
         ("os:\n  netplan: {}\n", "os.netplan"),
