@@ -78,6 +78,7 @@ step "mkcosi --filesystem: pack ESP + root into $WORK/v1.cosi"
 "$BIN/mkcosi" --out "$WORK/v1.cosi" --os-release "$WORK/v1/os-release" \
     --filesystem "image=$ESP_IMAGE,mount=/boot/efi,fs=vfat,uuid=$ESP_FS_UUID,type=esp" \
     --filesystem "image=$ROOT_IMAGE,mount=/,fs=ext4,uuid=$ROOT_FS_UUID,type=root" \
+    --boot-entry "$BOOT_ENTRY" --boot-entry-kernel "$KERNEL_RELEASE" --boot-entry-cmdline "$CMDLINE" \
     >"$WORK/v1.cosi.json"
 HASH="$(sed -n 's/.*"metadata_sha384":"\([0-9a-f]*\)".*/\1/p' "$WORK/v1.cosi.json")"
 DISK_SIZE="$(sed -n 's/.*"disk_size":\([0-9]*\).*/\1/p' "$WORK/v1.cosi.json")"

@@ -84,7 +84,13 @@ fn validation_errors_point_at_the_offending_field() {
 
 #[test]
 fn malformed_json_reports_line_and_column() {
-    let err = Metadata::from_json(b"{\n  \"version\": 1.2,\n}").unwrap_err();
-    assert!(matches!(err, MetadataError::Parse { line: 2, .. }), "{err}");
-    assert!(err.to_string().starts_with("metadata.json: line 2"));
+    let err = Metadata::from_json(b"{\n  \"version\": \"1.2\",\n  ]").unwrap_err();
+    assert!(matches!(err, MetadataError::Parse { line: 3, .. }), "{err}");
+    assert!(err.to_string().starts_with("metadata.json: line 3"));
+    // A value of the wrong type is invalid metadata naming the field.
+    let err = Metadata::from_json(b"{\"version\": 1.2}").unwrap_err();
+    assert!(
+        matches!(&err, MetadataError::Invalid { location, .. } if location == "version"),
+        "{err}"
+    );
 }

@@ -10,7 +10,10 @@ use std::path::Path;
 
 use common::*;
 use trident_cosi::gpt::Gpt;
-use trident_cosi::metadata::{PART_TYPE_ESP, PART_TYPE_ROOT_X86_64};
+use trident_cosi::metadata::{
+    Bootloader, BootloaderType, PART_TYPE_ESP, PART_TYPE_ROOT_X86_64, SystemdBoot,
+    SystemdBootEntry, SystemdBootEntryType,
+};
 use trident_cosi::writer::{self, ImagePartition, ImagesSpec};
 use trident_cosi::{CosiSource, ExpectedHash, NoProgress, stream_to_target};
 use uuid::Uuid;
@@ -52,7 +55,17 @@ fn spec(dir: &Path) -> ImagesSpec {
         lba_size: 512,
         zstd_level: 1,
         os_release: "ID=debian\nIMAGE_VERSION=v1\n".to_owned(),
-        bootloader: "systemd-boot".to_owned(),
+        bootloader: Bootloader {
+            bootloader_type: BootloaderType::SystemdBoot,
+            systemd_boot: Some(SystemdBoot {
+                entries: vec![SystemdBootEntry {
+                    entry_type: SystemdBootEntryType::Config,
+                    path: "/boot/efi/loader/entries/os.conf".to_owned(),
+                    kernel: "6.1.0-test".to_owned(),
+                    cmdline: "root=UUID=6a1f2c3e-0000-4000-8000-000000000001 rw".to_owned(),
+                }],
+            }),
+        },
     }
 }
 
@@ -76,10 +89,7 @@ fn packed_images_stream_to_their_partitions_and_match_the_plain_disk_image() {
     assert_eq!(root.part_type, PART_TYPE_ROOT_X86_64);
     let esp = meta.filesystem_by_mount_point("/boot/efi").unwrap();
     assert_eq!(esp.fs_uuid, "ABCD-1234");
-    assert_eq!(
-        meta.bootloader.as_ref().unwrap().bootloader_type,
-        "systemd-boot"
-    );
+    assert_eq!(meta.bootloader, spec.bootloader);
 
     // Zeros, like the plain image: the stream writes only GPT and images.
     let t = dir.path().join("target.img");

@@ -11,7 +11,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use trident_cosi::metadata::{PART_TYPE_ESP, PART_TYPE_ROOT_X86_64};
+use trident_cosi::metadata::{
+    Bootloader, BootloaderType, PART_TYPE_ESP, PART_TYPE_ROOT_X86_64, SystemdBoot,
+    SystemdBootEntry, SystemdBootEntryType,
+};
 use trident_cosi::writer::{self, FixtureOutput, ImagePartition, ImagesSpec};
 
 use crate::bin_dir;
@@ -67,7 +70,8 @@ fn read_env(path: &Path) -> anyhow::Result<HashMap<String, String>> {
     Ok(text
         .lines()
         .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        // Values with spaces are single-quoted for the shell that sources it.
+        .map(|(k, v)| (k.to_owned(), v.trim_matches('\'').to_owned()))
         .collect())
 }
 
@@ -127,7 +131,17 @@ pub fn build_test_os(version: &str, sysext: &Path, dir: &Path) -> anyhow::Result
         lba_size: 512,
         zstd_level: writer::DEFAULT_ZSTD_LEVEL,
         os_release: os_release.clone(),
-        bootloader: "systemd-boot".to_owned(),
+        bootloader: Bootloader {
+            bootloader_type: BootloaderType::SystemdBoot,
+            systemd_boot: Some(SystemdBoot {
+                entries: vec![SystemdBootEntry {
+                    entry_type: SystemdBootEntryType::Config,
+                    path: get("BOOT_ENTRY")?,
+                    kernel: get("KERNEL_RELEASE")?,
+                    cmdline: get("CMDLINE")?,
+                }],
+            }),
+        },
     };
     let started = Instant::now();
     let cosi = writer::pack_images(&spec, &dir.join(format!("{version}.cosi")))?;

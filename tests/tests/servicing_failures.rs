@@ -97,7 +97,10 @@ async fn invalid_and_unsupported_configurations_are_rejected_naming_the_key() {
 
     let raid = fx
         .config(&v1, "")
-        .replace("  abUpdate:\n", "  raid:\n    software: []\n  abUpdate:\n");
+        .replace(
+            "  abUpdate:\n",
+            "  raid:\n    software:\n    - { id: md0, name: md0, level: raid1, devices: [esp] }\n  abUpdate:\n",
+        );
     let typo = fx.config(&v1, "").replace("size: 8M", "sise: 8M");
     for (config, kind, needle) in [
         (

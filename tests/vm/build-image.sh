@@ -147,12 +147,13 @@ mcopy -i "$ESP" "$BOOT_EFI" ::/EFI/systemd/systemd-bootx64.efi
 mcopy -i "$ESP" "$KERNEL" "::/trident/$VERSION/vmlinuz"
 mcopy -i "$ESP" "$INITRD" "::/trident/$VERSION/initrd.img"
 printf 'default trident-*\ntimeout 0\neditor no\n' >"$WORK/loader.conf"
+CMDLINE="root=UUID=$ROOT_UUID rw console=ttyS0,115200 systemd.show_status=1"
 cat >"$WORK/entry.conf" <<ENTRY
 title   Trident test OS $VERSION
 version $VERSION
 linux   /trident/$VERSION/vmlinuz
 initrd  /trident/$VERSION/initrd.img
-options root=UUID=$ROOT_UUID rw console=ttyS0,115200 systemd.show_status=1
+options $CMDLINE
 ENTRY
 mcopy -i "$ESP" "$WORK/loader.conf" ::/loader/loader.conf
 mcopy -i "$ESP" "$WORK/entry.conf" "::/loader/entries/trident-$VERSION.conf"
@@ -175,6 +176,9 @@ ROOT_IMAGE=$RIMG
 ROOT_FS_UUID=$ROOT_UUID
 ROOT_SIZE=$(stat -c %s "$RIMG")
 KERNEL=${KERNEL##*/}
+KERNEL_RELEASE=${KERNEL##*/vmlinuz-}
+BOOT_ENTRY=/boot/efi/loader/entries/trident-$VERSION.conf
+CMDLINE='$CMDLINE'
 SYSEXT=${SYSEXT:+trident.raw}
 ENV
 cp "$ROOT/usr/lib/os-release" "$OUTDIR/os-release"

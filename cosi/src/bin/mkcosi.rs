@@ -5,13 +5,18 @@
 //! - pack: given filesystem images become the partitions of a fresh GPT,
 //!   `mkcosi --out FILE --os-release FILE \
 //!      --filesystem image=esp.img,mount=/boot/efi,fs=vfat,uuid=ABCD-1234,type=esp \
-//!      --filesystem image=root.img,mount=/,fs=ext4,uuid=...,type=root`
+//!      --filesystem image=root.img,mount=/,fs=ext4,uuid=...,type=root \
+//!      --boot-entry /boot/efi/loader/entries/os.conf --boot-entry-kernel 6.1.0-9-amd64 \
+//!      --boot-entry-cmdline "root=UUID=... rw"`
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use trident_cosi::metadata::{PART_TYPE_ESP, PART_TYPE_LINUX_DATA, PART_TYPE_ROOT_X86_64};
+use trident_cosi::metadata::{
+    Bootloader, BootloaderType, PART_TYPE_ESP, PART_TYPE_LINUX_DATA, PART_TYPE_ROOT_X86_64,
+    SystemdBoot, SystemdBootEntry, SystemdBootEntryType,
+};
 use trident_cosi::writer::{self, Corruption, FixtureSpec, ImagePartition, ImagesSpec};
 use uuid::Uuid;
 
@@ -38,9 +43,20 @@ struct Args {
     /// Pack mode: the OS's os-release file (required with --filesystem).
     #[arg(long)]
     os_release: Option<PathBuf>,
-    /// Pack mode: bootloader type recorded in the metadata.
-    #[arg(long, default_value = "systemd-boot")]
-    bootloader: String,
+    /// Pack mode: bootloader type recorded in the metadata: systemd-boot
+    /// (needs --boot-entry) or grub.
+    #[arg(long, default_value = "systemd-boot", value_parser = parse_bootloader)]
+    bootloader: BootloaderType,
+    /// Pack mode, systemd-boot: the boot entry's path in the OS (e.g.
+    /// /boot/efi/loader/entries/os.conf, a classic kernel + initrd entry).
+    #[arg(long)]
+    boot_entry: Option<String>,
+    /// Pack mode, systemd-boot: the boot entry's kernel release.
+    #[arg(long, requires = "boot_entry")]
+    boot_entry_kernel: Option<String>,
+    /// Pack mode, systemd-boot: the boot entry's kernel command line.
+    #[arg(long, requires = "boot_entry")]
+    boot_entry_cmdline: Option<String>,
     /// Content/GUID seed; use another seed for an "update" image.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -154,6 +170,7 @@ fn pack(args: Args) -> Result<()> {
     let Some(os_release) = &args.os_release else {
         bail!("--filesystem needs --os-release FILE (the OS's /etc/os-release)");
     };
+    let bootloader = bootloader(&args)?;
     let spec = ImagesSpec {
         partitions: args.filesystems,
         disk_size: args.size,
@@ -161,7 +178,7 @@ fn pack(args: Args) -> Result<()> {
         zstd_level: args.level,
         os_release: std::fs::read_to_string(os_release)
             .with_context(|| format!("reading {}", os_release.display()))?,
-        bootloader: args.bootloader,
+        bootloader,
     };
     if let Some(path) = &args.disk_image {
         writer::write_images_disk(&spec, path)
@@ -197,4 +214,37 @@ fn main() -> Result<()> {
         .with_context(|| format!("writing {}", args.out.display()))?;
     println!("{}", serde_json::to_string(&out)?);
     Ok(())
+}
+
+fn parse_bootloader(text: &str) -> Result<BootloaderType, String> {
+    match text {
+        "systemd-boot" => Ok(BootloaderType::SystemdBoot),
+        "grub" => Ok(BootloaderType::Grub),
+        other => Err(format!(
+            "unknown bootloader {other:?}: systemd-boot or grub"
+        )),
+    }
+}
+
+/// The metadata's bootloader section from the pack-mode flags.
+fn bootloader(args: &Args) -> Result<Bootloader> {
+    let systemd_boot = match (args.bootloader, &args.boot_entry) {
+        (BootloaderType::Grub, None) => None,
+        (BootloaderType::Grub, Some(_)) => bail!("--boot-entry is for --bootloader systemd-boot"),
+        (BootloaderType::SystemdBoot, None) => {
+            bail!("--bootloader systemd-boot needs --boot-entry (and its kernel and cmdline)")
+        }
+        (BootloaderType::SystemdBoot, Some(path)) => Some(SystemdBoot {
+            entries: vec![SystemdBootEntry {
+                entry_type: SystemdBootEntryType::Config,
+                path: path.clone(),
+                kernel: args.boot_entry_kernel.clone().unwrap_or_default(),
+                cmdline: args.boot_entry_cmdline.clone().unwrap_or_default(),
+            }],
+        }),
+    };
+    Ok(Bootloader {
+        bootloader_type: args.bootloader,
+        systemd_boot,
+    })
 }

@@ -1,14 +1,22 @@
 //! COSI 1.2 `metadata.json` types.
 //!
-//! Field names follow the spec (camelCase). Unknown fields are ignored, as the
-//! spec requires, so newer writers stay readable. Parsing is deliberately
-//! lenient about enums that only matter to other components (bootloader
-//! type, arch): they are plain strings checked by [`Metadata::validate`].
+//! Field names follow the spec (camelCase) and upstream's JSON schema
+//! (`cosi-metadata-v1.2.schema.json`): every section is read, the `os`
+//! side (arch, packages, bootloader and its entries) as typed data. Unknown
+//! fields are ignored, as the spec requires, so newer writers stay readable.
+//! A missing or mistyped field is a [`MetadataError::Invalid`] naming it;
+//! [`Metadata::validate`] checks the rules the types cannot.
 
+mod boot;
+mod parse;
 mod validate;
 
 use serde::{Deserialize, Serialize};
 
+pub use boot::{
+    Bootloader, BootloaderType, OsArch, OsPackage, SystemdBoot, SystemdBootEntry,
+    SystemdBootEntryType,
+};
 pub(crate) use validate::is_sha384_hex;
 pub use validate::{MetadataError, Validated};
 
@@ -24,19 +32,17 @@ pub const PART_TYPE_ROOT_X86_64: &str = "4f68bce3-e8cd-4db1-96e7-fbcaf984b709";
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
     pub version: String,
-    pub os_arch: String,
+    pub os_arch: OsArch,
     pub os_release: String,
     pub images: Vec<Filesystem>,
+    /// Required (checked by [`Metadata::validate`], naming the field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<Disk>,
-    #[serde(default)]
     pub os_packages: Vec<OsPackage>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bootloader: Option<Bootloader>,
+    pub bootloader: Bootloader,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compression: Option<Compression>,
+    pub compression: Compression,
 }
 
 /// A filesystem image and the partition it comes from.
@@ -98,26 +104,6 @@ pub enum RegionType {
     Partition,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OsPackage {
-    pub name: String,
-    pub version: String,
-    #[serde(default)]
-    pub release: String,
-    #[serde(default)]
-    pub arch: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Bootloader {
-    #[serde(rename = "type")]
-    pub bootloader_type: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub systemd_boot: Option<serde_json::Value>,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Compression {
@@ -125,15 +111,6 @@ pub struct Compression {
 }
 
 impl Metadata {
-    /// Parses `metadata.json` bytes (no semantic checks; see [`Metadata::validate`]).
-    pub fn from_json(bytes: &[u8]) -> Result<Self, MetadataError> {
-        serde_json::from_slice(bytes).map_err(|e| MetadataError::Parse {
-            line: e.line(),
-            column: e.column(),
-            reason: e.to_string(),
-        })
-    }
-
     /// The filesystem whose image sits at `path`, if any.
     pub fn filesystem_for_path(&self, path: &str) -> Option<&Filesystem> {
         self.images.iter().find(|f| f.image.path == path)

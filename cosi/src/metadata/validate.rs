@@ -5,12 +5,10 @@
 
 use std::collections::HashSet;
 
-use super::{ImageFile, Metadata, RegionType};
+use super::{BootloaderType, ImageFile, Metadata, RegionType};
 
 /// Zstd's largest window log; larger values cannot be decoded.
 const MAX_WINDOW_LOG: u32 = 31;
-/// Smallest window log zstd accepts.
-const MIN_WINDOW_LOG: u32 = 10;
 /// The oldest metadata revision that carries the disk layout we stream.
 const MIN_MINOR_VERSION: u32 = 2;
 
@@ -36,6 +34,11 @@ fn invalid(location: impl Into<String>, reason: impl Into<String>) -> MetadataEr
         location: location.into(),
         reason: reason.into(),
     }
+}
+
+/// A UUID in its 8-4-4-4-12 form (either case), as the schema's pattern.
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36 && uuid::Uuid::parse_str(s).is_ok()
 }
 
 /// True for 96 lowercase hex digits (a SHA-384 as COSI writes it).
@@ -64,7 +67,7 @@ fn check_image_file(location: &str, image: &ImageFile) -> Result<(), MetadataErr
     if !is_sha384_hex(&image.sha384) {
         return Err(invalid(
             format!("{location}.sha384"),
-            format!("{:?} is not 96 lowercase hex digits", image.sha384),
+            format!("{:?} is not 96 hex digits", image.sha384),
         ));
     }
     if image.compressed_size == 0 {
@@ -80,27 +83,44 @@ impl Metadata {
     /// Checks the rules of COSI 1.2 that the reader relies on.
     pub fn validate(&self) -> Result<Validated, MetadataError> {
         self.check_version()?;
-        let arch = self.os_arch.to_ascii_lowercase();
-        if arch != "x86_64" && arch != "arm64" {
-            return Err(invalid(
-                "osArch",
-                format!("{:?} is not one of x86_64, arm64", self.os_arch),
-            ));
-        }
-        if let Some(c) = self.compression
-            && !(MIN_WINDOW_LOG..=MAX_WINDOW_LOG).contains(&c.max_window_log)
-        {
+        if self.compression.max_window_log > MAX_WINDOW_LOG {
             return Err(invalid(
                 "compression.maxWindowLog",
                 format!(
-                    "{} is outside {MIN_WINDOW_LOG}..={MAX_WINDOW_LOG}",
-                    c.max_window_log
+                    "{} is larger than zstd's largest window log {MAX_WINDOW_LOG}",
+                    self.compression.max_window_log
                 ),
             ));
         }
+        if let Some(id) = &self.id
+            && !is_uuid(id)
+        {
+            return Err(invalid("id", format!("{id:?} is not a UUID")));
+        }
+        self.check_bootloader()?;
         self.check_filesystems()?;
         self.check_disk()?;
         Ok(Validated)
+    }
+
+    /// systemd-boot needs its entries; grub has none.
+    fn check_bootloader(&self) -> Result<(), MetadataError> {
+        let boot = &self.bootloader;
+        match (boot.bootloader_type, &boot.systemd_boot) {
+            (BootloaderType::SystemdBoot, None) => Err(invalid(
+                "bootloader.systemdBoot",
+                "is required when bootloader.type is systemd-boot",
+            )),
+            (BootloaderType::SystemdBoot, Some(sd)) if sd.entries.is_empty() => Err(invalid(
+                "bootloader.systemdBoot.entries",
+                "must list at least one entry",
+            )),
+            (BootloaderType::Grub, Some(_)) => Err(invalid(
+                "bootloader.systemdBoot",
+                "must be absent or null when bootloader.type is grub",
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn check_version(&self) -> Result<(), MetadataError> {
@@ -129,7 +149,7 @@ impl Metadata {
         for (i, fs) in self.images.iter().enumerate() {
             let loc = format!("images[{i}]");
             check_image_file(&format!("{loc}.image"), &fs.image)?;
-            if uuid::Uuid::parse_str(&fs.part_type).is_err() {
+            if !is_uuid(&fs.part_type) {
                 return Err(invalid(
                     format!("{loc}.partType"),
                     format!("{:?} is not a UUID", fs.part_type),
@@ -141,7 +161,10 @@ impl Metadata {
             if fs.fs_type.is_empty() {
                 return Err(invalid(format!("{loc}.fsType"), "must not be empty"));
             }
-            if !fs.fs_uuid.is_empty() && !fs_uuids.insert(fs.fs_uuid.to_ascii_lowercase()) {
+            if fs.fs_uuid.is_empty() {
+                return Err(invalid(format!("{loc}.fsUuid"), "must not be empty"));
+            }
+            if !fs_uuids.insert(fs.fs_uuid.to_ascii_lowercase()) {
                 return Err(invalid(
                     format!("{loc}.fsUuid"),
                     format!("{:?} is used by another filesystem", fs.fs_uuid),

@@ -28,7 +28,8 @@ pub const METADATA_ENTRY: &str = "metadata.json";
 /// `metadata.json` larger than this is rejected rather than buffered.
 const MAX_METADATA_BYTES: u64 = 16 << 20;
 /// Default zstd decoder window limit when metadata omits `compression`.
-const DEFAULT_MAX_WINDOW_LOG: u32 = 27;
+/// zstd's smallest window log.
+const MIN_DECODER_WINDOW_LOG: u32 = 10;
 
 /// An opened COSI file whose metadata passed hash and validation checks.
 pub struct CosiSource {
@@ -176,10 +177,14 @@ impl CosiSource {
             .sum()
     }
 
+    /// The decoder's window limit: the metadata's, raised to zstd's
+    /// smallest window (a smaller declared value only says the frames use
+    /// small windows).
     fn max_window_log(&self) -> u32 {
         self.metadata
             .compression
-            .map_or(DEFAULT_MAX_WINDOW_LOG, |c| c.max_window_log)
+            .max_window_log
+            .max(MIN_DECODER_WINDOW_LOG)
     }
 
     /// Advances to the next region image in the archive (in `gptRegions`

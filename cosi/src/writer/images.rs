@@ -17,7 +17,9 @@ use uuid::Uuid;
 use super::pack::{CHUNK, MAX_WINDOW_LOG, Planned, compress, image_file, io_err, write_archive};
 use super::{FixtureOutput, FixtureRegion, WriterError};
 use crate::gpt::{Gpt, PartitionSpec};
-use crate::metadata::{Bootloader, Compression, Disk, Filesystem, GptRegion, Metadata, RegionType};
+use crate::metadata::{
+    Bootloader, Compression, Disk, Filesystem, GptRegion, Metadata, OsArch, RegionType,
+};
 
 const MIB: u64 = 1 << 20;
 
@@ -49,8 +51,8 @@ pub struct ImagesSpec {
     pub zstd_level: i32,
     /// Content of the OS's `/etc/os-release`.
     pub os_release: String,
-    /// Bootloader type of the metadata ("systemd-boot", "grub").
-    pub bootloader: String,
+    /// The metadata's bootloader section (for systemd-boot: its entries).
+    pub bootloader: Bootloader,
 }
 
 /// A GUID derived from `parts`: the same inputs give the same disk.
@@ -204,7 +206,7 @@ fn metadata(spec: &ImagesSpec, disk_size: u64, planned: &[Planned]) -> Metadata 
     }
     Metadata {
         version: "1.2".to_owned(),
-        os_arch: "x86_64".to_owned(),
+        os_arch: OsArch::X86_64,
         os_release: spec.os_release.clone(),
         images,
         disk: Some(Disk {
@@ -214,14 +216,11 @@ fn metadata(spec: &ImagesSpec, disk_size: u64, planned: &[Planned]) -> Metadata 
             gpt_regions,
         }),
         os_packages: Vec::new(),
-        bootloader: Some(Bootloader {
-            bootloader_type: spec.bootloader.clone(),
-            systemd_boot: None,
-        }),
+        bootloader: spec.bootloader.clone(),
         id: Some(derived_guid(&[&spec.os_release, "image"]).to_string()),
-        compression: Some(Compression {
+        compression: Compression {
             max_window_log: MAX_WINDOW_LOG,
-        }),
+        },
     }
 }
 

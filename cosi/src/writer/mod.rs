@@ -21,7 +21,10 @@ use crate::metadata::{PART_TYPE_ESP, PART_TYPE_LINUX_DATA};
 
 pub use content::{ContentReader, fill as fill_content};
 pub use images::{ImagePartition, ImagesSpec, pack_images, write_images_disk};
-pub use pack::{kept_region_path, write_cosi, write_cosi_keeping_regions, write_disk_image};
+pub use pack::{
+    kept_region_path, write_cosi, write_cosi_keeping_regions, write_disk_image,
+    write_metadata_only_cosi,
+};
 
 /// Default ESP size of fixtures.
 pub const DEFAULT_ESP_BYTES: u64 = 8 << 20;

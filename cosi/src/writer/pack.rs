@@ -11,8 +11,8 @@ use super::content::ContentReader;
 use super::{Corruption, FixtureOutput, FixtureRegion, FixtureSpec, WriterError};
 use crate::gpt::Gpt;
 use crate::metadata::{
-    Bootloader, Compression, Disk, Filesystem, GptRegion, ImageFile, Metadata, OsPackage,
-    RegionType,
+    Bootloader, BootloaderType, Compression, Disk, Filesystem, GptRegion, ImageFile, Metadata,
+    OsArch, OsPackage, RegionType,
 };
 use crate::source::{MARKER_ENTRY, METADATA_ENTRY};
 
@@ -122,6 +122,23 @@ pub fn write_cosi_keeping_regions(
     keep: &Path,
 ) -> Result<FixtureOutput, WriterError> {
     write(spec, out, Some(keep))
+}
+
+/// Writes a COSI file holding only the marker and `metadata_json` (no
+/// region images): for checking how a reader treats a metadata document.
+pub fn write_metadata_only_cosi(metadata_json: &[u8], out: &Path) -> Result<(), WriterError> {
+    let file = File::create(out).map_err(io_err(out))?;
+    let mut tar = tar::Builder::new(BufWriter::new(file));
+    for (name, data) in [(MARKER_ENTRY, &[][..]), (METADATA_ENTRY, metadata_json)] {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        tar.append_data(&mut h, name, data).map_err(io_err(out))?;
+    }
+    let mut inner = tar.into_inner().map_err(io_err(out))?;
+    inner.flush().map_err(io_err(out))
 }
 
 /// Path of a region kept by [`write_cosi_keeping_regions`].
@@ -330,7 +347,7 @@ fn build_metadata(spec: &FixtureSpec, planned: &[Planned]) -> Metadata {
     }
     Metadata {
         version: "1.2".to_owned(),
-        os_arch: "x86_64".to_owned(),
+        os_arch: OsArch::X86_64,
         os_release: os_release(spec.seed),
         images,
         disk: Some(Disk {
@@ -345,14 +362,14 @@ fn build_metadata(spec: &FixtureSpec, planned: &[Planned]) -> Metadata {
             release: format!("{}.azl3", spec.seed),
             arch: "x86_64".to_owned(),
         }],
-        bootloader: Some(Bootloader {
-            bootloader_type: "grub".to_owned(),
+        bootloader: Bootloader {
+            bootloader_type: BootloaderType::Grub,
             systemd_boot: None,
-        }),
+        },
         id: Some(spec.guid(999).to_string()),
-        compression: Some(Compression {
+        compression: Compression {
             max_window_log: MAX_WINDOW_LOG,
-        }),
+        },
     }
 }
 

@@ -43,6 +43,8 @@ impl ServicingType {
             RunOn::All => true,
             RunOn::CleanInstall => self == Self::CleanInstall,
             RunOn::AbUpdate => self == Self::AbUpdate,
+            // This daemon performs no runtime updates.
+            RunOn::RuntimeUpdate => false,
         })
     }
 }
@@ -308,7 +310,7 @@ mod tests {
             arguments: Vec::new(),
             environment_variables: BTreeMap::new(),
             timeout_seconds: timeout,
-            systemd_services: None,
+            ..HealthCheck::default()
         }
     }
 

@@ -10,10 +10,33 @@ use crate::error::{ResultExt, Subkind, TridentError};
 /// unsupported-configuration; broken references → invalid-input
 /// `invalid-host-configuration`. Every message names the key path.
 pub fn parse(yaml: &str) -> Result<HostConfiguration, TridentError> {
-    let hc = parse_syntax(yaml)?;
-    unsupported::check(&hc)?;
+    let mut hc = parse_syntax(yaml)?;
+    normalize(&mut hc)?;
+    unsupported::check(&hc, yaml)?;
     validate(&hc)?;
     Ok(hc)
+}
+
+/// Folds upstream's alternative spellings into one form: tagged health
+/// checks become flat ones, an upper-case image hash lower-case.
+fn normalize(hc: &mut HostConfiguration) -> Result<(), TridentError> {
+    for (i, check) in hc.health.checks.iter_mut().enumerate() {
+        if !check.untag() {
+            return Err(TridentError::new(
+                Subkind::InvalidHostConfiguration,
+                format!(
+                    "Host Configuration key 'health.checks[{i}]': a tagged check \
+                     ('Script' or 'SystemdCheck') must be the only key of its entry"
+                ),
+            ));
+        }
+    }
+    if let Some(image) = &mut hc.image
+        && image.sha384 != super::HASH_IGNORED
+    {
+        image.sha384.make_ascii_lowercase();
+    }
+    Ok(())
 }
 
 /// Deserializes only (no semantic checks).

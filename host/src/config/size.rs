@@ -1,7 +1,11 @@
 //! Partition sizes: `64M`, `2G`, `1GiB`, `4096` (bytes) or `grow`.
 //! Single-letter suffixes are binary (upstream convention: `M` = MiB).
+//! Zero and unaligned sizes parse; [`super::validate`] refuses them.
 
+use std::borrow::Cow;
 use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -51,9 +55,6 @@ impl PartitionSize {
         let bytes = number
             .checked_mul(multiplier)
             .ok_or_else(|| format!("invalid size '{text}': too large"))?;
-        if bytes == 0 {
-            return Err(format!("invalid size '{text}': must be greater than zero"));
-        }
         Ok(Self::Bytes(bytes))
     }
 }
@@ -107,6 +108,23 @@ impl<'de> Deserialize<'de> for PartitionSize {
     }
 }
 
+impl JsonSchema for PartitionSize {
+    fn schema_name() -> Cow<'static, str> {
+        "PartitionSize".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A byte count, with an optional binary unit (K, M, G, T), or 'grow'.",
+            "oneOf": [
+                { "type": "string", "enum": ["grow"] },
+                { "type": "integer", "minimum": 0, "maximum": 9007199254740991u64 },
+                { "type": "string", "pattern": "^[0-9]{1,7} *([KMGT]|[KMGT]iB)?$" }
+            ]
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,7 +151,11 @@ mod tests {
                 .contains("unknown unit")
         );
         assert!(PartitionSize::parse("M").is_err());
-        assert!(PartitionSize::parse("0").is_err());
+        assert_eq!(PartitionSize::parse("0"), Ok(PartitionSize::Bytes(0)));
+        assert_eq!(
+            PartitionSize::parse("5 G"),
+            Ok(PartitionSize::Bytes(5 << 30))
+        );
         assert_eq!(PartitionSize::Bytes(64 << 20).to_string(), "64M");
     }
 }

@@ -103,18 +103,23 @@ fn bad_size_names_the_key_and_the_value() {
 fn unsupported_features_are_unsupported_configuration_naming_the_key() {
     let cases = [
         (
-            "  raid:\n    software: []\n",
+            "  raid:\n    software:\n    - { id: md, name: md, level: raid1, devices: [root-a] }\n",
             "storage.raid",
             Subkind::RaidUnsupported,
         ),
         (
-            "  encryption:\n    volumes: []\n",
+            "  encryption:\n    volumes: []\n    pcrs: [7]\n",
             "storage.encryption",
             Subkind::UnsupportedFeature,
         ),
         (
-            "  verity: []\n",
+            "  verity:\n  - { id: v, name: root, dataDeviceId: root-a, hashDeviceId: esp }\n",
             "storage.verity",
+            Subkind::UnsupportedFeature,
+        ),
+        (
+            "  swap: [esp]\n",
+            "storage.swap",
             Subkind::UnsupportedFeature,
         ),
     ];
@@ -124,19 +129,160 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
         assert_eq!(err.category(), Category::UnsupportedConfiguration, "{key}");
         assert_eq!(err.subkind(), subkind);
         assert!(err.message().contains(key), "{}", err.message());
-        assert!(err.message().contains("line "), "{}", err.message());
+        assert!(
+            err.message().contains("(line 13, column 3)"),
+            "{}",
+            err.message()
+        );
     }
     for (snippet, key) in [
         ("os:\n  netplan: {}\n", "os.netplan"),
-        ("os:\n  users: []\n", "os.users"),
-        ("os:\n  selinux: {mode: enforcing}\n", "os.selinux"),
-        ("os:\n  sysexts: []\n", "os.sysexts"),
+        ("os:\n  users: [{name: a}]\n", "os.users"),
+        ("os:\n  selinux: {mode: enforcing}\n", "os.selinux.mode"),
+        ("os:\n  hostname: edge-1\n", "os.hostname"),
+        ("os:\n  uefiFallback: disabled\n", "os.uefiFallback"),
+        ("managementOs:\n  users: [{name: a}]\n", "managementOs"),
         ("internalParams: {}\n", "internalParams"),
     ] {
         let err = err_of(&format!("{}{snippet}", good()));
         assert_eq!(err.category(), Category::UnsupportedConfiguration, "{key}");
+        assert!(
+            err.message().contains(&format!("'{key}' (line ")),
+            "{}",
+            err.message()
+        );
+    }
+}
+
+#[test]
+fn upstream_defaults_are_accepted_as_not_configured() {
+    let extra =
+        "os:\n  selinux: {mode: null}\n  users: []\n  sysexts: []\n  uefiFallback: conservative\n";
+    let yaml =
+        format!("{}{extra}", good()).replace("size: 64M }", "size: 64M, uuid: null, label: null }");
+    parse(&yaml).unwrap();
+}
+
+#[test]
+fn unsupported_error_says_what_to_use_instead_and_names_nested_paths() {
+    let yaml = good().replace(
+        "{ id: root-b, type: root, size: 2G }",
+        "{ id: root-b, type: root, size: 2G, label: second }",
+    );
+    let err = err_of(&yaml);
+    assert_eq!(err.category(), Category::UnsupportedConfiguration);
+    assert!(
+        err.message()
+            .contains("'storage.disks[0].partitions[2].label' (line 12, column "),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().contains("instead:"), "{}", err.message());
+
+    let yaml = good().replace(
+        "{ deviceId: root, mountPoint: / }",
+        "{ deviceId: root, mountPoint: /, source: new, type: ext4 }",
+    );
+    let err = err_of(&yaml);
+    assert!(
+        err.message().contains("'storage.filesystems[1].source'"),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().contains("source: image"), "{}", err.message());
+}
+
+#[test]
+fn keys_upstream_does_not_know_stay_unknown() {
+    for (snippet, key) in [
+        ("trident:\n  tracestream: x\n", "trident.tracestream"),
+        ("os:\n  uki: {}\n", "os.uki"),
+        (
+            "os:\n  users: [{name: a, shell: /bin/sh}]\n",
+            "os.users[0].shell",
+        ),
+    ] {
+        let yaml = format!("{}{snippet}", good())
+            .replace("trident:\n  datastorePath: /tmp/ds.sqlite\n", "");
+        let err = err_of(&yaml);
+        assert_eq!(
+            err.subkind(),
+            Subkind::UnknownKey,
+            "{key}: {}",
+            err.message()
+        );
         assert!(err.message().contains(key), "{}", err.message());
     }
+}
+
+#[test]
+fn tagged_health_checks_from_upstream_schema_are_folded() {
+    let yaml = good().replace(
+        "  - { name: ok, runOn: [ab-update], content: \"true\", timeoutSeconds: 5 }",
+        "  - Script: { name: ok, runOn: [ab-update], content: \"true\" }",
+    );
+    let hc = parse(&yaml).unwrap();
+    assert_eq!(hc.health.checks[0].name, "ok");
+    assert_eq!(hc.health.checks[0].content.as_deref(), Some("true"));
+
+    let yaml = good().replace(
+        "  - { name: ok, runOn: [ab-update], content: \"true\", timeoutSeconds: 5 }",
+        "  - SystemdCheck: { name: net, systemdServices: [systemd-networkd] }",
+    );
+    let err = err_of(&yaml);
+    assert!(
+        err.message().contains("health.checks[0].systemdServices"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn partition_types_include_verity_and_raw_guids() {
+    let yaml = good().replace(
+        "{ id: esp,    type: esp,",
+        "{ id: esp,    type: 21686148-6449-6e6f-744e-656564454649,",
+    );
+    let hc = parse(&yaml).unwrap();
+    assert_eq!(
+        hc.storage.disks[0].partitions[0]
+            .partition_type
+            .gpt_type_guid(),
+        "21686148-6449-6e6f-744e-656564454649"
+    );
+    let err = err_of(&good().replace("type: esp,", "type: boot,"));
+    assert_eq!(err.subkind(), Subkind::ParseHostConfiguration);
+    assert!(
+        err.message().contains("unknown partition type 'boot'"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn sizes_and_pairs_must_fit() {
+    let err = err_of(&good().replace("size: 64M", "size: 1000"));
+    assert!(
+        err.message()
+            .contains("storage.disks[0].partitions[0].size")
+            && err.message().contains("multiple of 4096"),
+        "{}",
+        err.message()
+    );
+    let err = err_of(&good().replace("{ id: root-b, type: root,", "{ id: root-b, type: home,"));
+    assert!(
+        err.message()
+            .contains("storage.abUpdate.volumePairs[0].volumeBId")
+            && err.message().contains("same type"),
+        "{}",
+        err.message()
+    );
+    let err = err_of(&good().replace("volumeBId: root-b", "volumeBId: root-a"));
+    assert!(
+        err.message().contains("two partitions"),
+        "{}",
+        err.message()
+    );
 }
 
 #[test]
@@ -196,8 +342,10 @@ fn image_url_and_hash_are_checked() {
 
     let hex = "a".repeat(96);
     assert!(parse(&good().replace("sha384: ignored", &format!("sha384: {hex}"))).is_ok());
+    // Upstream accepts upper-case hex; it is normalised to lower case.
     let upper = "A".repeat(96);
-    assert!(parse(&good().replace("sha384: ignored", &format!("sha384: {upper}"))).is_err());
+    let hc = parse(&good().replace("sha384: ignored", &format!("sha384: {upper}"))).unwrap();
+    assert_eq!(hc.image.unwrap().sha384, hex);
 }
 
 #[test]

@@ -1,124 +1,296 @@
-//! Upstream features outside the supported subset: using one is an
-//! unsupported-configuration error naming the key and its line.
+//! THE list of upstream Host Configuration keys this daemon parses but does
+//! not apply yet. Using one (with a value other than its default) is an
+//! unsupported-configuration error naming the key path, its line and, where
+//! there is one, what to use instead. When the engine learns to apply a
+//! feature, delete its rule here (and update the README's key table).
 
-use super::{HostConfiguration, Unsupported};
+use super::{FilesystemSource, HostConfiguration, OverrideEspMount, UefiFallbackMode, spans};
 use crate::error::{Subkind, TridentError};
 
-/// Every declared-but-unsupported key, with its key path and why.
-fn unsupported_keys(hc: &HostConfiguration) -> Vec<(String, &Unsupported, &'static str)> {
-    let mut keys: Vec<(String, &Unsupported, &'static str)> = vec![
-        (
-            "managementOs".into(),
-            &hc.management_os,
-            "management OS configuration",
-        ),
-        (
-            "internalParams".into(),
-            &hc.internal_params,
-            "internal parameters",
-        ),
-        ("storage.raid".into(), &hc.storage.raid, "software RAID"),
-        (
-            "storage.encryption".into(),
-            &hc.storage.encryption,
-            "disk encryption",
-        ),
-        ("storage.verity".into(), &hc.storage.verity, "dm-verity"),
-        ("storage.swap".into(), &hc.storage.swap, "swap"),
-        (
-            "trident.phonehome".into(),
-            &hc.trident.phonehome,
-            "phonehome (use the gRPC servicing stream)",
-        ),
-        (
-            "trident.logstream".into(),
-            &hc.trident.logstream,
-            "logstream (use TelemetryService)",
-        ),
-        (
-            "trident.tracestream".into(),
-            &hc.trident.tracestream,
-            "tracestream (use TelemetryService / OTLP)",
-        ),
-        (
-            "trident.selfUpgrade".into(),
-            &hc.trident.self_upgrade,
-            "self upgrade",
-        ),
-    ];
-    for (i, disk) in hc.storage.disks.iter().enumerate() {
-        keys.push((
-            format!("storage.disks[{i}].adoptedPartitions"),
-            &disk.adopted_partitions,
-            "adopted partitions",
-        ));
-    }
-    for (i, check) in hc.health.checks.iter().enumerate() {
-        keys.push((
-            format!("health.checks[{i}].systemdServices"),
-            &check.systemd_services,
-            "systemd service health checks",
-        ));
-    }
-    if let Some(os) = &hc.os {
-        let os_keys: [(&str, &Unsupported, &'static str); 12] = [
-            ("netplan", &os.netplan, "netplan network configuration"),
-            ("network", &os.network, "OS network configuration"),
-            ("users", &os.users, "user management"),
-            ("selinux", &os.selinux, "SELinux configuration"),
-            ("sysexts", &os.sysexts, "system extensions"),
-            ("confexts", &os.confexts, "configuration extensions"),
-            (
-                "kernelCommandLine",
-                &os.kernel_command_line,
-                "kernel command line changes",
-            ),
-            ("modules", &os.modules, "kernel module configuration"),
-            ("services", &os.services, "systemd service configuration"),
-            ("additionalFiles", &os.additional_files, "additional files"),
-            ("hostname", &os.hostname, "hostname configuration"),
-            ("uki", &os.uki, "unified kernel images"),
-        ];
-        for (key, value, what) in os_keys {
-            keys.push((format!("os.{key}"), value, what));
-        }
-    }
-    keys
+/// One refused feature.
+#[derive(Debug)]
+pub struct Rule {
+    /// The key as documented (`[]` stands for any index).
+    pub key: &'static str,
+    /// What is not applied.
+    pub what: &'static str,
+    /// What to use instead, if anything.
+    pub instead: Option<&'static str>,
+    /// The concrete key paths of `hc` that use the feature.
+    used: fn(&HostConfiguration) -> Vec<String>,
 }
 
-/// Fails on the first unsupported key that is present.
-pub(super) fn check(hc: &HostConfiguration) -> Result<(), TridentError> {
-    for (path, value, what) in unsupported_keys(hc) {
-        if let Some(spanned) = value {
-            let loc = spanned.referenced;
-            let raid = path == "storage.raid";
-            return Err(TridentError::new(
-                if raid {
-                    Subkind::RaidUnsupported
-                } else {
-                    Subkind::UnsupportedFeature
-                },
-                format!(
-                    "Host Configuration key '{path}' (line {}, column {}): {what} is not supported by this daemon",
-                    loc.line(),
-                    loc.column()
-                ),
-            ));
-        }
+fn when(cond: bool, path: &str) -> Vec<String> {
+    if cond {
+        vec![path.to_owned()]
+    } else {
+        Vec::new()
     }
-    for (i, fs) in hc.storage.filesystems.iter().enumerate() {
-        if let Some(source) = fs.source
-            && source != super::FilesystemSource::Image
-        {
+}
+
+fn each<T>(items: &[T], base: &str, suffix: &str, uses: impl Fn(&T) -> bool) -> Vec<String> {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| uses(item))
+        .map(|(i, _)| format!("{base}[{i}]{suffix}"))
+        .collect()
+}
+
+fn partitions(
+    hc: &HostConfiguration,
+    key: &str,
+    uses: fn(&super::Partition) -> bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (d, disk) in hc.storage.disks.iter().enumerate() {
+        let base = format!("storage.disks[{d}].partitions");
+        out.extend(each(&disk.partitions, &base, key, uses));
+    }
+    out
+}
+
+/// Every refused feature, in document order of the keys.
+pub const RULES: &[Rule] = &[
+    Rule {
+        key: "storage.disks[].partitions[].uuid",
+        what: "writing a chosen partition GUID",
+        instead: Some("leave it out: a random GUID is written"),
+        used: |hc| partitions(hc, ".uuid", |p| p.uuid.is_some()),
+    },
+    Rule {
+        key: "storage.disks[].partitions[].label",
+        what: "writing a chosen GPT partition name",
+        instead: Some("leave it out: the partition id is written as its GPT name"),
+        used: |hc| partitions(hc, ".label", |p| p.label.is_some()),
+    },
+    Rule {
+        key: "storage.disks[].adoptedPartitions",
+        what: "adopting existing partitions",
+        instead: None,
+        used: |hc| {
+            each(
+                &hc.storage.disks,
+                "storage.disks",
+                ".adoptedPartitions",
+                |d| !d.adopted_partitions.is_empty(),
+            )
+        },
+    },
+    Rule {
+        key: "storage.raid",
+        what: "software RAID",
+        instead: None,
+        used: |hc| when(hc.storage.raid != Default::default(), "storage.raid"),
+    },
+    Rule {
+        key: "storage.encryption",
+        what: "disk encryption",
+        instead: None,
+        used: |hc| when(hc.storage.encryption.is_some(), "storage.encryption"),
+    },
+    Rule {
+        key: "storage.verity",
+        what: "dm-verity",
+        instead: None,
+        used: |hc| when(!hc.storage.verity.is_empty(), "storage.verity"),
+    },
+    Rule {
+        key: "storage.swap",
+        what: "swap (mkswap, fstab)",
+        instead: None,
+        used: |hc| when(!hc.storage.swap.is_empty(), "storage.swap"),
+    },
+    Rule {
+        key: "storage.filesystems[].source: new",
+        what: "creating new filesystems (mkfs)",
+        instead: Some("ship the filesystem in the COSI image (source: image)"),
+        used: |hc| {
+            each(
+                &hc.storage.filesystems,
+                "storage.filesystems",
+                ".source",
+                |f| f.source == Some(FilesystemSource::New),
+            )
+        },
+    },
+    Rule {
+        key: "storage.filesystems[].source: adopted",
+        what: "adopting existing filesystems",
+        instead: Some("ship the filesystem in the COSI image (source: image)"),
+        used: |hc| {
+            each(
+                &hc.storage.filesystems,
+                "storage.filesystems",
+                ".source",
+                |f| f.source == Some(FilesystemSource::Adopted),
+            )
+        },
+    },
+    Rule {
+        key: "storage.filesystems[].overrideEspMount",
+        what: "overriding which filesystem is the ESP",
+        instead: Some("mount the ESP at /boot/efi"),
+        used: |hc| {
+            each(
+                &hc.storage.filesystems,
+                "storage.filesystems",
+                ".overrideEspMount",
+                |f| f.override_esp_mount != OverrideEspMount::UseDefault,
+            )
+        },
+    },
+    Rule {
+        key: "storage.filesystems[] without mountPoint",
+        what: "a filesystem that is not mounted",
+        instead: Some("give it a mountPoint, or leave the filesystem out"),
+        used: |hc| {
+            each(&hc.storage.filesystems, "storage.filesystems", "", |f| {
+                f.mount_point.is_none()
+            })
+        },
+    },
+    Rule {
+        key: "os.netplan",
+        what: "netplan network configuration",
+        instead: Some("ship /etc/netplan in the image, or write it from a postConfigure script"),
+        used: |hc| when(hc.os.netplan.is_some(), "os.netplan"),
+    },
+    Rule {
+        key: "os.selinux.mode",
+        what: "setting the SELinux mode",
+        instead: Some("set it in the image"),
+        used: |hc| when(hc.os.selinux.mode.is_some(), "os.selinux.mode"),
+    },
+    Rule {
+        key: "os.users",
+        what: "user management",
+        instead: Some("create users in the image, or from a postConfigure script"),
+        used: |hc| when(!hc.os.users.is_empty(), "os.users"),
+    },
+    Rule {
+        key: "os.additionalFiles",
+        what: "copying additional files into the new root",
+        instead: Some("a postConfigure script"),
+        used: |hc| when(!hc.os.additional_files.is_empty(), "os.additionalFiles"),
+    },
+    Rule {
+        key: "os.hostname",
+        what: "setting the hostname",
+        instead: Some("a postConfigure script"),
+        used: |hc| when(hc.os.hostname.is_some(), "os.hostname"),
+    },
+    Rule {
+        key: "os.modules",
+        what: "kernel module configuration",
+        instead: Some("a postConfigure script"),
+        used: |hc| when(!hc.os.modules.is_empty(), "os.modules"),
+    },
+    Rule {
+        key: "os.services",
+        what: "enabling or disabling systemd services",
+        instead: Some("a postConfigure script"),
+        used: |hc| when(hc.os.services != Default::default(), "os.services"),
+    },
+    Rule {
+        key: "os.kernelCommandLine",
+        what: "extra kernel command line arguments",
+        instead: None,
+        used: |hc| {
+            when(
+                !hc.os.kernel_command_line.extra_command_line.is_empty(),
+                "os.kernelCommandLine",
+            )
+        },
+    },
+    Rule {
+        key: "os.sysexts",
+        what: "system extensions (runtime updates)",
+        instead: None,
+        used: |hc| when(!hc.os.sysexts.is_empty(), "os.sysexts"),
+    },
+    Rule {
+        key: "os.confexts",
+        what: "configuration extensions (runtime updates)",
+        instead: None,
+        used: |hc| when(!hc.os.confexts.is_empty(), "os.confexts"),
+    },
+    Rule {
+        key: "os.uefiFallback: optimistic | disabled",
+        what: "changing the UEFI fallback mode",
+        instead: Some("leave it out or use 'conservative'"),
+        used: |hc| {
+            when(
+                hc.os.uefi_fallback != UefiFallbackMode::Conservative,
+                "os.uefiFallback",
+            )
+        },
+    },
+    Rule {
+        key: "managementOs",
+        what: "management OS configuration",
+        instead: None,
+        used: |hc| when(!hc.management_os.is_default(), "managementOs"),
+    },
+    Rule {
+        key: "internalParams",
+        what: "internal parameters",
+        instead: None,
+        used: |hc| when(hc.internal_params.is_some(), "internalParams"),
+    },
+    Rule {
+        key: "trident.disable",
+        what: "disabling the agent on the target OS",
+        instead: None,
+        used: |hc| when(hc.trident.disable, "trident.disable"),
+    },
+    Rule {
+        key: "trident.phonehome",
+        what: "phonehome",
+        instead: Some("follow the gRPC servicing stream"),
+        used: |hc| when(hc.trident.phonehome.is_some(), "trident.phonehome"),
+    },
+    Rule {
+        key: "trident.logstream",
+        what: "logstream",
+        instead: Some("TelemetryService.Watch or OTLP export"),
+        used: |hc| when(hc.trident.logstream.is_some(), "trident.logstream"),
+    },
+    Rule {
+        key: "health.checks[].systemdServices",
+        what: "systemd service health checks",
+        instead: Some("a script check running `systemctl is-active UNIT`"),
+        used: |hc| {
+            each(
+                &hc.health.checks,
+                "health.checks",
+                ".systemdServices",
+                |c| c.systemd_services.is_some(),
+            )
+        },
+    },
+];
+
+/// Fails on the first refused feature that `hc` uses. `yaml` is the text
+/// `hc` came from, to name the line.
+pub(super) fn check(hc: &HostConfiguration, yaml: &str) -> Result<(), TridentError> {
+    for rule in RULES {
+        if let Some(path) = (rule.used)(hc).into_iter().next() {
+            let subkind = if rule.key == "storage.raid" {
+                Subkind::RaidUnsupported
+            } else {
+                Subkind::UnsupportedFeature
+            };
+            let instead = rule
+                .instead
+                .map(|i| format!("; instead: {i}"))
+                .unwrap_or_default();
             return Err(TridentError::new(
-                Subkind::UnsupportedFeature,
+                subkind,
                 format!(
-                    "Host Configuration key 'storage.filesystems[{i}].source': only filesystems from the image \
-                     ('image') are supported, not '{}'",
-                    match source {
-                        super::FilesystemSource::New => "new",
-                        _ => "adopted",
-                    }
+                    "Host Configuration key '{path}'{}: {} is not supported by this daemon yet{instead}",
+                    spans::describe(yaml, &path),
+                    rule.what,
                 ),
             ));
         }

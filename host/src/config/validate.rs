@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{HASH_IGNORED, HostConfiguration, PartitionSize, RunOn};
+use super::{Disk, FilesystemSource, HASH_IGNORED, HostConfiguration, PartitionSize, VolumePair};
 use crate::error::{Subkind, TridentError};
 
 #[track_caller]
@@ -109,30 +109,17 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
                 format!("device '{}' is used by two disks", disk.device),
             ));
         }
-        if disk.partitions.is_empty() {
-            return Err(invalid(
-                Subkind::InvalidHostConfiguration,
-                &format!("storage.disks[{d}].partitions"),
-                "at least one partition is required".into(),
-            ));
-        }
-        let last = disk.partitions.len() - 1;
         for (p, part) in disk.partitions.iter().enumerate() {
             claim(&part.id, format!("storage.disks[{d}].partitions[{p}].id"))?;
             partitions.insert(&part.id);
-            if part.size == PartitionSize::Grow && p != last {
-                return Err(invalid(
-                    Subkind::InvalidHostConfiguration,
-                    &format!("storage.disks[{d}].partitions[{p}].size"),
-                    "'grow' is only allowed for the last partition of a disk".into(),
-                ));
-            }
         }
+        check_sizes(d, disk)?;
     }
     let mut paired: HashMap<&str, String> = HashMap::new();
     for (i, pair) in hc.volume_pairs().iter().enumerate() {
         let base = format!("storage.abUpdate.volumePairs[{i}]");
         claim(&pair.id, format!("{base}.id"))?;
+        check_pair_members(hc, &base, pair)?;
         for (key, member) in [
             ("volumeAId", &pair.volume_a_id),
             ("volumeBId", &pair.volume_b_id),
@@ -153,22 +140,6 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
                 ));
             }
         }
-        let (a, b) = (
-            hc.find_partition(&pair.volume_a_id),
-            hc.find_partition(&pair.volume_b_id),
-        );
-        if let (Some((_, a)), Some((_, b))) = (a, b)
-            && a.size != b.size
-        {
-            return Err(invalid(
-                Subkind::InvalidHostConfiguration,
-                &format!("{base}.volumeBId"),
-                format!(
-                    "partitions '{}' ({}) and '{}' ({}) must have the same size",
-                    a.id, a.size, b.id, b.size
-                ),
-            ));
-        }
     }
     validate_filesystems(hc, &partitions, &paired)
 }
@@ -183,6 +154,22 @@ fn validate_filesystems(
     for (i, fs) in hc.storage.filesystems.iter().enumerate() {
         let base = format!("storage.filesystems[{i}]");
         let dev = fs.device_id.as_str();
+        if fs.fs_type.is_some() && fs.effective_source() == FilesystemSource::Image {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.type"),
+                "a filesystem from the image has the image's type; 'type' is only for \
+                 new or adopted filesystems"
+                    .into(),
+            ));
+        }
+        if dev.is_empty() {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.deviceId"),
+                "required for a filesystem from the image".into(),
+            ));
+        }
         let is_pair = hc.find_volume_pair(dev).is_some();
         if !is_pair && !partitions.contains(dev) {
             return Err(invalid(
@@ -243,14 +230,8 @@ fn validate_scripts(hc: &HostConfiguration) -> Result<(), TridentError> {
         let mut names = HashSet::new();
         for (i, s) in scripts.iter().enumerate() {
             let base = format!("{group}[{i}]");
-            check_runnable(
-                &base,
-                &s.name,
-                &s.run_on,
-                s.content.is_some(),
-                s.path.as_deref(),
-            )?;
-            if !names.insert(s.name.as_str()) {
+            check_runnable(&base, s.content.is_some(), s.path.as_deref())?;
+            if !s.name.is_empty() && !names.insert(s.name.as_str()) {
                 return Err(invalid(
                     Subkind::InvalidHostConfiguration,
                     &format!("{base}.name"),
@@ -262,13 +243,7 @@ fn validate_scripts(hc: &HostConfiguration) -> Result<(), TridentError> {
     let mut names = HashSet::new();
     for (i, c) in hc.health.checks.iter().enumerate() {
         let base = format!("health.checks[{i}]");
-        check_runnable(
-            &base,
-            &c.name,
-            &c.run_on,
-            c.content.is_some(),
-            c.path.as_deref(),
-        )?;
+        check_runnable(&base, c.content.is_some(), c.path.as_deref())?;
         if c.timeout_seconds == Some(0) {
             return Err(invalid(
                 Subkind::InvalidHostConfiguration,
@@ -276,7 +251,7 @@ fn validate_scripts(hc: &HostConfiguration) -> Result<(), TridentError> {
                 "must be greater than zero".into(),
             ));
         }
-        if !names.insert(c.name.as_str()) {
+        if !c.name.is_empty() && !names.insert(c.name.as_str()) {
             return Err(invalid(
                 Subkind::InvalidHostConfiguration,
                 &format!("{base}.name"),
@@ -287,25 +262,14 @@ fn validate_scripts(hc: &HostConfiguration) -> Result<(), TridentError> {
     Ok(())
 }
 
-fn check_runnable(
-    base: &str,
-    name: &str,
-    run_on: &[RunOn],
-    has_content: bool,
-    path: Option<&str>,
-) -> Result<(), TridentError> {
-    if name.is_empty() {
+fn check_runnable(base: &str, has_content: bool, path: Option<&str>) -> Result<(), TridentError> {
+    if let Some(path) = path
+        && !path.starts_with('/')
+    {
         return Err(invalid(
             Subkind::InvalidHostConfiguration,
-            &format!("{base}.name"),
-            "must not be empty".into(),
-        ));
-    }
-    if run_on.is_empty() {
-        return Err(invalid(
-            Subkind::InvalidHostConfiguration,
-            &format!("{base}.runOn"),
-            "must list at least one of all, clean-install, ab-update".into(),
+            &format!("{base}.path"),
+            format!("'{path}' must be an absolute path"),
         ));
     }
     match (has_content, path) {
@@ -321,4 +285,93 @@ fn check_runnable(
         )),
         _ => Ok(()),
     }
+}
+
+/// Upstream's block size: every fixed partition size is a multiple of it.
+const SIZE_ALIGNMENT: u64 = 4096;
+
+/// Sizes that can be laid out: non-zero multiples of 4 KiB, `grow` only
+/// last, and a total that does not overflow.
+fn check_sizes(d: usize, disk: &Disk) -> Result<(), TridentError> {
+    let last = disk.partitions.len().saturating_sub(1);
+    let mut total: u64 = 0;
+    for (p, part) in disk.partitions.iter().enumerate() {
+        let path = format!("storage.disks[{d}].partitions[{p}].size");
+        match part.size {
+            PartitionSize::Grow if p != last => {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &path,
+                    "'grow' is only allowed for the last partition of a disk".into(),
+                ));
+            }
+            PartitionSize::Grow => {}
+            PartitionSize::Bytes(bytes) => {
+                if bytes == 0 || bytes % SIZE_ALIGNMENT != 0 {
+                    return Err(invalid(
+                        Subkind::InvalidHostConfiguration,
+                        &path,
+                        format!("{bytes} bytes is not a non-zero multiple of {SIZE_ALIGNMENT}"),
+                    ));
+                }
+                total = total.checked_add(bytes).ok_or_else(|| {
+                    invalid(
+                        Subkind::InvalidHostConfiguration,
+                        &path,
+                        "the partitions of this disk add up to more than 16 EiB".into(),
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The two volumes of a pair are different partitions of the same type
+/// and size, so either can hold the image.
+fn check_pair_members(
+    hc: &HostConfiguration,
+    base: &str,
+    pair: &VolumePair,
+) -> Result<(), TridentError> {
+    if pair.volume_a_id == pair.volume_b_id {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.volumeBId"),
+            format!(
+                "'{}' is also volume A; a pair needs two partitions",
+                pair.volume_b_id
+            ),
+        ));
+    }
+    let (Some((_, a)), Some((_, b))) = (
+        hc.find_partition(&pair.volume_a_id),
+        hc.find_partition(&pair.volume_b_id),
+    ) else {
+        return Ok(());
+    };
+    if a.size != b.size {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.volumeBId"),
+            format!(
+                "partitions '{}' ({}) and '{}' ({}) must have the same size",
+                a.id, a.size, b.id, b.size
+            ),
+        ));
+    }
+    if a.partition_type != b.partition_type {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.volumeBId"),
+            format!(
+                "partitions '{}' ({}) and '{}' ({}) must have the same type",
+                a.id,
+                a.partition_type.name(),
+                b.id,
+                b.partition_type.name()
+            ),
+        ));
+    }
+    Ok(())
 }

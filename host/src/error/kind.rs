@@ -101,6 +101,7 @@ subkinds! {
     InvalidImageHash => InvalidInput, "invalid-image-hash", "Invalid image hash";
     ImageHashMismatch => InvalidInput, "image-hash-mismatch", "Image hash does not match";
     InvalidImage => InvalidInput, "invalid-image", "The COSI image is invalid";
+    InvalidImageMetadata => InvalidInput, "invalid-image-metadata", "The COSI image's metadata.json is invalid";
     ImageDoesNotMatchConfiguration => InvalidInput, "image-does-not-match-configuration", "The image does not match the Host Configuration";
     InvalidRequest => InvalidInput, "invalid-request", "Invalid request";
     InvalidServicingState => InvalidInput, "invalid-servicing-state", "The host is not in a state that allows this operation";

@@ -27,9 +27,14 @@ pub fn cosi_error(error: CosiError) -> TridentError {
         CosiError::TargetTooSmall { .. } | CosiError::RegionTooLarge { .. } => {
             Subkind::ImageDoesNotMatchConfiguration
         }
+        CosiError::Metadata(_) => Subkind::InvalidImageMetadata,
         _ => Subkind::InvalidImage,
     };
-    let message = format!("{} ({})", subkind.default_message(), error.subkind());
+    let message = match &error {
+        // Names the field and why: `metadata.json: osPackages[0].arch: is required`.
+        CosiError::Metadata(detail) => format!("{}: {detail}", subkind.default_message()),
+        _ => format!("{} ({})", subkind.default_message(), error.subkind()),
+    };
     TridentError::with_source(subkind, message, error)
 }
 

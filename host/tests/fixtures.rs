@@ -1,0 +1,68 @@
+//! Our fixtures mirroring upstream's eight Host Configuration samples (see
+//! tests/fixtures/host-config/README.md): each parses, and is either valid
+//! or refused only as unsupported-configuration, never as a parse or
+//! unknown-key error.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use std::path::PathBuf;
+
+use trident_host::Category;
+use trident_host::config::parse;
+
+fn fixture(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/host-config")
+        .join(format!("{name}.yaml"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn basic_is_valid() {
+    let hc = parse(&fixture("basic")).unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(hc.storage.filesystems.len(), 2);
+}
+
+/// `(fixture, the key its refusal names)`.
+const REFUSED: [(&str, &str); 7] = [
+    ("simple", "os.netplan"),
+    ("base", "storage.raid"),
+    ("advanced", "storage.raid"),
+    ("raid", "storage.raid"),
+    ("raid-mirrored", "storage.raid"),
+    ("encryption", "storage.encryption"),
+    ("verity", "storage.verity"),
+];
+
+#[test]
+fn the_others_are_refused_only_as_unsupported_configuration() {
+    for (name, key) in REFUSED {
+        let Err(err) = parse(&fixture(name)) else {
+            panic!("{name}: uses features that are not applied yet, yet it was accepted");
+        };
+        assert_eq!(
+            err.category(),
+            Category::UnsupportedConfiguration,
+            "{name}: {}",
+            err.report()
+        );
+        assert!(
+            err.message().contains(&format!("'{key}' (line ")),
+            "{name}: {}",
+            err.message()
+        );
+    }
+}
+
+/// `simple` without the OS configuration and the systemd check (the
+/// features refused today) is valid: the refusal is all that is wrong.
+#[test]
+fn simple_without_the_refused_keys_is_valid() {
+    let simple = fixture("simple");
+    let os = simple.find("os:\n").unwrap();
+    let health = simple.find("health:\n").unwrap();
+    let systemd = simple.find("  - name: sshd-up").unwrap();
+    let trimmed = format!("{}{}", &simple[..os], &simple[health..systemd]);
+    let hc = parse(&trimmed).unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(hc.scripts.post_provision[0].arguments.len(), 3);
+}
