@@ -297,3 +297,27 @@ pub(super) fn check(hc: &HostConfiguration, yaml: &str) -> Result<(), TridentErr
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RULES;
+
+    /// The README's key table names every refused key, so the two cannot
+    /// drift apart when a rule is added or removed.
+    #[test]
+    fn the_readme_table_lists_every_refused_key() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        let start = readme.find("### Host Configuration keys").unwrap();
+        let table = &readme[start..];
+        for rule in RULES {
+            // "storage.filesystems[].source: new" → "storage.filesystems[].source"
+            let key = rule.key.split([':', ' ']).next().unwrap();
+            assert!(
+                table.contains(&format!("`{key}")),
+                "README's key table does not mention `{key}` ({})",
+                rule.key
+            );
+        }
+    }
+}
