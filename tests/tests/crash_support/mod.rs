@@ -1,0 +1,202 @@
+//! Shared pieces of the crash-consistency tests: a seeded random source
+//! (printed, replayable with `CRASH_SEED=`), a daemon that restarts on the
+//! same state directory, SIGKILL at a random point of a servicing stream,
+//! and reads of the target disk's partitions.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use nix::sys::signal::Signal;
+use sha2::{Digest, Sha384};
+use trident_cosi::gpt::Gpt;
+use trident_e2e::{Daemon, bin_path};
+use trident_proto::v1::{ServicingResponse, servicing_response};
+
+/// Env var replaying a run: the seed the failing run printed.
+pub const SEED_ENV: &str = "CRASH_SEED";
+
+/// A small seeded generator (splitmix64): enough for random delays, and no
+/// dependency. The seed is printed so a failure can be replayed.
+#[derive(Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// `CRASH_SEED` when set, else a fresh seed; prints it either way.
+    pub fn from_env(test: &str) -> Rng {
+        let seed = std::env::var(SEED_ENV)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            });
+        eprintln!("{test}: {SEED_ENV}={seed} (set it to replay this run)");
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A delay in `[0, max]` (millisecond steps).
+    pub fn delay(&mut self, max: Duration) -> Duration {
+        let ms = max.as_millis().max(1) as u64;
+        Duration::from_millis(self.next() % (ms + 1))
+    }
+}
+
+/// Starts `tridentd` on `state_dir` (record reboot, no idle exit) with
+/// `extra` arguments; the state dir outlives every daemon of a test.
+pub async fn daemon_on(state_dir: &Path, extra: &[&std::ffi::OsStr]) -> Daemon {
+    Daemon::builder()
+        .state_dir(state_dir)
+        .args(["--inactivity-timeout", "0"])
+        .args(extra)
+        .spawn()
+        .await
+        .unwrap()
+}
+
+/// How a servicing stream cut short by SIGKILL had got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reached {
+    /// No `Started` arrived (the operation may not have been recorded).
+    NotStarted,
+    /// `Started` (this operation id) arrived, `Completed` did not: the
+    /// operation was running, or had just recorded its end.
+    Running(String),
+    /// The operation (this id) completed before the kill.
+    Completed(String),
+}
+
+impl Reached {
+    /// The operation id, once `Started` arrived.
+    pub fn operation_id(&self) -> Option<&str> {
+        match self {
+            Reached::NotStarted => None,
+            Reached::Running(id) | Reached::Completed(id) => Some(id),
+        }
+    }
+}
+
+/// Reads `stream` while, after `delay`, the daemon is SIGKILLed; returns
+/// how far the stream got. Waits for the process to be gone.
+pub async fn kill_during(
+    daemon: &mut Daemon,
+    stream: tonic::Streaming<ServicingResponse>,
+    delay: Duration,
+) -> Reached {
+    let reader = tokio::spawn(read_until_cut(stream));
+    tokio::time::sleep(delay).await;
+    daemon.signal(Signal::SIGKILL).unwrap();
+    daemon.wait_exit(Duration::from_secs(30)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), reader)
+        .await
+        .expect("the stream ends once the daemon is gone")
+        .unwrap()
+}
+
+async fn read_until_cut(mut stream: tonic::Streaming<ServicingResponse>) -> Reached {
+    let mut reached = Reached::NotStarted;
+    while let Some(Ok(message)) = stream.next().await {
+        match message.response {
+            Some(servicing_response::Response::Started(started)) => {
+                reached = Reached::Running(started.operation_id);
+            }
+            Some(servicing_response::Response::Completed(_)) => {
+                return match reached {
+                    Reached::Running(id) => Reached::Completed(id),
+                    other => other,
+                };
+            }
+            _ => {}
+        }
+    }
+    reached
+}
+
+/// Byte range (offset, length) of partition `name` on `disk`.
+pub fn partition_range(disk: &Path, name: &str) -> (u64, u64) {
+    let file = File::open(disk).unwrap();
+    let mut head = vec![0u8; 34 * 512];
+    file.read_exact_at(&mut head, 0).unwrap();
+    let gpt = Gpt::parse_primary(&head, 512).unwrap();
+    let entry = gpt.partitions().iter().find(|e| e.name == name).unwrap();
+    (entry.start_offset(512), entry.size_bytes(512))
+}
+
+/// SHA-384 of the whole byte range of partition `name` on `disk`.
+pub fn partition_sha384(disk: &Path, name: &str) -> String {
+    let (offset, len) = partition_range(disk, name);
+    range_sha384(disk, offset, len)
+}
+
+/// SHA-384 of `len` bytes of `path` from `offset`.
+pub fn range_sha384(path: &Path, offset: u64, len: u64) -> String {
+    let file = File::open(path).unwrap();
+    let mut hasher = Sha384::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(buf.len() as u64) as usize;
+        file.read_exact_at(&mut buf[..n], offset + done).unwrap();
+        hasher.update(&buf[..n]);
+        done += n as u64;
+    }
+    hex::encode(hasher.finalize())
+}
+
+/// `trident --socket SOCKET ARGS...` (the real CLI), output captured.
+pub fn trident(socket: &Path, args: &[&str]) -> Output {
+    Command::new(bin_path("trident"))
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .env_remove("TRIDENT_SOCKET")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// Stdout of a CLI call that must succeed.
+pub fn trident_ok(socket: &Path, args: &[&str]) -> String {
+    let out = trident(socket, args);
+    assert!(
+        out.status.success(),
+        "trident {args:?}: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Times a future (to size the next random kill delay: a kill point is
+/// drawn from the whole duration of the operation it interrupts).
+pub async fn timed<T>(f: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let start = Instant::now();
+    let out = f.await;
+    (out, start.elapsed())
+}
+
+/// A temp dir for one scenario: state dir + disk-image files.
+pub fn scenario_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("crash-{name}-"))
+        .tempdir()
+        .unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    (dir, state)
+}
