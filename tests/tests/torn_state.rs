@@ -105,7 +105,7 @@ fn apply(damage: Damage, state: &Path, rng: &mut Rng) -> String {
     };
     let len = std::fs::metadata(&file).unwrap().len();
     assert!(len > 0, "{} is empty: nothing to damage", file.display());
-    let mut f = OpenOptions::new().write(true).open(&file).unwrap();
+    let f = OpenOptions::new().write(true).open(&file).unwrap();
     let what = match damage {
         Damage::TruncateSegment
         | Damage::TruncateWal
