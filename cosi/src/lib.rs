@@ -46,7 +46,10 @@ pub mod writer;
 pub use error::{CosiError, ErrorClass, SizeKind};
 pub use hash::ExpectedHash;
 pub use metadata::Metadata;
-pub use source::{CosiSource, RegionInfo, RegionKind, RegionReader};
+pub use source::{
+    CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, RegionInfo,
+    RegionKind, RegionReader, http_timeouts, set_http_timeouts,
+};
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, write_region_at,
 };

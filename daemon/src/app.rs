@@ -37,6 +37,9 @@ impl KeepAlive for Activity {
 /// Runs the daemon on `listening` (from [`server::prepare`]) with `bus`
 /// (from [`crate::observability::init`]) until shutdown.
 pub fn run(config: Config, listening: Listening, bus: Bus) -> Result<ShutdownReason, AppError> {
+    // Image downloads of every servicing flow use the operator's bounds;
+    // this is the only call, so the set cannot fail.
+    let _ = trident_cosi::set_http_timeouts(config.http_timeouts());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tridentd")

@@ -30,6 +30,14 @@ pub const DEFAULT_INACTIVITY_TIMEOUT: &str = "5m";
 pub const DEFAULT_SHUTDOWN_GRACE: &str = "10s";
 /// File name of the SQLite datastore inside the state directory.
 pub const DATASTORE_FILE: &str = "datastore.sqlite";
+/// Env var: bound on connecting to an image server (same as `--http-connect-timeout`).
+pub const ENV_HTTP_CONNECT_TIMEOUT: &str = "TRIDENT_HTTP_CONNECT_TIMEOUT";
+/// Env var: bound on a stalled image download (same as `--http-read-timeout`).
+pub const ENV_HTTP_READ_TIMEOUT: &str = "TRIDENT_HTTP_READ_TIMEOUT";
+/// Default of `--http-connect-timeout` (trident-cosi's default, spelled for clap).
+pub const DEFAULT_HTTP_CONNECT_TIMEOUT: &str = "30s";
+/// Default of `--http-read-timeout` (trident-cosi's default, spelled for clap).
+pub const DEFAULT_HTTP_READ_TIMEOUT: &str = "2m";
 /// File name of the reboot-request log inside the state directory (`--reboot record`).
 pub const REBOOT_REQUESTS_FILE: &str = "reboot-requests.log";
 
@@ -107,6 +115,15 @@ pub struct Config {
     #[arg(long = "disk", value_name = "PATH")]
     pub disks: Vec<PathBuf>,
 
+    /// Bound on connecting (TCP and TLS) to an http(s):// image server.
+    #[arg(long, env = ENV_HTTP_CONNECT_TIMEOUT, default_value = DEFAULT_HTTP_CONNECT_TIMEOUT, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub http_connect_timeout: Duration,
+
+    /// An image download (response head or body) fails after this long
+    /// without receiving a byte.
+    #[arg(long, env = ENV_HTTP_READ_TIMEOUT, default_value = DEFAULT_HTTP_READ_TIMEOUT, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub http_read_timeout: Duration,
+
     /// What to do when servicing requires a reboot.
     #[arg(long, value_enum, default_value_t = RebootMode::Record)]
     pub reboot: RebootMode,
@@ -152,6 +169,14 @@ impl Config {
             ring_records: self.bus_ring_records,
             ring_bytes: self.bus_ring_bytes,
             ..trident_telemetry::BusConfig::with_state_dir(&self.state_dir)
+        }
+    }
+
+    /// Timeouts of http(s):// image sources from the flags.
+    pub fn http_timeouts(&self) -> trident_cosi::HttpTimeouts {
+        trident_cosi::HttpTimeouts {
+            connect: self.http_connect_timeout,
+            read: self.http_read_timeout,
         }
     }
 
@@ -245,6 +270,25 @@ mod tests {
         );
         let off = Config::try_parse_from(["tridentd", "--no-upstream-socket"]).unwrap();
         assert_eq!(off.upstream_socket_path(), None);
+    }
+
+    #[test]
+    fn http_timeout_defaults_are_trident_cosis() {
+        let config = Config::try_parse_from(["tridentd"]).unwrap();
+        assert_eq!(
+            config.http_timeouts(),
+            trident_cosi::HttpTimeouts::default()
+        );
+        let config = Config::try_parse_from([
+            "tridentd",
+            "--http-connect-timeout",
+            "2s",
+            "--http-read-timeout",
+            "500ms",
+        ])
+        .unwrap();
+        assert_eq!(config.http_connect_timeout, Duration::from_secs(2));
+        assert_eq!(config.http_read_timeout, Duration::from_millis(500));
     }
 
     #[test]

@@ -20,6 +20,10 @@ use crate::metadata::{Disk, Metadata, RegionType};
 use crate::tar::{EntryKind, TarError, TarReader};
 
 pub use region::{RegionInfo, RegionKind, RegionReader};
+pub use transport::{
+    DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, http_timeouts,
+    set_http_timeouts,
+};
 
 /// Name of the first entry of every COSI file.
 pub const MARKER_ENTRY: &str = "cosi-marker";

@@ -2,14 +2,51 @@
 
 use std::fs::File;
 use std::io::Read;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::error::CosiError;
 
-/// How long to wait for a TCP/TLS connection to the image server.
-const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// A stalled download fails after this long without any received byte.
-const HTTP_READ_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default bound on the TCP/TLS connection to the image server.
+pub const DEFAULT_HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default bound on a stalled download: it fails after this long without
+/// any received byte (headers or body).
+pub const DEFAULT_HTTP_READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Connect and read timeouts of `http(s)://` image sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpTimeouts {
+    /// Bound on establishing the connection (TCP and TLS).
+    pub connect: Duration,
+    /// Bound on each wait for bytes from the server.
+    pub read: Duration,
+}
+
+impl Default for HttpTimeouts {
+    fn default() -> Self {
+        HttpTimeouts {
+            connect: DEFAULT_HTTP_CONNECT_TIMEOUT,
+            read: DEFAULT_HTTP_READ_TIMEOUT,
+        }
+    }
+}
+
+/// The process's HTTP timeouts. A process-wide setting (the daemon's flags,
+/// set once at start-up) rather than a parameter, so every caller of
+/// [`crate::CosiSource::open`] gets the operator's bounds without each
+/// servicing flow passing them along.
+static HTTP_TIMEOUTS: OnceLock<HttpTimeouts> = OnceLock::new();
+
+/// Sets the HTTP timeouts of every later `http(s)://` open in this process.
+/// Only the first call counts; a later one gets its value back as `Err`.
+pub fn set_http_timeouts(timeouts: HttpTimeouts) -> Result<(), HttpTimeouts> {
+    HTTP_TIMEOUTS.set(timeouts)
+}
+
+/// The timeouts in effect: the ones set, else the defaults.
+pub fn http_timeouts() -> HttpTimeouts {
+    HTTP_TIMEOUTS.get().copied().unwrap_or_default()
+}
 
 /// A readable image stream plus its length when known.
 pub(crate) struct Opened {
@@ -60,13 +97,16 @@ fn open_http(url: &str) -> Result<Opened, CosiError> {
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(ureq::tls::RootCerts::PlatformVerifier)
         .build();
+    let timeouts = http_timeouts();
     let config = ureq::Agent::config_builder()
         .tls_config(tls)
-        .timeout_connect(Some(HTTP_CONNECT_TIMEOUT))
+        .timeout_connect(Some(timeouts.connect))
         .timeout_recv_body(None)
-        .timeout_per_read(Some(HTTP_READ_TIMEOUT))
+        .timeout_per_read(Some(timeouts.read))
         .build();
     let agent = ureq::Agent::new_with_config(config);
+    // The read bound also covers the response head: a server that accepts
+    // and then says nothing fails like one that stalls mid-body.
     let response = agent.get(url).call().map_err(|e| CosiError::Http {
         url: url.to_owned(),
         reason: e.to_string(),
