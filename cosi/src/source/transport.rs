@@ -116,8 +116,72 @@ fn open_http(url: &str) -> Result<Opened, CosiError> {
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
-    Ok(Opened {
-        reader: Box::new(response.into_body().into_reader()),
-        len,
-    })
+    let body = response.into_body().into_reader();
+    let reader: Box<dyn Read + Send> = match len {
+        Some(announced) => Box::new(AnnouncedLength {
+            inner: body,
+            announced,
+            received: 0,
+        }),
+        None => Box::new(body),
+    };
+    Ok(Opened { reader, len })
+}
+
+/// An HTTP body that must be as long as its `Content-Length`: a server
+/// that closes early is a download failure (a transport error), not the
+/// "truncated image" the archive reader would otherwise report.
+struct AnnouncedLength<R> {
+    inner: R,
+    announced: u64,
+    received: u64,
+}
+
+impl<R: Read> Read for AnnouncedLength<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // The HTTP client reports an early close as an end of file, either
+        // as a 0-byte read or as an `UnexpectedEof` error.
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+            Err(e) => return Err(e),
+        };
+        self.received += n as u64;
+        if n == 0 && !buf.is_empty() && self.received < self.announced {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                format!(
+                    "the server closed the connection after {} of the {} bytes its Content-Length announced",
+                    self.received, self.announced
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_shorter_than_its_content_length_is_a_connection_error() {
+        let mut short = AnnouncedLength {
+            inner: &b"half"[..],
+            announced: 8,
+            received: 0,
+        };
+        let mut buf = Vec::new();
+        let err = short.read_to_end(&mut buf).expect_err("short body");
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionAborted);
+        assert!(err.to_string().contains("after 4 of the 8 bytes"), "{err}");
+        let mut whole = AnnouncedLength {
+            inner: &b"whole"[..],
+            announced: 5,
+            received: 0,
+        };
+        buf.clear();
+        whole.read_to_end(&mut buf).expect("whole body");
+        assert_eq!(buf, b"whole");
+    }
 }
