@@ -2,7 +2,7 @@
 //! segment, rotates segments by size and deletes the oldest past the bound.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +18,8 @@ use crate::error::TelemetryError;
 
 /// Field 1 (cursor) of `Record`, length-delimited.
 const RECORD_CURSOR_TAG: u8 = 0x0a;
+/// Frames are gathered up to this many bytes before one write to the file.
+const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 
 #[derive(Debug)]
 pub(crate) struct Writer {
@@ -26,8 +28,14 @@ pub(crate) struct Writer {
     segment_bytes: u64,
     max_bytes: u64,
     index: u64,
-    file: BufWriter<File>,
-    size: u64,
+    file: File,
+    /// Bytes of whole frames written to the segment file.
+    written: u64,
+    /// Frames not written to the file yet, and how many records they hold.
+    /// A failed write drops them all (counted) and cuts the file back to
+    /// `written`, so a segment never holds a torn frame before good ones.
+    pending: Vec<u8>,
+    pending_records: u64,
     /// Records that could not be written (I/O errors), since start.
     failed: Arc<AtomicU64>,
     frame: Vec<u8>,
@@ -61,7 +69,9 @@ impl Writer {
             max_bytes: config.journal_max_bytes,
             index,
             file,
-            size: 0,
+            written: 0,
+            pending: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            pending_records: 0,
             failed,
             frame: Vec::new(),
         };
@@ -94,7 +104,7 @@ impl Writer {
                 }
                 next = commands.try_recv().ok();
             }
-            let _ = self.file.flush();
+            self.write_pending();
         }
         self.sync();
     }
@@ -111,23 +121,42 @@ impl Writer {
         self.frame.push(RECORD_CURSOR_TAG);
         let _ = cursor.encode_length_delimited(&mut self.frame);
         let len = u32::try_from(self.frame.len()).unwrap_or(u32::MAX);
-        if self.file.write_all(&len.to_le_bytes()).is_err()
-            || self.file.write_all(&self.frame).is_err()
-        {
-            // A full or failing disk must not stop the daemon: the record
-            // stays in the ring, and the loss is counted.
-            self.failed.fetch_add(1, Ordering::Relaxed);
-            return;
+        self.pending.extend_from_slice(&len.to_le_bytes());
+        self.pending.extend_from_slice(&self.frame);
+        self.pending_records += 1;
+        if self.pending.len() >= WRITE_BUFFER_BYTES {
+            self.write_pending();
         }
-        self.size += 4 + u64::from(len);
-        if self.size >= self.segment_bytes {
+        if self.written + self.pending.len() as u64 >= self.segment_bytes {
             self.rotate();
         }
     }
 
+    /// Writes the gathered frames. A full or failing disk must not stop
+    /// the daemon: the records stay in the ring, their loss is counted
+    /// (bus drop counter `journal`), and a partly written frame is cut off
+    /// so the records written after the disk recovers stay readable.
+    fn write_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        match self.file.write_all(&self.pending) {
+            Ok(()) => self.written += self.pending.len() as u64,
+            Err(_) => {
+                self.failed
+                    .fetch_add(self.pending_records, Ordering::Relaxed);
+                let _ = self.file.set_len(self.written);
+            }
+        }
+        self.pending.clear();
+        self.pending_records = 0;
+    }
+
     fn sync(&mut self) {
-        let _ = self.file.flush();
-        let _ = self.file.get_ref().sync_data();
+        self.write_pending();
+        // A failed fsync cannot say which records it lost; the ones whose
+        // write failed are already counted.
+        let _ = self.file.sync_data();
     }
 
     fn rotate(&mut self) {
@@ -137,7 +166,7 @@ impl Writer {
         };
         self.index += 1;
         self.file = file;
-        self.size = 0;
+        self.written = 0;
         self.enforce_bound();
     }
 
@@ -159,12 +188,11 @@ impl Writer {
     }
 }
 
-fn create(dir: &Path, index: u64) -> Result<BufWriter<File>, TelemetryError> {
+fn create(dir: &Path, index: u64) -> Result<File, TelemetryError> {
     let path = segment_path(dir, index);
-    let file = File::options()
+    File::options()
         .create_new(true)
         .append(true)
         .open(&path)
-        .map_err(|source| TelemetryError::Journal { path, source })?;
-    Ok(BufWriter::with_capacity(64 * 1024, file))
+        .map_err(|source| TelemetryError::Journal { path, source })
 }
