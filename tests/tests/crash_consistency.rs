@@ -6,12 +6,14 @@
 //! are unchanged, `trident get status` / `get last-error` answer and say
 //! what happened, and a new operation runs to the end.
 //!
-//! 24 kills in all (8 update rounds of two kills, 4 installs, 4 StreamDisks);
+//! 24 kills in all (8 update rounds of two kills, 4 installs, 4 StreamDisks,
+//! half of them from a slow `http://` server);
 //! disk images are small so the whole file runs in about a minute.
 
 #![allow(clippy::unwrap_used)]
 
 mod crash_support;
+mod image_server;
 mod servicing_support;
 
 use std::ffi::OsStr;
@@ -295,7 +297,10 @@ async fn sigkill_during_stream_disk_leaves_a_daemon_that_reports_it_and_streams_
     let expected = dir.path().join("expected.img");
     writer::write_disk_image(&spec, &expected).unwrap();
     let cosi = writer::write_cosi(&spec, &dir.path().join("image.cosi")).unwrap();
-    let url = format!("file://{}", cosi.path.display());
+    // Every other kill lands in a download from a slow http:// server.
+    let slow = image_server::ImageServer::start(&cosi.path, image_server::ServerFault::Slow);
+    let urls = [format!("file://{}", cosi.path.display()), slow.url()];
+    let url = &urls[0];
     let target = dir.path().join("target.img");
     std::fs::File::create(&target)
         .unwrap()
@@ -303,8 +308,8 @@ async fn sigkill_during_stream_disk_leaves_a_daemon_that_reports_it_and_streams_
         .unwrap();
     let disk_args = [OsStr::new("--disk"), target.as_os_str()];
     let mut d = daemon_on(&state_dir, &disk_args).await;
-    let (outcome, mut stream_time) = timed(servicing_support::collect(Ok(tonic::Response::new(
-        stream_disk_request(&d, &url).await,
+    let (outcome, stream_time) = timed(servicing_support::collect(Ok(tonic::Response::new(
+        stream_disk_request(&d, url).await,
     ))))
     .await;
     outcome.assert_success();
@@ -316,11 +321,14 @@ async fn sigkill_during_stream_disk_leaves_a_daemon_that_reports_it_and_streams_
     };
     let want_regions = region_hashes(&expected);
 
+    let mut stream_times = [stream_time, stream_time * 3];
     for round in 0..STREAM_DISK_KILLS {
-        let stream = stream_disk_request(&d, &url).await;
-        let delay = rng.delay(stream_time);
+        let source = round % 2;
+        let url = &urls[source];
+        let stream = stream_disk_request(&d, url).await;
+        let delay = rng.delay(stream_times[source]);
         let reached = kill_during(&mut d, stream, delay).await;
-        eprintln!("stream-disk {round}: killed after {delay:?}: {reached:?}");
+        eprintln!("stream-disk {round} ({url}): killed after {delay:?}: {reached:?}");
         d = daemon_on(&state_dir, &disk_args).await;
         let mut c = Clients::new(&d).await;
         // StreamDisk does not move the servicing state of the datastore.
@@ -331,11 +339,11 @@ async fn sigkill_during_stream_disk_leaves_a_daemon_that_reports_it_and_streams_
         };
         check_after_kill(&mut c, d.socket_path(), &datastore, &want).await;
         let (outcome, took) = timed(servicing_support::collect(Ok(tonic::Response::new(
-            stream_disk_request(&d, &url).await,
+            stream_disk_request(&d, url).await,
         ))))
         .await;
         outcome.assert_success();
-        stream_time = took;
+        stream_times[source] = took;
         assert_eq!(region_hashes(&target), want_regions, "round {round}");
     }
 }

@@ -23,6 +23,9 @@ pub enum ServerFault {
     ShortBody,
     /// Announces half the length (and sends the whole file, then closes).
     ContentLengthTooSmall,
+    /// No fault: the whole file, slowly (64 KiB every 10 ms), like the
+    /// slow server of the crash tests.
+    Slow,
 }
 
 /// The server; stops (releasing stalled connections) on drop.
@@ -102,6 +105,16 @@ fn serve(stream: TcpStream, file: &Path, fault: ServerFault, stop: &AtomicBool) 
         ServerFault::ContentLengthTooSmall => out
             .write_all(head(half).as_bytes())
             .and_then(|()| out.write_all(&body)),
+        ServerFault::Slow => out.write_all(head(body.len()).as_bytes()).and_then(|()| {
+            for chunk in body.chunks(64 * 1024) {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                out.write_all(chunk)?;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Ok(())
+        }),
     };
     // Dropping `out` closes the connection.
 }
