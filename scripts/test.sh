@@ -64,6 +64,7 @@ declare -A APT_FOR_COMMAND=(
     [mmdebstrap]=mmdebstrap             # container image root filesystem
     [umoci]=umoci                       # OCI image archive packing
     [unshare]=util-linux                # container image test (namespaces)
+    [mount]=mount                       # tmpfs of the full-disk fault tests
     [promtool]=prometheus               # dashboard/metrics checks
     [git]=git
     [npm]=npm

@@ -14,10 +14,9 @@ mod servicing_support;
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use crash_support::{daemon_on, partition_sha384};
+use crash_support::{Tmpfs, daemon_on, partition_sha384};
 use image_server::{ImageServer, ServerFault};
 use servicing_support::{Clients, Collected, Fixture};
 use trident_proto::v1::TridentErrorKind;
@@ -107,38 +106,6 @@ async fn image_server_faults_fail_in_bounded_time_and_switch_nothing() {
     }
     // The host is still serviceable from a good source.
     c.update_stage(&fx.config(&v2, "")).await.assert_success();
-}
-
-/// A tmpfs of `size` mounted on `dir` (root: every e2e test runs as root),
-/// unmounted on drop.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Tmpfs {
-        std::fs::create_dir_all(dir).unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .unwrap();
-        assert!(status.success(), "mount tmpfs on {}", dir.display());
-        Tmpfs(dir.to_owned())
-    }
-
-    fn remount(&self, options: &str) {
-        let status = Command::new("mount")
-            .args(["-o", &format!("remount,{options}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(status.success(), "remount {options}");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

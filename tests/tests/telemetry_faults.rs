@@ -7,13 +7,14 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod crash_support;
 mod servicing_support;
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
+use crash_support::Tmpfs;
 use futures::StreamExt;
 use servicing_support::{Clients, Fixture};
 use trident_e2e::Daemon;
@@ -21,28 +22,6 @@ use trident_proto::v1::{
     GetBusStatusRequest, ListOperationsRequest, WatchOptions, WatchRequest, stream_event,
     telemetry_service_client::TelemetryServiceClient,
 };
-
-/// Mounts a tmpfs of `size` on `dir`; unmounted on drop.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    fn mount(dir: &Path, size: &str) -> Tmpfs {
-        std::fs::create_dir_all(dir).unwrap();
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .unwrap();
-        assert!(status.success(), "mount tmpfs on {}", dir.display());
-        Tmpfs(dir.to_owned())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
 
 /// Fills the file system of `dir` with one file; returns its path.
 fn fill(dir: &Path) -> std::path::PathBuf {

@@ -1,7 +1,7 @@
-//! Shared pieces of the crash-consistency tests: a seeded random source
-//! (printed, replayable with `CRASH_SEED=`), a daemon that restarts on the
-//! same state directory, SIGKILL at a random point of a servicing stream,
-//! and reads of the target disk's partitions.
+//! Shared pieces of the crash-consistency and fault tests: a seeded random
+//! source (printed, replayable with `CRASH_SEED=`), a daemon that restarts
+//! on the same state directory, SIGKILL at a random point of a servicing
+//! stream, reads of the target disk's partitions, and a small tmpfs.
 
 #![allow(dead_code, clippy::unwrap_used)]
 
@@ -199,4 +199,36 @@ pub fn scenario_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
     let state = dir.path().join("state");
     std::fs::create_dir_all(&state).unwrap();
     (dir, state)
+}
+
+/// A tmpfs of `size` mounted on `dir` (root: every e2e test runs as root),
+/// unmounted on drop.
+pub struct Tmpfs(pub std::path::PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(status.success(), "mount tmpfs on {}", dir.display());
+        Tmpfs(dir.to_owned())
+    }
+
+    pub fn remount(&self, options: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,{options}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(status.success(), "remount {options}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
 }
