@@ -43,6 +43,9 @@ enum Damage {
     /// The main file cut after a checkpoint moved everything into it (as
     /// a clean close leaves it, with no WAL).
     TruncateCheckpointed,
+    /// The same, cut inside its last page (pages before it pass SQLite's
+    /// own checks; the damage shows only in the rows read).
+    TruncateCheckpointedTail,
 }
 
 impl Damage {
@@ -53,6 +56,7 @@ impl Damage {
                 | Damage::GarbageWal
                 | Damage::TruncateDatastore
                 | Damage::TruncateCheckpointed
+                | Damage::TruncateCheckpointedTail
         )
     }
 }
@@ -70,7 +74,8 @@ const CASES: &[Damage] = &[
     Damage::TruncateDatastore,
     Damage::TruncateCheckpointed,
     Damage::TruncateCheckpointed,
-    Damage::TruncateCheckpointed,
+    Damage::TruncateCheckpointedTail,
+    Damage::TruncateCheckpointedTail,
 ];
 
 fn newest_segment(state: &Path) -> PathBuf {
@@ -95,7 +100,7 @@ fn apply(damage: Damage, state: &Path, rng: &mut Rng) -> String {
         }
         Damage::TruncateWal | Damage::GarbageWal => state.join("datastore.sqlite-wal"),
         Damage::TruncateDatastore => state.join("datastore.sqlite"),
-        Damage::TruncateCheckpointed => {
+        Damage::TruncateCheckpointed | Damage::TruncateCheckpointedTail => {
             let path = state.join("datastore.sqlite");
             // Opening and closing checkpoints the WAL into the main file.
             drop(Datastore::open(&path).unwrap());
@@ -112,6 +117,11 @@ fn apply(damage: Damage, state: &Path, rng: &mut Rng) -> String {
         | Damage::TruncateDatastore
         | Damage::TruncateCheckpointed => {
             let at = rng.next() % len;
+            f.set_len(at).unwrap();
+            format!("cut at {at} of {len}")
+        }
+        Damage::TruncateCheckpointedTail => {
+            let at = len - 1 - rng.next() % 4096.min(len);
             f.set_len(at).unwrap();
             format!("cut at {at} of {len}")
         }

@@ -56,6 +56,7 @@ impl Datastore {
             .with_context(describe)?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .structured(Subkind::OpenDatastore)?;
+        check_integrity(&conn, &path)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .structured(Subkind::OpenDatastore)
             .with_context(describe)?;
@@ -108,11 +109,21 @@ impl Datastore {
                 |r| r.get(0),
             )
             .optional()
-            .structured(Subkind::LoadHostStatus)?;
+            .structured(Subkind::LoadHostStatus)
+            .with_context(|| self.reading_status())?;
         match json {
-            Some(text) => HostStatus::from_json(&text),
+            Some(text) => HostStatus::from_json(&text).with_context(|| self.reading_status()),
             None => Ok(HostStatus::default()),
         }
+    }
+
+    /// Context of a failed Host Status read: which file (a damaged row
+    /// must say where it lives).
+    fn reading_status(&self) -> String {
+        format!(
+            "Reading the Host Status from datastore {}",
+            self.path.display()
+        )
     }
 
     /// The last error (the current Host Status's `lastError`).
@@ -204,6 +215,30 @@ impl Datastore {
 
     pub(crate) fn conn_mut(&mut self) -> &mut Connection {
         &mut self.conn
+    }
+}
+
+/// Refuses a damaged file (a torn write, a bad disk) at open, naming it,
+/// rather than failing later on whichever page a query happens to read.
+/// `quick_check` reads every page once; the datastore is small.
+fn check_integrity(conn: &Connection, path: &Path) -> Result<(), TridentError> {
+    let damaged = |detail: String| {
+        TridentError::new(
+            Subkind::OpenDatastore,
+            format!("Datastore {} is damaged: {detail}", path.display()),
+        )
+    };
+    let mut stmt = conn
+        .prepare("PRAGMA quick_check(5)")
+        .map_err(|e| damaged(e.to_string()))?;
+    let problems = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
+        .map_err(|e| damaged(e.to_string()))?;
+    if problems.len() == 1 && problems[0] == "ok" {
+        Ok(())
+    } else {
+        Err(damaged(problems.join("; ")))
     }
 }
 

@@ -92,3 +92,26 @@ fn read_only_open_of_a_missing_file_fails_with_initialization() {
     let err = Datastore::open_read_only(&path).unwrap_err();
     assert_eq!(err.category(), crate::error::Category::Initialization);
 }
+
+#[test]
+fn a_damaged_file_is_refused_at_open_naming_it() {
+    let (_dir, path) = temp();
+    let mut ds = Datastore::open(&path).unwrap();
+    ds.save_status(&HostStatus::default(), None).unwrap();
+    drop(ds); // Checkpoints the WAL into the file.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let len = bytes.len();
+    assert!(len > 8192, "more than one page: {len}");
+    // Scribble over every page but the first (schema, header).
+    for b in &mut bytes[4096..] {
+        *b = 0xa5;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Datastore::open(&path).unwrap_err();
+    assert_eq!(err.subkind(), Subkind::OpenDatastore, "{}", err.report());
+    assert!(
+        err.report().contains(&path.display().to_string()),
+        "{}",
+        err.report()
+    );
+}
