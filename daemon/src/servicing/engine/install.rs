@@ -76,8 +76,9 @@ async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), Tr
         targets,
         volume: AbVolume::VolumeA,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
+        install: true,
     };
-    service_new_root(new_root, &env).await?;
+    service_new_root(ctx.engine.clone(), new_root, &env).await?;
 
     let mut status = next_status(&current);
     status.partition_paths = layout
@@ -118,7 +119,7 @@ fn finalize(
     );
     ctx.engine
         .boot
-        .set_next_boot(AbVolume::VolumeA, &ctx.operation_id)?;
+        .set_next_boot(current, AbVolume::VolumeA, &ctx.operation_id)?;
     phase.set(1);
     phase.done();
     let mut status = next_status(current);
