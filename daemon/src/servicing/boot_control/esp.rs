@@ -2,7 +2,8 @@
 //! running host: `/boot/efi`), through that mount: writing the same vfat
 //! through a second path would corrupt it. Otherwise (an installer writing
 //! another disk, a disk-image file) with mtools on `DEVICE@@OFFSET`, which
-//! needs no mount (and no vfat in the kernel).
+//! needs no mount (and no vfat in the kernel); without mtools (a minimal
+//! installer) it is loop-mounted for the time of the change.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,14 +12,20 @@ use trident_host::status::PartitionLayout;
 use trident_host::{ResultExt, Subkind, TridentError};
 
 use super::booted::mount_point_of;
+use crate::servicing::new_root::tools::{LoopDevice, MountGuard};
 
-/// The ESP, by one of two routes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The ESP, by one of three routes.
+#[derive(Debug)]
 pub enum Esp {
     /// Mounted at this directory.
     Mounted(PathBuf),
     /// Not mounted: mtools image spec `DEVICE@@OFFSET`.
     Unmounted(String),
+    /// Mounted by us at `dir` until dropped (no mtools here).
+    LoopMounted {
+        dir: PathBuf,
+        guard: Option<MountGuard>,
+    },
 }
 
 impl Esp {
@@ -28,17 +35,27 @@ impl Esp {
             tracing::info!(esp = %dir.display(), "ESP is mounted: writing through the mount");
             return Ok(Esp::Mounted(dir));
         }
-        Ok(Esp::Unmounted(format!(
-            "{}@@{}",
-            layout.device, layout.offset
-        )))
+        if on_path("mcopy") {
+            return Ok(Esp::Unmounted(format!(
+                "{}@@{}",
+                layout.device, layout.offset
+            )));
+        }
+        // No mtools (a minimal installer): mount it for the time of the change.
+        let dir = std::env::temp_dir().join(format!("trident-esp-{}", uuid::Uuid::new_v4()));
+        let device = LoopDevice::attach(&layout.device, layout.offset, layout.size)?;
+        let guard = MountGuard::mount(device, "vfat", &dir)?;
+        Ok(Esp::LoopMounted {
+            dir,
+            guard: Some(guard),
+        })
     }
 
     /// Writes `bytes` to `path` (relative to the ESP root), creating
     /// directories; replaces the file.
     pub fn write(&self, path: &str, bytes: &[u8]) -> Result<(), TridentError> {
         match self {
-            Esp::Mounted(dir) => {
+            Esp::Mounted(dir) | Esp::LoopMounted { dir, .. } => {
                 let target = dir.join(path);
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent).structured(Subkind::BootControl)?;
@@ -63,7 +80,7 @@ impl Esp {
     /// Copies the host file `source` to `path` on the ESP.
     pub fn copy_in(&self, source: &Path, path: &str) -> Result<(), TridentError> {
         match self {
-            Esp::Mounted(dir) => {
+            Esp::Mounted(dir) | Esp::LoopMounted { dir, .. } => {
                 let target = dir.join(path);
                 if let Some(parent) = target.parent() {
                     std::fs::create_dir_all(parent).structured(Subkind::BootControl)?;
@@ -94,7 +111,8 @@ impl Esp {
     /// Reads `path` from the ESP (`None`: absent).
     pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>, TridentError> {
         match self {
-            Esp::Mounted(dir) => match std::fs::read(dir.join(path)) {
+            Esp::Mounted(dir) | Esp::LoopMounted { dir, .. } => match std::fs::read(dir.join(path))
+            {
                 Ok(b) => Ok(Some(b)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e).structured(Subkind::BootControl),
@@ -119,6 +137,23 @@ impl Esp {
             }
         }
         Ok(())
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+impl Drop for Esp {
+    fn drop(&mut self) {
+        if let Esp::LoopMounted { dir, guard } = self {
+            if let Some(Err(e)) = guard.take().map(MountGuard::unmount) {
+                tracing::warn!(error = %e.report(), "ESP not unmounted");
+                return;
+            }
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 }
 
