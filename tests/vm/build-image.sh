@@ -109,7 +109,10 @@ cat >"$ROOT/etc/fstab" <<FSTAB
 UUID=$ROOT_UUID / ext4 defaults 0 1
 UUID=$ESP_UUID /boot/efi vfat umask=0077,nofail 0 2
 FSTAB
-mkdir -p "$ROOT/boot/efi"
+mkdir -p "$ROOT/boot/efi" "$ROOT/etc/kernel"
+# The OS's own kernel arguments: tridentd's UEFI boot control puts them in
+# each volume's entry after root=PARTUUID=<volume>.
+echo "console=ttyS0,115200 systemd.show_status=1" >"$ROOT/etc/kernel/cmdline"
 # The guest is reached only from the host through QEMU's user network.
 passwd --root "$ROOT" --delete root >/dev/null
 

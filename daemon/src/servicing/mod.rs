@@ -63,10 +63,12 @@
 //! See [`boot_record`] for how "which volume booted" works without
 //! rebooting anything.
 
+pub mod boot_control;
 pub mod boot_record;
 pub mod engine;
 pub mod keep_alive;
 pub mod locks;
+pub mod new_root;
 pub mod reboot;
 pub mod runner;
 pub mod scripts;
