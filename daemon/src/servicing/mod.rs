@@ -72,3 +72,4 @@ pub mod reboot;
 pub mod runner;
 pub mod scripts;
 pub mod stream_disk;
+pub mod systemd_check;

@@ -229,12 +229,43 @@ fn tagged_health_checks_from_upstream_schema_are_folded() {
         "  - { name: ok, runOn: [ab-update], content: \"true\", timeoutSeconds: 5 }",
         "  - SystemdCheck: { name: net, systemdServices: [systemd-networkd] }",
     );
-    let err = err_of(&yaml);
-    assert!(
-        err.message().contains("health.checks[0].systemdServices"),
-        "{}",
-        err.message()
+    let hc = parse(&yaml).unwrap();
+    assert_eq!(
+        hc.health.checks[0].systemd_services.as_deref(),
+        Some(&["systemd-networkd".to_owned()][..])
     );
+}
+
+#[test]
+fn a_systemd_check_names_units_and_runs_nothing() {
+    let check = "  - { name: ok, runOn: [ab-update], content: \"true\", timeoutSeconds: 5 }";
+    for (bad, key) in [
+        (
+            "  - { name: net, systemdServices: [] }",
+            "health.checks[0].systemdServices",
+        ),
+        (
+            "  - { name: net, systemdServices: [\"-x\"] }",
+            "health.checks[0].systemdServices[0]",
+        ),
+        (
+            "  - { name: net, systemdServices: [a], content: \"true\" }",
+            "health.checks[0]",
+        ),
+    ] {
+        let err = err_of(&good().replace(check, bad));
+        assert_eq!(
+            err.subkind(),
+            Subkind::InvalidHostConfiguration,
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains(&format!("'{key}'")),
+            "{}",
+            err.message()
+        );
+    }
 }
 
 #[test]

@@ -256,19 +256,6 @@ pub const RULES: &[Rule] = &[
         instead: Some("TelemetryService.Watch or OTLP export"),
         used: |hc| when(hc.trident.logstream.is_some(), "trident.logstream"),
     },
-    Rule {
-        key: "health.checks[].systemdServices",
-        what: "systemd service health checks",
-        instead: Some("a script check running `systemctl is-active UNIT`"),
-        used: |hc| {
-            each(
-                &hc.health.checks,
-                "health.checks",
-                ".systemdServices",
-                |c| c.systemd_services.is_some(),
-            )
-        },
-    },
 ];
 
 /// Fails on the first refused feature that `hc` uses. `yaml` is the text
