@@ -67,6 +67,7 @@ pub mod boot_record;
 pub mod engine;
 pub mod keep_alive;
 pub mod locks;
+pub mod new_root;
 pub mod os_config;
 pub mod reboot;
 pub mod runner;

@@ -24,6 +24,9 @@ pub const ENV_OPERATION_ID: &str = "TRIDENT_OPERATION_ID";
 pub const ENV_TARGET_DISKS: &str = "TRIDENT_TARGET_DISKS";
 pub const ENV_SCRIPT_NAME: &str = "TRIDENT_SCRIPT_NAME";
 pub const ENV_TARGET_VOLUME: &str = "TRIDENT_TARGET_VOLUME";
+/// Where the new root is mounted (postProvision / postConfigure), as
+/// upstream names it; unset when the new root is not mounted.
+pub const ENV_TARGET_ROOT: &str = "TARGET_ROOT";
 
 /// Which servicing a script runs in (its `runOn` filter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +63,8 @@ pub struct ScriptEnv {
     pub target_disks: Vec<String>,
     /// The volume being serviced (volume-a / volume-b), if any.
     pub target_volume: Option<String>,
+    /// The mounted new root (`TARGET_ROOT`), while it is mounted.
+    pub target_root: Option<std::path::PathBuf>,
 }
 
 /// Whether a failure is a script failure or a health-check failure.
@@ -217,6 +222,9 @@ fn command(r: &Runnable<'_>, env: &ScriptEnv) -> Result<Command, TridentError> {
             ));
         }
     }
+    if let Some(root) = &env.target_root {
+        cmd.env(ENV_TARGET_ROOT, root);
+    }
     cmd.args(r.arguments)
         .envs(r.env)
         .env(ENV_SERVICING_TYPE, env.servicing_type.as_str())
@@ -308,6 +316,7 @@ mod tests {
             operation_id: "op-7".to_owned(),
             target_disks: vec!["/tmp/a.img".to_owned()],
             target_volume: Some("volume-b".to_owned()),
+            target_root: None,
         }
     }
 

@@ -112,6 +112,9 @@ subkinds! {
     WriteImage => Servicing, "write-image", "Failed to write an image to its partition";
     ScriptFailed => Servicing, "script-failed", "A servicing script failed";
     WriteBootRecord => Servicing, "write-boot-record", "Failed to write the boot record";
+    MountNewRoot => Servicing, "mount-new-root", "Failed to mount or unmount the new root";
+    ConfigureNewRoot => Servicing, "configure-new-root", "Failed to configure the new root";
+    BootControl => Servicing, "boot-control", "Failed to change the boot configuration";
     Reboot => Servicing, "reboot", "Failed to reboot";
     RollbackUnavailable => Servicing, "rollback-unavailable", "No rollback is available";
     // unsupported-configuration

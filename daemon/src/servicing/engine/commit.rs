@@ -138,6 +138,7 @@ async fn health_checks(
             .map(|d| d.device.clone())
             .collect(),
         target_volume: Some(exp.volume.to_string()),
+        target_root: None,
     };
     let selected = spec
         .health

@@ -10,6 +10,7 @@ use trident_telemetry::progress::{Phase, Unit};
 
 use super::layout::{self, Targets};
 use super::{blocking, next_status, script_phase, validate_phase, write};
+use crate::servicing::new_root::{NewRootRequest, service_new_root};
 use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
 
@@ -45,6 +46,7 @@ async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), Tr
         operation_id: ctx.operation_id.clone(),
         target_disks: hc.storage.disks.iter().map(|d| d.device.clone()).collect(),
         target_volume: Some(AbVolume::VolumeA.to_string()),
+        target_root: None,
     };
     script_phase("preServicing", &hc.scripts.pre_servicing, &env).await?;
 
@@ -64,11 +66,18 @@ async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), Tr
         .image
         .clone()
         .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
+    let written = targets.clone();
     let image_hash =
-        blocking(move || write::write_image(&image.url, &image.sha384, &targets)).await?;
+        blocking(move || write::write_image(&image.url, &image.sha384, &written)).await?;
 
-    script_phase("postProvision", &hc.scripts.post_provision, &env).await?;
-    script_phase("postConfigure", &hc.scripts.post_configure, &env).await?;
+    let new_root = NewRootRequest {
+        hc: hc.clone(),
+        layout: layout.clone(),
+        targets,
+        volume: AbVolume::VolumeA,
+        path: ctx.engine.new_root_dir(&ctx.operation_id),
+    };
+    service_new_root(new_root, &env).await?;
 
     let mut status = next_status(&current);
     status.partition_paths = layout

@@ -64,7 +64,14 @@ fn plan_gpt(disk: &Disk) -> Result<Gpt, TridentError> {
             Ok(PartitionSpec {
                 type_guid: Uuid::parse_str(p.partition_type.gpt_type_guid())
                     .structured(Subkind::CreatePartitionTable)?,
-                unique_guid: Uuid::new_v4(),
+                // The configured GUID (what fstab and boot entries name), else a fresh one.
+                unique_guid: match &p.uuid {
+                    Some(u) => Uuid::parse_str(u).structured_msg(
+                        Subkind::InvalidHostConfiguration,
+                        format!("partition '{}': uuid '{u}' is not a GUID", p.id),
+                    )?,
+                    None => Uuid::new_v4(),
+                },
                 name: p.id.clone(),
                 size: match p.size {
                     PartitionSize::Bytes(b) => Some(b),

@@ -84,6 +84,12 @@ impl Engine {
         &self.state_dir
     }
 
+    /// Where operation `operation_id` mounts its new root (inside the
+    /// private state directory; removed after unmounting).
+    pub fn new_root_dir(&self, operation_id: &str) -> PathBuf {
+        self.state_dir.join("new-root").join(operation_id)
+    }
+
     pub fn datastore_path(&self) -> PathBuf {
         self.datastore_path
             .lock()

@@ -1,0 +1,59 @@
+//! `/etc/fstab` of the new root, from the Host Configuration's
+//! filesystems: each by PARTUUID of the partition it lands on for the
+//! serviced volume, with `mountPoint.options`.
+
+use trident_host::config::FileSystemType;
+use trident_host::{ResultExt, Subkind, TridentError};
+
+use super::NewRoot;
+use super::partitions::partition_for;
+use super::probe::probe;
+
+/// Renders the fstab text (no I/O except probing filesystem types that the
+/// configuration leaves open).
+pub fn render(root: &NewRoot) -> Result<String, TridentError> {
+    let mut out = String::from(
+        "# Written by Trident from the Host Configuration (storage.filesystems).\n\
+         # <file system> <mount point> <type> <options> <dump> <pass>\n",
+    );
+    for (i, fs) in root.hc.storage.filesystems.iter().enumerate() {
+        if fs.mount_point.is_none() {
+            continue;
+        }
+        let partition_id = partition_for(&root.hc, &fs.device_id, root.volume);
+        let Some(part) = root.partitions.get(&partition_id) else {
+            return Err(TridentError::new(
+                Subkind::ConfigureNewRoot,
+                format!("storage.filesystems[{i}]: partition '{partition_id}' is not on disk"),
+            ));
+        };
+        let fs_type = match fs.fs_type {
+            Some(FileSystemType::Ext4) => "ext4",
+            Some(FileSystemType::Xfs) => "xfs",
+            Some(FileSystemType::Vfat) => "vfat",
+            Some(FileSystemType::Ntfs) => "ntfs",
+            Some(FileSystemType::Tmpfs) => "tmpfs",
+            Some(FileSystemType::Auto) | None => probe(&part.layout.device, part.layout.offset)
+                .map(|k| k.as_str())
+                .unwrap_or("auto"),
+        };
+        let path = fs.mount_point.path();
+        let options = fs.mount_point.options().unwrap_or("defaults");
+        let pass = if path == "/" { 1 } else { 2 };
+        out.push_str(&format!(
+            "PARTUUID={} {path} {fs_type} {options} 0 {pass}\n",
+            part.part_uuid
+        ));
+    }
+    Ok(out)
+}
+
+/// Configure step: writes NEW_ROOT/etc/fstab (replacing the image's).
+pub fn write_fstab(root: &NewRoot) -> Result<(), TridentError> {
+    let text = render(root)?;
+    let etc = root.path.join("etc");
+    std::fs::create_dir_all(&etc).structured(Subkind::ConfigureNewRoot)?;
+    std::fs::write(etc.join("fstab"), text)
+        .structured_msg(Subkind::ConfigureNewRoot, "Cannot write /etc/fstab")?;
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! A tiny "OS" with real filesystems for servicing tests that mount what
+//! they write: an ext4 root (os-release, a fake kernel and initrd, a fake
+//! systemd-boot binary) and a vfat ESP, packed as a COSI; and readers of
+//! the target disk that need no mount (debugfs, mtools).
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use trident_cosi::gpt::Gpt;
+use trident_cosi::metadata::{
+    Bootloader, BootloaderType, PART_TYPE_ESP, PART_TYPE_ROOT_X86_64, SystemdBoot,
+    SystemdBootEntry, SystemdBootEntryType,
+};
+use trident_cosi::writer::{self, FixtureOutput, ImagePartition, ImagesSpec};
+
+pub const KERNEL_RELEASE: &str = "6.1.0-mini";
+pub const CMDLINE: &str = "console=ttyS0 quiet";
+/// Content of the fake systemd-boot EFI binary in the image.
+pub const FAKE_SYSTEMD_BOOT: &str = "fake systemd-boot efi binary";
+
+pub fn running_as_root() -> bool {
+    nix_euid() == 0
+}
+
+fn nix_euid() -> u32 {
+    let out = Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+pub fn sh(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Builds version `version` of the mini OS in `dir` and packs it.
+pub fn build(dir: &Path, version: &str) -> FixtureOutput {
+    let tree = dir.join(format!("{version}-tree"));
+    let os_release = format!("ID=mini\nVERSION_ID={version}\nPRETTY_NAME=\"Mini {version}\"\n");
+    for sub in ["etc", "boot", "usr/lib/systemd/boot/efi"] {
+        std::fs::create_dir_all(tree.join(sub)).unwrap();
+    }
+    std::fs::write(tree.join("etc/os-release"), &os_release).unwrap();
+    std::fs::write(tree.join("etc/fstab"), "# image fstab\n").unwrap();
+    std::fs::write(
+        tree.join(format!("boot/vmlinuz-{KERNEL_RELEASE}")),
+        format!("kernel {version}"),
+    )
+    .unwrap();
+    std::fs::write(
+        tree.join(format!("boot/initrd.img-{KERNEL_RELEASE}")),
+        format!("initrd {version}"),
+    )
+    .unwrap();
+    std::fs::write(
+        tree.join("usr/lib/systemd/boot/efi/systemd-bootx64.efi"),
+        FAKE_SYSTEMD_BOOT,
+    )
+    .unwrap();
+    let root = dir.join(format!("{version}-root.img"));
+    sh(Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-d"])
+        .arg(&tree)
+        .arg(&root)
+        .arg("16M"));
+    let esp = dir.join(format!("{version}-esp.img"));
+    let _ = std::fs::remove_file(&esp);
+    sh(Command::new("mkfs.vfat")
+        .args(["-C", "-F", "32", "-i", "12345678"])
+        .arg(&esp)
+        .arg("6144"));
+    let part =
+        |image: PathBuf, name: &str, t: &str, fs: &str, uuid: &str, mp: &str| ImagePartition {
+            image,
+            name: name.to_owned(),
+            part_type: t.parse().unwrap(),
+            fs_type: fs.to_owned(),
+            fs_uuid: uuid.to_owned(),
+            mount_point: mp.to_owned(),
+            size: None,
+        };
+    let root_uuid = sh(Command::new("blkid")
+        .args(["-o", "value", "-s", "UUID"])
+        .arg(&root));
+    let spec = ImagesSpec {
+        partitions: vec![
+            part(esp, "esp", PART_TYPE_ESP, "vfat", "1234-5678", "/boot/efi"),
+            part(
+                root,
+                "root",
+                PART_TYPE_ROOT_X86_64,
+                "ext4",
+                root_uuid.trim(),
+                "/",
+            ),
+        ],
+        disk_size: None,
+        lba_size: 512,
+        zstd_level: writer::DEFAULT_ZSTD_LEVEL,
+        os_release,
+        bootloader: Bootloader {
+            bootloader_type: BootloaderType::SystemdBoot,
+            systemd_boot: Some(SystemdBoot {
+                entries: vec![SystemdBootEntry {
+                    entry_type: SystemdBootEntryType::Config,
+                    path: format!("loader/entries/mini-{KERNEL_RELEASE}.conf"),
+                    kernel: KERNEL_RELEASE.to_owned(),
+                    cmdline: CMDLINE.to_owned(),
+                }],
+            }),
+        },
+    };
+    writer::pack_images(&spec, &dir.join(format!("{version}.cosi"))).unwrap()
+}
+
+/// A partition of the target disk, by GPT name.
+#[derive(Debug, Clone)]
+pub struct DiskPartition {
+    pub offset: u64,
+    pub size: u64,
+    pub part_uuid: String,
+}
+
+pub fn partition(disk: &Path, name: &str) -> DiskPartition {
+    let file = File::open(disk).unwrap();
+    let mut head = vec![0u8; 34 * 512];
+    file.read_exact_at(&mut head, 0).unwrap();
+    let gpt = Gpt::parse_primary(&head, 512).unwrap();
+    let e = gpt.partitions().iter().find(|e| e.name == name).unwrap();
+    DiskPartition {
+        offset: e.start_offset(512),
+        size: e.size_bytes(512),
+        part_uuid: e.unique_guid.to_string(),
+    }
+}
+
+/// A file of the ext4 filesystem in partition `name`, read with debugfs.
+pub fn ext4_file(disk: &Path, name: &str, path: &str) -> String {
+    let p = partition(disk, name);
+    sh(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("cat {path}"))
+        .arg(format!("{}?offset={}", disk.display(), p.offset)))
+}
+
+/// Size in bytes of the ext4 filesystem in partition `name`.
+pub fn ext4_size(disk: &Path, name: &str) -> u64 {
+    let p = partition(disk, name);
+    let out = sh(Command::new("dumpe2fs").arg("-h").arg(format!(
+        "{}?offset={}",
+        disk.display(),
+        p.offset
+    )));
+    let field = |key: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    field("Block count:") * field("Block size:")
+}
+
+/// A file of the vfat ESP, read with mtools (`None`: absent).
+pub fn esp_file(disk: &Path, path: &str) -> Option<String> {
+    let p = partition(disk, "esp");
+    let out = Command::new("mtype")
+        .arg("-i")
+        .arg(format!("{}@@{}", disk.display(), p.offset))
+        .arg(format!("::{path}"))
+        .env("MTOOLS_SKIP_CHECK", "1")
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Loop devices still attached to `disk`.
+pub fn loop_devices_on(disk: &Path) -> String {
+    sh(Command::new("losetup").arg("-j").arg(disk))
+}

@@ -1,0 +1,123 @@
+//! The new-root step on a disk-image file, through the real daemon: after
+//! writing, the serviced volume is mounted (loop devices over the disk
+//! file), ext4 grown to its partition, /etc/fstab written from the Host
+//! Configuration by PARTUUID, postProvision / postConfigure scripts run
+//! with TARGET_ROOT, then everything unmounted and detached. Needs root.
+
+#![allow(clippy::unwrap_used)]
+
+mod mini_os;
+mod servicing_support;
+
+use servicing_support::{Clients, Fixture, daemon};
+
+const SCRIPTS: &str = r#"scripts:
+  postProvision:
+  - name: mark
+    runOn: [all]
+    content: 'test -d "$TARGET_ROOT/etc" && echo "$TRIDENT_TARGET_VOLUME" > "$TARGET_ROOT/etc/provisioned-volume"'
+  postConfigure:
+  - name: check-fstab
+    runOn: [all]
+    content: 'grep -q "^PARTUUID=.* / ext4" "$TARGET_ROOT/etc/fstab" && mountpoint -q "$TARGET_ROOT"'
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_and_update_mount_grow_write_fstab_and_run_scripts_in_the_new_root() {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: the new-root step needs root (loop devices, mount)");
+        return;
+    }
+    let f = Fixture::new();
+    let v1 = mini_os::build(f.dir.path(), "v1");
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    c.install(&f.config(&v1, SCRIPTS)).await.assert_success();
+
+    let root_a = mini_os::partition(&f.disk, "root-a");
+    let esp = mini_os::partition(&f.disk, "esp");
+    let fstab = mini_os::ext4_file(&f.disk, "root-a", "/etc/fstab");
+    assert!(
+        fstab.contains(&format!(
+            "PARTUUID={} / ext4 defaults 0 1",
+            root_a.part_uuid
+        )),
+        "{fstab}"
+    );
+    assert!(
+        fstab.contains(&format!(
+            "PARTUUID={} /boot/efi vfat umask=0077 0 2",
+            esp.part_uuid
+        )),
+        "{fstab}"
+    );
+    assert_eq!(
+        mini_os::ext4_file(&f.disk, "root-a", "/etc/provisioned-volume").trim(),
+        "volume-a"
+    );
+    assert_eq!(
+        mini_os::ext4_size(&f.disk, "root-a"),
+        root_a.size,
+        "ext4 grown to the whole partition"
+    );
+    assert_eq!(
+        mini_os::loop_devices_on(&f.disk),
+        "",
+        "loop devices detached"
+    );
+    assert!(
+        !d.state_dir().join("new-root").exists()
+            || std::fs::read_dir(d.state_dir().join("new-root"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "mount directory removed"
+    );
+
+    // A/B update: volume B gets its own fstab naming root-b.
+    c.commit().await.assert_success();
+    let v2 = mini_os::build(f.dir.path(), "v2");
+    c.update_stage(&f.config(&v2, SCRIPTS))
+        .await
+        .assert_success();
+    let root_b = mini_os::partition(&f.disk, "root-b");
+    let fstab_b = mini_os::ext4_file(&f.disk, "root-b", "/etc/fstab");
+    assert!(
+        fstab_b.contains(&format!("PARTUUID={} / ext4", root_b.part_uuid)),
+        "{fstab_b}"
+    );
+    assert!(fstab_b.contains(&format!("PARTUUID={} /boot/efi", esp.part_uuid)));
+    assert_eq!(
+        mini_os::ext4_file(&f.disk, "root-b", "/etc/provisioned-volume").trim(),
+        "volume-b"
+    );
+    assert!(mini_os::ext4_file(&f.disk, "root-b", "/etc/os-release").contains("VERSION_ID=v2"));
+    assert_eq!(mini_os::ext4_size(&f.disk, "root-b"), root_b.size);
+    assert_eq!(mini_os::loop_devices_on(&f.disk), "");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_script_still_unmounts_and_detaches_the_new_root() {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: the new-root step needs root (loop devices, mount)");
+        return;
+    }
+    let f = Fixture::new();
+    let v1 = mini_os::build(f.dir.path(), "v1");
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    let failing = "scripts:\n  postProvision:\n  - name: fail\n    runOn: [all]\n    content: 'echo boom >&2; exit 3'\n";
+    let run = c.install(&f.config(&v1, failing)).await;
+    assert!(!run.succeeded());
+    assert_eq!(run.error().subkind, "script-failed", "{:?}", run.error());
+    assert_eq!(
+        mini_os::loop_devices_on(&f.disk),
+        "",
+        "loop devices detached"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(&d.state_dir().display().to_string()),
+        "nothing left mounted under the state dir"
+    );
+}
