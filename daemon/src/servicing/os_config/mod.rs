@@ -107,6 +107,36 @@ pub fn apply(root: &Path, os: &Os) -> Result<(), OsConfigError> {
     Ok(())
 }
 
+/// The configure step of the mounted new root (`new_root::CONFIGURE_STEPS`).
+pub fn configure_step(root: &super::new_root::NewRoot) -> Result<(), TridentError> {
+    apply(&root.path, &root.hc.os)?;
+    Ok(())
+}
+
+/// When the serviced volume's root could not be mounted (no filesystem
+/// this daemon recognizes), `os` settings have nowhere to go: fail naming
+/// the first one rather than skip it silently.
+pub fn refuse_without_new_root(os: &Os) -> Result<(), TridentError> {
+    let used = [
+        ("os.hostname", os.hostname.is_some()),
+        ("os.netplan", os.netplan.is_some()),
+        ("os.selinux.mode", os.selinux.mode.is_some()),
+        ("os.modules", !os.modules.is_empty()),
+        ("os.users", !os.users.is_empty()),
+        ("os.services", os.services != Default::default()),
+        ("os.additionalFiles", !os.additional_files.is_empty()),
+    ];
+    match used.iter().find(|(_, set)| *set) {
+        Some((key, _)) => Err(OsConfigError::refused(
+            *key,
+            "the image's root filesystem is not one this daemon can mount, so the OS \
+             configuration cannot be applied inside it",
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
 /// `abs` (an absolute path of the new root, e.g. `/etc/hostname`) under
 /// `root`. Refuses relative paths and `..`, which could leave the root.
 pub(crate) fn in_root(root: &Path, abs: &str, key: &str) -> Result<PathBuf, OsConfigError> {
