@@ -24,8 +24,7 @@ fn basic_is_valid() {
 }
 
 /// `(fixture, the key its refusal names)`.
-const REFUSED: [(&str, &str); 7] = [
-    ("simple", "os.netplan"),
+const REFUSED: [(&str, &str); 6] = [
     ("base", "storage.raid"),
     ("advanced", "storage.raid"),
     ("raid", "storage.raid"),
@@ -54,15 +53,12 @@ fn the_others_are_refused_only_as_unsupported_configuration() {
     }
 }
 
-/// `simple` without the OS configuration and the systemd check (the
-/// features refused today) is valid: the refusal is all that is wrong.
+/// `simple`: users, netplan, an additional file and both kinds of health
+/// check are applied, so upstream's second sample is valid as it stands.
 #[test]
-fn simple_without_the_refused_keys_is_valid() {
-    let simple = fixture("simple");
-    let os = simple.find("os:\n").unwrap();
-    let health = simple.find("health:\n").unwrap();
-    let systemd = simple.find("  - name: sshd-up").unwrap();
-    let trimmed = format!("{}{}", &simple[..os], &simple[health..systemd]);
-    let hc = parse(&trimmed).unwrap_or_else(|e| panic!("{}", e.report()));
+fn simple_is_valid() {
+    let hc = parse(&fixture("simple")).unwrap_or_else(|e| panic!("{}", e.report()));
     assert_eq!(hc.scripts.post_provision[0].arguments.len(), 3);
+    assert_eq!(hc.os.users[0].name, "operator");
+    assert!(hc.health.checks[1].systemd_services.is_some());
 }

@@ -11,6 +11,8 @@ use tokio::process::{Child, Command};
 use trident_host::config::{HealthCheck, RunOn, Script};
 use trident_host::{ResultExt, Subkind, TridentError};
 
+use super::systemd_check;
+
 /// Interpreter used when a script names none.
 pub const DEFAULT_INTERPRETER: &str = "/bin/sh";
 /// Stderr lines kept for the error message of a failed script.
@@ -123,6 +125,15 @@ pub async fn run_health_checks(
         .iter()
         .filter(|c| env.servicing_type.selected_by(&c.run_on))
     {
+        if let Some(units) = &c.systemd_services {
+            let timeout = c
+                .timeout_seconds
+                .unwrap_or(systemd_check::DEFAULT_TIMEOUT_SECONDS);
+            tracing::info!(check = %c.name, timeout_s = timeout, "running systemd health check");
+            let timeout = Duration::from_secs(timeout);
+            systemd_check::wait_active(&c.name, units, timeout, systemd_check::SYSTEMCTL).await?;
+            continue;
+        }
         let timeout = Duration::from_secs(
             c.timeout_seconds
                 .unwrap_or(trident_host::config::DEFAULT_HEALTH_CHECK_TIMEOUT_SECONDS),

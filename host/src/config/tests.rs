@@ -136,10 +136,14 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
         );
     }
     for (snippet, key) in [
-        ("os:\n  netplan: {}\n", "os.netplan"),
-        ("os:\n  users: [{name: a}]\n", "os.users"),
-        ("os:\n  selinux: {mode: enforcing}\n", "os.selinux.mode"),
-        ("os:\n  hostname: edge-1\n", "os.hostname"),
+        (
+            "os:\n  kernelCommandLine: {extraCommandLine: [quiet]}\n",
+            "os.kernelCommandLine",
+        ),
+        (
+            "os:\n  sysexts: [{url: 'http://x/e.raw', sha384: ignored}]\n",
+            "os.sysexts",
+        ),
         ("os:\n  uefiFallback: disabled\n", "os.uefiFallback"),
         ("managementOs:\n  users: [{name: a}]\n", "managementOs"),
         ("internalParams: {}\n", "internalParams"),
@@ -152,6 +156,18 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
             err.message()
         );
     }
+}
+
+/// The OS configuration applied inside the new root parses and validates.
+#[test]
+fn applied_os_keys_are_accepted() {
+    let os = "os:\n  netplan: {version: 2}\n  users: [{name: a, sshMode: key-only}]\n  \
+              selinux: {mode: enforcing}\n  hostname: edge-1\n  \
+              additionalFiles: [{destination: /etc/x, content: y, permissions: '0600'}]\n  \
+              modules: [{name: m, loadMode: always}]\n  services: {enable: [a.service]}\n";
+    let hc = parse(&format!("{}{os}", good())).unwrap();
+    assert_eq!(hc.os.hostname.as_deref(), Some("edge-1"));
+    assert_eq!(hc.os.users[0].ssh_mode, SshMode::KeyOnly);
 }
 
 #[test]
@@ -229,12 +245,43 @@ fn tagged_health_checks_from_upstream_schema_are_folded() {
         "  - { name: ok, runOn: [ab-update], content: \"true\", timeoutSeconds: 5 }",
         "  - SystemdCheck: { name: net, systemdServices: [systemd-networkd] }",
     );
-    let err = err_of(&yaml);
-    assert!(
-        err.message().contains("health.checks[0].systemdServices"),
-        "{}",
-        err.message()
+    let hc = parse(&yaml).unwrap();
+    assert_eq!(
+        hc.health.checks[0].systemd_services.as_deref(),
+        Some(&["systemd-networkd".to_owned()][..])
     );
+}
+
+#[test]
+fn a_systemd_check_names_units_and_runs_nothing() {
+    let check = "  - { name: ok, runOn: [ab-update], content: \"true\", timeoutSeconds: 5 }";
+    for (bad, key) in [
+        (
+            "  - { name: net, systemdServices: [] }",
+            "health.checks[0].systemdServices",
+        ),
+        (
+            "  - { name: net, systemdServices: [\"-x\"] }",
+            "health.checks[0].systemdServices[0]",
+        ),
+        (
+            "  - { name: net, systemdServices: [a], content: \"true\" }",
+            "health.checks[0]",
+        ),
+    ] {
+        let err = err_of(&good().replace(check, bad));
+        assert_eq!(
+            err.subkind(),
+            Subkind::InvalidHostConfiguration,
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains(&format!("'{key}'")),
+            "{}",
+            err.message()
+        );
+    }
 }
 
 #[test]

@@ -151,48 +151,6 @@ pub const RULES: &[Rule] = &[
         },
     },
     Rule {
-        key: "os.netplan",
-        what: "netplan network configuration",
-        instead: Some("ship /etc/netplan in the image, or write it from a postConfigure script"),
-        used: |hc| when(hc.os.netplan.is_some(), "os.netplan"),
-    },
-    Rule {
-        key: "os.selinux.mode",
-        what: "setting the SELinux mode",
-        instead: Some("set it in the image"),
-        used: |hc| when(hc.os.selinux.mode.is_some(), "os.selinux.mode"),
-    },
-    Rule {
-        key: "os.users",
-        what: "user management",
-        instead: Some("create users in the image, or from a postConfigure script"),
-        used: |hc| when(!hc.os.users.is_empty(), "os.users"),
-    },
-    Rule {
-        key: "os.additionalFiles",
-        what: "copying additional files into the new root",
-        instead: Some("a postConfigure script"),
-        used: |hc| when(!hc.os.additional_files.is_empty(), "os.additionalFiles"),
-    },
-    Rule {
-        key: "os.hostname",
-        what: "setting the hostname",
-        instead: Some("a postConfigure script"),
-        used: |hc| when(hc.os.hostname.is_some(), "os.hostname"),
-    },
-    Rule {
-        key: "os.modules",
-        what: "kernel module configuration",
-        instead: Some("a postConfigure script"),
-        used: |hc| when(!hc.os.modules.is_empty(), "os.modules"),
-    },
-    Rule {
-        key: "os.services",
-        what: "enabling or disabling systemd services",
-        instead: Some("a postConfigure script"),
-        used: |hc| when(hc.os.services != Default::default(), "os.services"),
-    },
-    Rule {
         key: "os.kernelCommandLine",
         what: "extra kernel command line arguments",
         instead: None,
@@ -255,19 +213,6 @@ pub const RULES: &[Rule] = &[
         what: "logstream",
         instead: Some("TelemetryService.Watch or OTLP export"),
         used: |hc| when(hc.trident.logstream.is_some(), "trident.logstream"),
-    },
-    Rule {
-        key: "health.checks[].systemdServices",
-        what: "systemd service health checks",
-        instead: Some("a script check running `systemctl is-active UNIT`"),
-        used: |hc| {
-            each(
-                &hc.health.checks,
-                "health.checks",
-                ".systemdServices",
-                |c| c.systemd_services.is_some(),
-            )
-        },
     },
 ];
 

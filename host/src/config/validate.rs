@@ -243,7 +243,10 @@ fn validate_scripts(hc: &HostConfiguration) -> Result<(), TridentError> {
     let mut names = HashSet::new();
     for (i, c) in hc.health.checks.iter().enumerate() {
         let base = format!("health.checks[{i}]");
-        check_runnable(&base, c.content.is_some(), c.path.as_deref())?;
+        match &c.systemd_services {
+            Some(units) => check_systemd_check(&base, c, units)?,
+            None => check_runnable(&base, c.content.is_some(), c.path.as_deref())?,
+        }
         if c.timeout_seconds == Some(0) {
             return Err(invalid(
                 Subkind::InvalidHostConfiguration,
@@ -258,6 +261,39 @@ fn validate_scripts(hc: &HostConfiguration) -> Result<(), TridentError> {
                 format!("health check name '{}' is used twice", c.name),
             ));
         }
+    }
+    Ok(())
+}
+
+/// A `systemdServices` check names units and runs nothing itself.
+fn check_systemd_check(
+    base: &str,
+    c: &super::HealthCheck,
+    units: &[String],
+) -> Result<(), TridentError> {
+    if c.content.is_some() || c.path.is_some() {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            base,
+            "a systemdServices check takes no 'content' or 'path'".into(),
+        ));
+    }
+    if let Some(u) = units
+        .iter()
+        .position(|u| u.trim().is_empty() || u.starts_with('-'))
+    {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.systemdServices[{u}]"),
+            format!("'{}' is not a unit name", units[u]),
+        ));
+    }
+    if units.is_empty() {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.systemdServices"),
+            "name at least one unit".into(),
+        ));
     }
     Ok(())
 }

@@ -107,6 +107,7 @@ subkinds! {
     InvalidServicingState => InvalidInput, "invalid-servicing-state", "The host is not in a state that allows this operation";
     // servicing
     DownloadImage => Servicing, "download-image", "Failed to download the image";
+    ApplyOsConfig => Servicing, "apply-os-config", "Failed to apply the OS configuration inside the new root";
     CreatePartitionTable => Servicing, "create-partition-table", "Failed to create the partition table";
     WriteImage => Servicing, "write-image", "Failed to write an image to its partition";
     ScriptFailed => Servicing, "script-failed", "A servicing script failed";

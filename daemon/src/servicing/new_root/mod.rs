@@ -41,10 +41,16 @@ pub struct ConfigureStep {
 }
 
 /// Every configure step, in order. OS configuration steps go here.
-pub const CONFIGURE_STEPS: &[ConfigureStep] = &[ConfigureStep {
-    name: "fstab",
-    run: fstab::write_fstab,
-}];
+pub const CONFIGURE_STEPS: &[ConfigureStep] = &[
+    ConfigureStep {
+        name: "fstab",
+        run: fstab::write_fstab,
+    },
+    ConfigureStep {
+        name: "os-config",
+        run: super::os_config::configure_step,
+    },
+];
 
 /// A filesystem of the new root, mounted.
 #[derive(Debug)]
@@ -254,6 +260,7 @@ pub async fn service_new_root(
     let mounted = blocking(move || {
         let Some(root) = NewRoot::mount(&req.hc, &req.layout, &req.targets, req.volume, &req.path)?
         else {
+            super::os_config::refuse_without_new_root(&req.hc.os)?;
             return Ok(None);
         };
         root.configure()?;

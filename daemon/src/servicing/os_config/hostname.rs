@@ -1,0 +1,62 @@
+//! `os.hostname`: the new root's /etc/hostname.
+
+use std::path::Path;
+
+use super::{OsConfigError, write_file};
+
+const KEY: &str = "os.hostname";
+
+/// A hostname systemd accepts: 1 to 64 characters of letters, digits, `-`
+/// and `.`, not starting or ending with `-` or `.`.
+fn check(name: &str) -> Result<(), OsConfigError> {
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+    let ok_ends = !name.starts_with(['-', '.']) && !name.ends_with(['-', '.']);
+    if name.is_empty() || name.len() > 64 || !ok_chars || !ok_ends {
+        return Err(OsConfigError::refused(
+            KEY,
+            format!(
+                "'{name}' is not a valid hostname (1-64 letters, digits, '-' and '.', \
+                 not starting or ending with '-' or '.')"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub fn apply(root: &Path, name: &str) -> Result<(), OsConfigError> {
+    check(name)?;
+    write_file(
+        &root.join("etc/hostname"),
+        format!("{name}\n").as_bytes(),
+        0o644,
+        KEY,
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::test_root::TestRoot;
+    use super::*;
+
+    #[test]
+    fn writes_etc_hostname_of_the_new_root() {
+        let root = TestRoot::new();
+        root.write("etc/hostname", "image-default\n");
+        apply(root.path(), "edge-7.lab").unwrap();
+        assert_eq!(root.read("etc/hostname"), "edge-7.lab\n");
+        assert_eq!(root.mode("etc/hostname"), 0o644);
+    }
+
+    #[test]
+    fn a_bad_name_is_refused_naming_the_key() {
+        let root = TestRoot::new();
+        for bad in ["", "-x", "a b", "x/y", &"a".repeat(65)] {
+            let err = apply(root.path(), bad).unwrap_err();
+            assert_eq!(err.key(), KEY, "{bad}");
+        }
+        assert!(!root.path().join("etc/hostname").exists());
+    }
+}

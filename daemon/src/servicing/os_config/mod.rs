@@ -1,0 +1,221 @@
+//! The OS configuration of the Host Configuration (`os.*`), applied inside
+//! the NEW root: a directory where the serviced volume is mounted, never the
+//! machine running the daemon. Each key has its own module, a function of
+//! (new root, typed config) that fails with an [`OsConfigError`] naming the
+//! key path. Tools that must act on the new root's databases run with their
+//! `--root` option (`useradd`, `systemctl`), which chroots into it.
+//!
+//! [`apply`] runs them all in a fixed order: files that other steps may
+//! read (additional files) last, so a user's files cannot be overwritten by
+//! a later step.
+
+pub mod files;
+pub mod hostname;
+pub mod kernel_cmdline;
+pub mod modules;
+pub mod netplan;
+pub mod selinux;
+pub mod services;
+pub mod users;
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use trident_host::config::Os;
+use trident_host::{Subkind, TridentError};
+
+/// Why a key of `os` could not be applied. Every variant names the key path
+/// (`os.users[0].sshPublicKeys`).
+#[derive(Debug, thiserror::Error)]
+pub enum OsConfigError {
+    /// The configuration asks for something the new root cannot take (a
+    /// path escaping the root, SELinux on an image without it).
+    #[error("{key}: {message}")]
+    Refused { key: String, message: String },
+    /// Reading or writing a file of the new root failed.
+    #[error("{key}: {message}")]
+    Io {
+        key: String,
+        message: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tool run on the new root failed.
+    #[error("{key}: `{command}` failed: {detail}")]
+    Tool {
+        key: String,
+        command: String,
+        detail: String,
+    },
+}
+
+impl OsConfigError {
+    /// The Host Configuration key path the error is about.
+    pub fn key(&self) -> &str {
+        match self {
+            Self::Refused { key, .. } | Self::Io { key, .. } | Self::Tool { key, .. } => key,
+        }
+    }
+
+    pub(crate) fn refused(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Refused {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn io(key: &str, message: impl Into<String>, source: std::io::Error) -> Self {
+        Self::Io {
+            key: key.to_owned(),
+            message: message.into(),
+            source,
+        }
+    }
+}
+
+impl From<OsConfigError> for TridentError {
+    fn from(e: OsConfigError) -> Self {
+        let subkind = match e {
+            // The image lacks what the configuration needs: the request
+            // does not match the image, not a servicing fault.
+            OsConfigError::Refused { .. } => Subkind::ImageDoesNotMatchConfiguration,
+            OsConfigError::Io { .. } | OsConfigError::Tool { .. } => Subkind::ApplyOsConfig,
+        };
+        let message = format!("Host Configuration key '{}': {e}", e.key());
+        TridentError::with_source(subkind, message, e)
+    }
+}
+
+/// Applies every `os` key to the new root at `root`. Blocking.
+pub fn apply(root: &Path, os: &Os) -> Result<(), OsConfigError> {
+    if let Some(name) = &os.hostname {
+        hostname::apply(root, name)?;
+    }
+    if let Some(netplan) = &os.netplan {
+        netplan::apply(root, netplan)?;
+    }
+    if let Some(mode) = os.selinux.mode {
+        selinux::apply(root, mode)?;
+    }
+    modules::apply(root, &os.modules)?;
+    users::apply(root, &os.users)?;
+    services::apply(root, &os.services)?;
+    files::apply(root, &os.additional_files)?;
+    Ok(())
+}
+
+/// The configure step of the mounted new root (`new_root::CONFIGURE_STEPS`).
+pub fn configure_step(root: &super::new_root::NewRoot) -> Result<(), TridentError> {
+    apply(&root.path, &root.hc.os)?;
+    Ok(())
+}
+
+/// When the serviced volume's root could not be mounted (no filesystem
+/// this daemon recognizes), `os` settings have nowhere to go: fail naming
+/// the first one rather than skip it silently.
+pub fn refuse_without_new_root(os: &Os) -> Result<(), TridentError> {
+    let used = [
+        ("os.hostname", os.hostname.is_some()),
+        ("os.netplan", os.netplan.is_some()),
+        ("os.selinux.mode", os.selinux.mode.is_some()),
+        ("os.modules", !os.modules.is_empty()),
+        ("os.users", !os.users.is_empty()),
+        ("os.services", os.services != Default::default()),
+        ("os.additionalFiles", !os.additional_files.is_empty()),
+    ];
+    match used.iter().find(|(_, set)| *set) {
+        Some((key, _)) => Err(OsConfigError::refused(
+            *key,
+            "the image's root filesystem is not one this daemon can mount, so the OS \
+             configuration cannot be applied inside it",
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// `abs` (an absolute path of the new root, e.g. `/etc/hostname`) under
+/// `root`. Refuses relative paths and `..`, which could leave the root.
+pub(crate) fn in_root(root: &Path, abs: &str, key: &str) -> Result<PathBuf, OsConfigError> {
+    let path = Path::new(abs);
+    if !path.is_absolute() {
+        return Err(OsConfigError::refused(
+            key,
+            format!("'{abs}' is not an absolute path"),
+        ));
+    }
+    let mut out = root.to_path_buf();
+    for part in path.components() {
+        match part {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(p) => out.push(p),
+            Component::ParentDir | Component::Prefix(_) => {
+                return Err(OsConfigError::refused(
+                    key,
+                    format!("'{abs}' leaves the new root ('..' is not allowed)"),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writes `content` to `path` (parents created) with exactly `mode`,
+/// replacing what was there.
+pub(crate) fn write_file(
+    path: &Path,
+    content: &[u8],
+    mode: u32,
+    key: &str,
+) -> Result<(), OsConfigError> {
+    let fail = |what: &str, e| OsConfigError::io(key, format!("{what} {}", path.display()), e);
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(|e| fail("cannot create the folder of", e))?;
+    }
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| fail("cannot open", e))?;
+    file.write_all(content)
+        .map_err(|e| fail("cannot write", e))?;
+    // `mode` at creation is filtered by the umask, and an existing file
+    // keeps its mode: set it explicitly.
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .map_err(|e| fail("cannot set the mode of", e))?;
+    Ok(())
+}
+
+/// Runs `program args`, failing with its stderr.
+pub(crate) fn run(key: &str, program: &str, args: &[&str]) -> Result<(), OsConfigError> {
+    let command = format!("{program} {}", args.join(" "));
+    tracing::debug!(%command, "os config: running");
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| OsConfigError::Tool {
+            key: key.to_owned(),
+            command: command.clone(),
+            detail: e.to_string(),
+        })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(OsConfigError::Tool {
+        key: key.to_owned(),
+        command,
+        detail: format!(
+            "{}: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ),
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod test_root;
