@@ -177,6 +177,22 @@ impl ListenerProc {
     pub fn signal(&self, signal: nix::sys::signal::Signal) {
         signal_child(&self.child, signal);
     }
+
+    /// Waits (up to [`WAIT`]) for the listener to exit; its status.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "rcp-listen still running after {WAIT:?}; stderr:\n{}",
+                self.stderr.text()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 fn signal_child(child: &Child, signal: nix::sys::signal::Signal) {
