@@ -11,6 +11,7 @@ pub mod agent_config;
 pub mod app;
 pub mod config;
 pub mod grpc;
+pub mod legacy_bridge;
 pub mod observability;
 pub mod server;
 pub mod servicing;

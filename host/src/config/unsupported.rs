@@ -245,18 +245,6 @@ pub const RULES: &[Rule] = &[
         used: |hc| when(hc.trident.disable, "trident.disable"),
     },
     Rule {
-        key: "trident.phonehome",
-        what: "phonehome",
-        instead: Some("follow the gRPC servicing stream"),
-        used: |hc| when(hc.trident.phonehome.is_some(), "trident.phonehome"),
-    },
-    Rule {
-        key: "trident.logstream",
-        what: "logstream",
-        instead: Some("TelemetryService.Watch or OTLP export"),
-        used: |hc| when(hc.trident.logstream.is_some(), "trident.logstream"),
-    },
-    Rule {
         key: "health.checks[].systemdServices",
         what: "systemd service health checks",
         instead: Some("a script check running `systemctl is-active UNIT`"),
