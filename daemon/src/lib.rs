@@ -13,6 +13,7 @@ pub mod config;
 pub mod grpc;
 pub mod legacy_bridge;
 pub mod observability;
+pub mod rcp_agent_state;
 pub mod server;
 pub mod servicing;
 
