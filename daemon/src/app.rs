@@ -57,6 +57,9 @@ async fn serve(
     bus: Bus,
 ) -> Result<ShutdownReason, AppError> {
     wire_bus_shutdown(&bus, &ctx.shutdown_hooks, &ctx.shutdown);
+    tokio::spawn(crate::rcp_agent_state::follow(
+        ctx.config.rcp_state_file.clone(),
+    ));
     let engine = Engine::new(&ctx.config, bus.clone(), Arc::new(ctx.activity.clone()));
     let parts = GrpcParts {
         bus,

@@ -42,6 +42,9 @@ pub const DEFAULT_HTTP_READ_TIMEOUT: &str = "2m";
 /// File name of the reboot-request log inside the state directory (`--reboot record`).
 pub const REBOOT_REQUESTS_FILE: &str = "reboot-requests.log";
 
+/// Where `trident-rcp` mirrors its state by default (its `--state-file`).
+pub const DEFAULT_RCP_STATE_FILE: &str = "/run/trident/rcp-agent.json";
+
 /// What the daemon does when a servicing operation needs a reboot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RebootMode {
@@ -159,6 +162,11 @@ pub struct Config {
     /// Bound on one OTLP export request (default 5s).
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DUR")]
     pub otlp_timeout: Option<Duration>,
+
+    /// State file of the reverse-connect proxy agent (`trident-rcp
+    /// --state-file`), whose changes are put on the bus.
+    #[arg(long, default_value = DEFAULT_RCP_STATE_FILE, value_name = "PATH")]
+    pub rcp_state_file: PathBuf,
 
     /// More log output on stderr (-v debug, -vv trace). RUST_LOG wins when set.
     #[arg(short, long, action = ArgAction::Count)]

@@ -11,7 +11,9 @@ pub mod agent_config;
 pub mod app;
 pub mod config;
 pub mod grpc;
+pub mod legacy_bridge;
 pub mod observability;
+pub mod rcp_agent_state;
 pub mod server;
 pub mod servicing;
 

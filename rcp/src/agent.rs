@@ -66,6 +66,9 @@ pub struct Agent {
     server_name: ServerName<'static>,
     identity: String,
     state: watch::Sender<AgentState>,
+    /// The `Refused`/`Disconnected` that ended the last attempt, until the
+    /// next connection: the backoff and dial after it are still "because of" it.
+    last_end: std::sync::Mutex<Option<AgentState>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -97,6 +100,7 @@ impl Agent {
             server_name,
             identity,
             state,
+            last_end: std::sync::Mutex::new(None),
         })
     }
 
@@ -110,7 +114,29 @@ impl Agent {
         self.state.subscribe()
     }
 
+    /// What ended the last attempt (`Refused` or `Disconnected`), while the
+    /// agent backs off and dials again; `None` once connected.
+    pub fn last_end(&self) -> Option<AgentState> {
+        self.last_end
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     fn set_state(&self, state: AgentState) {
+        {
+            let mut last_end = self
+                .last_end
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &state {
+                AgentState::Refused { .. } | AgentState::Disconnected { .. } => {
+                    *last_end = Some(state.clone());
+                }
+                AgentState::Connected { .. } => *last_end = None,
+                AgentState::Dialling | AgentState::Backoff { .. } => {}
+            }
+        }
         self.state.send_replace(state);
     }
 

@@ -20,6 +20,7 @@ use serde::Deserialize;
 
 use crate::agent::AgentConfig;
 use crate::error::RcpError;
+use crate::state_file::DEFAULT_STATE_FILE;
 use crate::tls::TlsFiles;
 use crate::tunnel::Keepalive;
 
@@ -71,6 +72,10 @@ pub struct AgentArgs {
     /// Bound on TCP connect plus TLS handshake [default: 10s].
     #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
     pub connect_timeout: Option<Duration>,
+    /// JSON file mirroring the agent's state, read by tridentd to put it on
+    /// its bus [default: /run/trident/rcp-agent.json].
+    #[arg(long, value_name = "FILE")]
+    pub state_file: Option<PathBuf>,
 }
 
 /// The YAML file: every key optional, unknown keys refused.
@@ -88,6 +93,7 @@ struct FileConfig {
     keepalive_interval: Option<String>,
     keepalive_timeout: Option<String>,
     connect_timeout: Option<String>,
+    state_file: Option<PathBuf>,
 }
 
 fn load_file(path: &Path, explicit: bool) -> Result<FileConfig, RcpError> {
@@ -129,11 +135,20 @@ fn required<T>(key: &str, value: Option<T>) -> Result<T, RcpError> {
 impl AgentArgs {
     /// Merges flags over the file over defaults.
     pub fn resolve(self) -> Result<AgentConfig, RcpError> {
+        self.resolve_with_state_file().map(|(config, _)| config)
+    }
+
+    /// As [`resolve`](Self::resolve), plus where to mirror the state.
+    pub fn resolve_with_state_file(self) -> Result<(AgentConfig, PathBuf), RcpError> {
         let explicit = self.config.is_some();
         let path = self.config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
         let file = load_file(&path, explicit)?;
+        let state_file = self
+            .state_file
+            .or(file.state_file)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_FILE));
         let defaults = Keepalive::default();
-        Ok(AgentConfig {
+        let config = AgentConfig {
             connect: required("connect", self.connect.or(file.connect))?,
             server_name: required("server-name", self.server_name.or(file.server_name))?,
             tls: TlsFiles {
@@ -177,7 +192,8 @@ impl AgentArgs {
                 file.connect_timeout,
                 Duration::from_secs(10),
             )?,
-        })
+        };
+        Ok((config, state_file))
     }
 }
 

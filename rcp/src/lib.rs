@@ -18,6 +18,7 @@ pub mod identity;
 pub mod listener;
 #[cfg(feature = "test-pki")]
 pub mod pki;
+pub mod state_file;
 pub mod tls;
 pub mod tunnel;
 

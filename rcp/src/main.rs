@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use trident_rcp::agent::Agent;
 use trident_rcp::config::AgentArgs;
+use trident_rcp::state_file;
 
 fn main() -> ExitCode {
     let args = AgentArgs::parse();
@@ -15,8 +16,11 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let agent = match args.resolve().and_then(Agent::new) {
-        Ok(agent) => agent,
+    let resolved = args
+        .resolve_with_state_file()
+        .and_then(|(config, state_file)| Ok((Agent::new(config.clone())?, config, state_file)));
+    let (agent, config, state_file) = match resolved {
+        Ok(resolved) => resolved,
         Err(err) => {
             eprintln!("trident-rcp: error: {err}");
             return ExitCode::from(1);
@@ -36,8 +40,10 @@ fn main() -> ExitCode {
         tracing::info!(identity = %agent.identity(), "trident-rcp starting");
         tokio::select! {
             _ = agent.run() => {}
+            _ = state_file::mirror(&agent, state_file.clone(), config.connect.clone()) => {}
             _ = shutdown_signal() => tracing::info!("trident-rcp stopping"),
         }
+        state_file::write_stopped(&state_file, agent.identity(), &config.connect);
     });
     ExitCode::SUCCESS
 }

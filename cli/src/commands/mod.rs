@@ -50,6 +50,11 @@ impl Ctx {
 /// Runs the command line. Ctrl-C detaches: the CLI stops showing, the
 /// daemon's operation goes on (it runs in the daemon, not in this process).
 pub async fn run(cli: Cli) -> CliResult<Exit> {
+    // rcp-listen is a server, not a client of an operation: Ctrl-C is its
+    // normal stop (exit 0, host sockets removed), handled in the command.
+    if let Command::RcpListen(args) = &cli.command {
+        return rcp_listen::run(args).await;
+    }
     tokio::select! {
         result = dispatch(cli) => result,
         _ = tokio::signal::ctrl_c() => {

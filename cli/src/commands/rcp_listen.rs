@@ -18,6 +18,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 use tokio::net::UnixListener;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::task::JoinHandle;
 use trident_rcp::tunnel::splice;
 use trident_rcp::{Event, Host, Keepalive, Listener, ListenerConfig, TlsFiles};
@@ -100,12 +101,15 @@ pub async fn run(args: &RcpListenArgs) -> CliResult<Exit> {
         .map_err(|e| CliError::Local(e.to_string()))?;
     emit(json!({"event": "listening", "addr": listener.local_addr().to_string()}));
     let mut sockets = Sockets::default();
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| CliError::Local(format!("cannot handle SIGTERM: {e}")))?;
+    let mut stop = StopSignals::install()?;
     loop {
         let event = tokio::select! {
             event = listener.next_event() => event,
-            _ = terminate.recv() => return Ok(Exit::Success),
+            signal = stop.next() => {
+                // `sockets` drops on return: every host socket is removed.
+                eprintln!("trident: {signal}: stopping; host sockets removed");
+                return Ok(Exit::Success);
+            }
         };
         match event {
             Some(Event::Connected(host)) => connected(args, &mut sockets, host),
@@ -120,6 +124,32 @@ pub async fn run(args: &RcpListenArgs) -> CliResult<Exit> {
                 emit(json!({"event": "refused", "addr": addr.to_string(), "reason": reason}));
             }
             None => return Err(CliError::Local("the listener stopped".into())),
+        }
+    }
+}
+
+/// SIGTERM (systemd stop) and SIGINT (Ctrl-C): the listener's normal end.
+struct StopSignals {
+    terminate: Signal,
+    interrupt: Signal,
+}
+
+impl StopSignals {
+    fn install() -> CliResult<StopSignals> {
+        let install = |kind: SignalKind, name: &str| {
+            signal(kind).map_err(|e| CliError::Local(format!("cannot handle {name}: {e}")))
+        };
+        Ok(StopSignals {
+            terminate: install(SignalKind::terminate(), "SIGTERM")?,
+            interrupt: install(SignalKind::interrupt(), "SIGINT")?,
+        })
+    }
+
+    /// Waits for either signal; returns its name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
         }
     }
 }

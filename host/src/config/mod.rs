@@ -96,10 +96,12 @@ pub struct TridentSettings {
     /// Upstream: disable the agent on the target OS. Refused when true.
     #[serde(default, skip_serializing)]
     pub disable: bool,
-    /// Upstream's HTTP phone-home URL. Refused (use the servicing stream).
+    /// Upstream's HTTP phone-home URL. Deprecated: served by tridentd's
+    /// legacy bridge during migration (use the servicing stream and the RCP).
     #[serde(default, skip_serializing)]
     pub phonehome: Option<String>,
-    /// Upstream's HTTP log-stream URL. Refused (use TelemetryService).
+    /// Upstream's HTTP log-stream URL. Deprecated: served by tridentd's
+    /// legacy bridge during migration (use TelemetryService.Watch or OTLP).
     #[serde(default, skip_serializing)]
     pub logstream: Option<String>,
 }

@@ -202,18 +202,6 @@ pub const RULES: &[Rule] = &[
         instead: None,
         used: |hc| when(hc.trident.disable, "trident.disable"),
     },
-    Rule {
-        key: "trident.phonehome",
-        what: "phonehome",
-        instead: Some("follow the gRPC servicing stream"),
-        used: |hc| when(hc.trident.phonehome.is_some(), "trident.phonehome"),
-    },
-    Rule {
-        key: "trident.logstream",
-        what: "logstream",
-        instead: Some("TelemetryService.Watch or OTLP export"),
-        used: |hc| when(hc.trident.logstream.is_some(), "trident.logstream"),
-    },
 ];
 
 /// Fails on the first refused feature that `hc` uses. `yaml` is the text

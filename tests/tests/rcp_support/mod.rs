@@ -177,6 +177,22 @@ impl ListenerProc {
     pub fn signal(&self, signal: nix::sys::signal::Signal) {
         signal_child(&self.child, signal);
     }
+
+    /// Waits (up to [`WAIT`]) for the listener to exit; its status.
+    pub fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "rcp-listen still running after {WAIT:?}; stderr:\n{}",
+                self.stderr.text()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 fn signal_child(child: &Child, signal: nix::sys::signal::Signal) {
@@ -198,8 +214,22 @@ pub struct AgentProc {
 }
 
 impl AgentProc {
+    /// An agent whose state file lies beside its certificate.
     pub fn start(addr: SocketAddr, server_name: &str, files: &TlsFiles, socket: &Path) -> Self {
+        let state_file = files.cert.with_extension("state.json");
+        Self::start_with_state_file(addr, server_name, files, socket, &state_file)
+    }
+
+    pub fn start_with_state_file(
+        addr: SocketAddr,
+        server_name: &str,
+        files: &TlsFiles,
+        socket: &Path,
+        state_file: &Path,
+    ) -> Self {
         let mut child = Command::new(bin_path("trident-rcp"))
+            .arg("--state-file")
+            .arg(state_file)
             .arg("--config")
             .arg("/dev/null")
             .args(["--connect", &addr.to_string(), "--server-name", server_name])

@@ -26,7 +26,7 @@ fn may_install(state: ServicingState) -> bool {
 
 /// Stages a clean install; returns the staged Host Status and image hash.
 async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), TridentError> {
-    let hc = validate_phase(yaml)?;
+    let hc = validate_phase(ctx, yaml)?;
     let current = ctx.engine.host_status()?;
     if !may_install(current.servicing_state) {
         return Err(TridentError::new(

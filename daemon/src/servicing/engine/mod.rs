@@ -22,6 +22,8 @@ use super::keep_alive::KeepAlive;
 use super::locks::{ConnectionLock, ServicingLock};
 use super::reboot::{self, Reboot};
 use crate::config::Config;
+use crate::legacy_bridge::LegacyBridge;
+use crate::servicing::runner::StepContext;
 
 /// File in the state directory remembering a datastore moved by
 /// `trident.datastorePath`, so a restarted daemon reopens it.
@@ -42,6 +44,9 @@ pub struct Engine {
     pub connection_lock: ConnectionLock,
     /// Held by each running operation so the daemon does not exit as idle.
     pub keep_alive: Arc<dyn KeepAlive>,
+    /// Posts upstream's phonehome/logstream JSON for configurations that
+    /// still ask for it (deprecated; see `legacy_bridge`).
+    pub legacy_bridge: LegacyBridge,
     /// The telemetry bus operations and error reports go to.
     bus: Bus,
 }
@@ -64,6 +69,7 @@ impl Engine {
             servicing_lock: ServicingLock::default(),
             connection_lock: ConnectionLock::default(),
             keep_alive,
+            legacy_bridge: LegacyBridge::new(bus.clone()),
             bus,
         };
         // Errors are reported again on every request that needs the datastore.
@@ -225,8 +231,13 @@ pub async fn script_phase(
     Ok(())
 }
 
-/// Parses the request's Host Configuration as the "validate" phase.
-pub fn validate_phase(yaml: &str) -> Result<trident_host::config::HostConfiguration, TridentError> {
+/// Parses the request's Host Configuration as the "validate" phase; a
+/// configuration that still sets upstream's phonehome/logstream gets the
+/// legacy bridge for this operation.
+pub fn validate_phase(
+    ctx: &StepContext,
+    yaml: &str,
+) -> Result<trident_host::config::HostConfiguration, TridentError> {
     let phase = trident_telemetry::progress::Phase::start(
         "validate",
         "Validate Host Configuration",
@@ -236,5 +247,12 @@ pub fn validate_phase(yaml: &str) -> Result<trident_host::config::HostConfigurat
     let hc = trident_host::config::parse(yaml)?;
     phase.set(1);
     phase.done();
+    let engine = ctx.engine.clone();
+    ctx.engine.legacy_bridge.activate(
+        &hc,
+        &ctx.operation_id,
+        ctx.rpc,
+        Arc::new(move || engine.host_status().ok()?.to_yaml().ok()),
+    );
     Ok(hc)
 }

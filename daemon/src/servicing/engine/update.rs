@@ -79,7 +79,7 @@ async fn stage(
     ctx: &StepContext,
     yaml: &str,
 ) -> Result<Option<(HostStatus, String)>, TridentError> {
-    let hc = validate_phase(yaml)?;
+    let hc = validate_phase(ctx, yaml)?;
     let current = ctx.engine.host_status()?;
     let (active, running) = provisioned(&current)?;
     let running = running.clone();
