@@ -176,7 +176,7 @@ impl Event {
                     rpc: op.rpc.clone(),
                 },
             },
-            record::Record::Span(_) => return None,
+            record::Record::Span(_) | record::Record::OverallProgress(_) => return None,
         })
     }
 }

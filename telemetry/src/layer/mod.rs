@@ -180,6 +180,12 @@ where
             self.publish_progress(collected, operation);
             return;
         }
+        if meta.target() == crate::overall::PLAN_TARGET {
+            let mut collected = Collected::default();
+            event.record(&mut collected);
+            self.plan_overall(&collected, operation);
+            return;
+        }
         let level = crate::record::log_level(meta.level());
         if level == LogLevel::Error
             && let Some(span) = &span
@@ -311,6 +317,7 @@ impl BusLayer {
             started: started.map(crate::record::timestamp),
             updated: Some(crate::record::now()),
         };
+        let overall = operation.clone().map(|op| (op, progress.clone()));
         let record = Record {
             cursor: None,
             timestamp: progress.updated,
@@ -327,5 +334,26 @@ impl BusLayer {
                 phase_id: &phase_id,
             },
         );
+        if let Some((operation, progress)) = overall {
+            self.bus.derive_overall(&operation, |tracker, now| {
+                Some(tracker.phase(&operation, &progress, now))
+            });
+        }
+    }
+
+    /// The operation's plan (byte total, step count): an overall record.
+    fn plan_overall(&self, collected: &Collected, operation: Option<Arc<str>>) {
+        use crate::overall::fields;
+        let (Some(operation), Some(bytes)) = (operation, collected.unsigned(fields::BYTES_TOTAL))
+        else {
+            return;
+        };
+        let steps = collected
+            .unsigned(fields::STEPS_PLANNED)
+            .and_then(|s| u32::try_from(s).ok())
+            .unwrap_or(0);
+        self.bus.derive_overall(&operation, |tracker, now| {
+            Some(tracker.plan(&operation, bytes, steps, now))
+        });
     }
 }
