@@ -16,10 +16,18 @@ use crate::config::{Config, ENV_LOG_FILTER};
 /// export; the OTLP export says once per outage itself (`tridentd::otlp`).
 pub const DEFAULT_FILTER: &str = "info,h2=warn,hyper=warn,tower=warn,tonic=warn,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,opentelemetry_http=off";
 
-/// Most verbose level the telemetry bus records, whatever stderr shows:
-/// subscribers choose their own `min_level`, so `-v`/RUST_LOG only change
-/// what the daemon prints. (The bus layer itself drops our transport and
-/// export internals.)
+/// What the telemetry bus records, whatever stderr shows: our own crates
+/// (every target starting with `trident`) down to debug, third-party crates
+/// (ureq, hyper, h2, rustls...) at info and up only, so their debug chatter
+/// never reaches a subscriber's default view. Subscribers choose their own
+/// `min_level`; `-v`/RUST_LOG only change what the daemon prints. (The bus
+/// layer itself also drops our transport and export internals.)
+pub const DEFAULT_BUS_FILTER: &str = "info,trident=debug";
+/// Environment variable that replaces [`DEFAULT_BUS_FILTER`] (EnvFilter
+/// syntax), e.g. `TRIDENTD_BUS_LOG=debug` to put third-party debug records
+/// on the bus when asked for.
+pub const ENV_BUS_FILTER: &str = "TRIDENTD_BUS_LOG";
+/// Most verbose level the bus ever records (also under ENV_BUS_FILTER).
 pub const BUS_MAX_LEVEL: LevelFilter = LevelFilter::DEBUG;
 
 /// Keeps whatever must live as long as logging does (flushes on drop).
@@ -88,6 +96,11 @@ fn filter(config: &Config) -> EnvFilter {
     EnvFilter::new(base)
 }
 
+/// The bus's filter: ENV_BUS_FILTER when set and valid, else the default.
+fn bus_filter() -> EnvFilter {
+    EnvFilter::try_from_env(ENV_BUS_FILTER).unwrap_or_else(|_| EnvFilter::new(DEFAULT_BUS_FILTER))
+}
+
 /// Installs the global subscriber. Call once, first thing in `main`.
 pub fn init(config: &Config) -> Result<Observability, ObservabilityError> {
     let fmt = tracing_subscriber::fmt::layer()
@@ -105,7 +118,11 @@ pub fn init(config: &Config) -> Result<Observability, ObservabilityError> {
     // (and so every subscriber and the journal) receives.
     tracing_subscriber::registry()
         .with(fmt.with_filter(filter(config)))
-        .with(bus.layer().with_filter(BUS_MAX_LEVEL))
+        .with(
+            bus.layer()
+                .with_filter(BUS_MAX_LEVEL)
+                .with_filter(bus_filter()),
+        )
         .with(otlp.as_ref().map(|export| export.layer()))
         .try_init()
         .map_err(|_| ObservabilityError::SubscriberAlreadySet)?;

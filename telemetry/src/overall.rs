@@ -9,8 +9,9 @@
 //!   phase's bytes are already in its parent's).
 //! - Steps: top-level phases done, of the planned count when the plan says.
 //! - Rate: exponentially weighted over bytes (never items: items of very
-//!   different sizes make an item rate meaningless), time constant
-//!   [`RATE_TIME_CONSTANT`], sampled at most every [`RATE_SAMPLE`].
+//!   different sizes make an item rate meaningless): decayed bytes over
+//!   decayed seconds, time constant [`RATE_TIME_CONSTANT`], sampled at most
+//!   every [`RATE_SAMPLE`].
 //! - ETA: remaining bytes at the smoothed rate, only once it can be honest:
 //!   a known total, a measured rate, at least [`ETA_MIN_FRACTION`] of the
 //!   bytes done and [`ETA_MIN_SAMPLES`] rate samples. Otherwise absent.
@@ -24,7 +25,7 @@ use trident_proto::v1::{OverallProgress, PhaseState, ProgressRecord, ProgressUni
 /// Target of the plan event (the layer routes it here, not to the ring).
 pub const PLAN_TARGET: &str = "trident::progress::plan";
 /// Time constant of the rate's exponential smoothing.
-pub const RATE_TIME_CONSTANT: Duration = Duration::from_secs(4);
+pub const RATE_TIME_CONSTANT: Duration = Duration::from_secs(5);
 /// Least time between two rate samples.
 pub const RATE_SAMPLE: Duration = Duration::from_millis(250);
 /// Fraction of the bytes done before an ETA is given.
@@ -69,6 +70,9 @@ struct OperationProgress {
     current_step: String,
     /// (time, bytes done) of the last rate sample.
     last_sample: Option<(Instant, u64)>,
+    /// Decayed sums of the rate (bytes moved, seconds elapsed).
+    weighted_bytes: f64,
+    weighted_secs: f64,
     rate: Option<f64>,
     samples: u32,
 }
@@ -82,6 +86,8 @@ impl OperationProgress {
             steps: Vec::new(),
             current_step: String::new(),
             last_sample: None,
+            weighted_bytes: 0.0,
+            weighted_secs: 0.0,
             rate: None,
             samples: 0,
         }
@@ -125,6 +131,9 @@ impl OperationProgress {
         }
     }
 
+    /// Exponentially weighted rate over bytes: bytes and seconds decay by
+    /// the same weight, so the rate is bytes per second of the recent past
+    /// (no bias toward the first sample, unlike a plain EWMA of rates).
     fn sample_rate(&mut self, now: Instant) {
         if !self.steps.iter().any(|(_, s)| s.bytes) {
             return;
@@ -138,12 +147,11 @@ impl OperationProgress {
         if dt < RATE_SAMPLE {
             return;
         }
-        let instant_rate = done.saturating_sub(bytes) as f64 / dt.as_secs_f64();
-        let alpha = 1.0 - (-dt.as_secs_f64() / RATE_TIME_CONSTANT.as_secs_f64()).exp();
-        self.rate = Some(match self.rate {
-            None => instant_rate,
-            Some(rate) => rate + alpha * (instant_rate - rate),
-        });
+        let secs = dt.as_secs_f64();
+        let decay = (-secs / RATE_TIME_CONSTANT.as_secs_f64()).exp();
+        self.weighted_bytes = self.weighted_bytes * decay + done.saturating_sub(bytes) as f64;
+        self.weighted_secs = self.weighted_secs * decay + secs;
+        self.rate = Some(self.weighted_bytes / self.weighted_secs);
         self.samples += 1;
         self.last_sample = Some((now, done));
     }
