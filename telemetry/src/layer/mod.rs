@@ -90,6 +90,18 @@ pub fn current_context() -> Option<SpanContext> {
     })
 }
 
+/// The servicing operation a span belongs to, as the bus layer recorded it
+/// (None for spans outside operations, or that the bus layer filtered out).
+/// For log formatters that name the operation without repeating span fields.
+pub fn span_operation_id<S>(span: &SpanRef<'_, S>) -> Option<Arc<str>>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    span.extensions()
+        .get::<SpanData>()
+        .and_then(|d| d.operation.clone())
+}
+
 fn location(file: Option<&str>, line: Option<u32>) -> Option<FileLocation> {
     file.map(|path| FileLocation {
         path: path.to_owned(),
