@@ -12,9 +12,9 @@ use trident_cli::render::model::Model;
 use trident_cli::render::plain::PlainView;
 use trident_cli::render::tty::{self, TtyStyle};
 use trident_proto::v1::{
-    Cursor, ErrorContext, ErrorReport, FileLocation, Gap, GapReason, LogLevel, PhaseState,
-    ProgressRecord, ProgressUnit, RebootStatus, RunChange, ServicingKind, StatusCode, TridentError,
-    TridentErrorKind,
+    Cursor, ErrorContext, ErrorReport, FileLocation, Gap, GapReason, LogLevel, OverallProgress,
+    PhaseState, ProgressRecord, ProgressUnit, RebootStatus, RunChange, ServicingKind, StatusCode,
+    TridentError, TridentErrorKind,
 };
 
 const RUN: &str = "0b9a6d1e-0000-4000-8000-00000000a001";
@@ -93,6 +93,29 @@ fn progress(
 const GIB: u64 = 1 << 30;
 
 /// A clean install that succeeds: items phase, a bytes phase with a child, logs.
+/// The daemon's overall record: 2 GiB planned, 2 steps planned.
+fn overall(seq: u64, ms: u64, done: u64, steps_done: u32, eta_secs: Option<i64>) -> Event {
+    Event::Overall {
+        cursor: cur(seq),
+        timestamp: Some(at(ms)),
+        record: OverallProgress {
+            operation_id: OP.into(),
+            bytes_total: Some(2 * GIB),
+            bytes_done: done,
+            steps_done,
+            steps_planned: 2,
+            bytes_per_second: (done > 0).then_some((GIB / 4) as f64),
+            eta: eta_secs.map(|seconds| prost_types::Duration { seconds, nanos: 0 }),
+            elapsed: Some(prost_types::Duration {
+                seconds: (ms / 1000) as i64,
+                nanos: 0,
+            }),
+            current_step: "Write images".into(),
+            finished: false,
+        },
+    }
+}
+
 fn success_stream() -> Vec<Event> {
     use PhaseState::{Done, Running};
     use ProgressUnit::{Bytes, Items};
@@ -165,6 +188,10 @@ fn success_stream() -> Vec<Event> {
             310,
         ));
         seq += 1;
+        let done = step * GIB / 4;
+        let eta = (step >= 2).then(|| ((2 * GIB - done) / (GIB / 4)) as i64);
+        s.push(overall(seq, ms + 1, done, 1, eta));
+        seq += 1;
         if step % 3 == 0 {
             s.push(log(
                 seq,
@@ -205,8 +232,22 @@ fn success_stream() -> Vec<Event> {
         LogLevel::Warn,
         "bootloader entry renamed",
     ));
+    if let Event::Overall {
+        cursor,
+        timestamp,
+        mut record,
+    } = overall(seq + 3, 8990, 2 * GIB, 2, None)
+    {
+        record.finished = true;
+        record.current_step.clear();
+        s.push(Event::Overall {
+            cursor,
+            timestamp,
+            record,
+        });
+    }
     s.push(Event::Completed {
-        cursor: cur(seq + 3),
+        cursor: cur(seq + 4),
         timestamp: Some(at(9000)),
         status: StatusCode::Success,
         reboot_status: RebootStatus::RebootRequired,
@@ -543,4 +584,27 @@ fn replayed_older_progress_never_moves_a_bar_back() {
         .find(|p| p.id == "write/root-a")
         .map(|p| p.current);
     assert_eq!(before, after);
+}
+
+#[test]
+fn an_eta_counts_down_and_never_freezes_and_items_get_elapsed_time_instead() {
+    let events = success_stream();
+    let model = model_after(&events[..14]);
+    let style = TtyStyle {
+        color: false,
+        width: 140,
+        height: 40,
+    };
+    let last = model.last_seen.expect("records have times");
+    let frame = |later: u64| tty::frame(&model, last + Duration::from_secs(later), &style);
+    // Two seconds later without a record: both ETAs counted down.
+    let soon = frame(2);
+    assert!(soon[1].contains("ETA 3.0s"), "overall: {soon:?}");
+    assert!(soon[4].contains("ETA 3.0s"), "byte phase: {soon:?}");
+    // Past the ETA without a record: no ETA at all, elapsed time instead.
+    let stalled = frame(30);
+    assert!(!stalled.iter().any(|l| l.contains("ETA")), "{stalled:?}");
+    assert!(stalled[1].contains("elapsed 33.3s"), "{stalled:?}");
+    // The item phase ("Write images", 0/1) shows how long it runs, no ETA.
+    assert!(stalled[3].ends_with("0/1  33.0s"), "{stalled:?}");
 }

@@ -22,6 +22,7 @@ pub mod ids;
 pub mod journal;
 pub mod layer;
 pub mod operation;
+pub mod overall;
 pub mod progress;
 pub mod record;
 pub mod service;

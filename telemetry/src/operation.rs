@@ -111,6 +111,8 @@ impl Operation {
             ..OperationSummary::default()
         };
         op.started_cursor = Some(op.publish(record, Effect::Started(summary)));
+        bus.overall()
+            .started(&Arc::from(op.id.as_str()), std::time::Instant::now());
         op.span = tracing::info_span!(
             target: OPERATION_TARGET,
             parent: None,
@@ -176,6 +178,9 @@ impl Operation {
         } else {
             tracing::info!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, "servicing operation completed");
         }
+        let id: Arc<str> = Arc::from(self.id.as_str());
+        self.bus
+            .derive_overall(&id, |tracker, now| tracker.finished(&id, now));
         // Close the root span (unless the caller still holds clones of it)
         // before the completed record, which is the operation's last.
         drop(std::mem::replace(&mut self.span, tracing::Span::none()));

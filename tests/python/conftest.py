@@ -61,7 +61,7 @@ def _channel(socket: Path) -> grpc.Channel:
 class Daemon:
     """A private tridentd process."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, args=()):
         self.socket = tmp / "trident.sock"
         self.state_dir = tmp / "state"
         self.state_dir.mkdir()
@@ -69,7 +69,7 @@ class Daemon:
         env = {k: v for k, v in os.environ.items() if k not in ("TRIDENT_SOCKET", "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID")}
         with open(self.stderr_path, "wb") as stderr:
             self.process = subprocess.Popen(
-                [str(bin_path("tridentd")), "--socket", str(self.socket), "--state-dir", str(self.state_dir)],
+                [str(bin_path("tridentd")), "--socket", str(self.socket), "--state-dir", str(self.state_dir), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,

@@ -4,8 +4,8 @@
 use std::time::SystemTime;
 
 use trident_proto::v1::{
-    Cursor, ErrorReport, Gap, LogLevel, ProgressRecord, RebootStatus, Record, RunChange,
-    ServicingKind, ServicingResponse, StatusCode, StreamEvent, TridentError, record,
+    Cursor, ErrorReport, Gap, LogLevel, OverallProgress, ProgressRecord, RebootStatus, Record,
+    RunChange, ServicingKind, ServicingResponse, StatusCode, StreamEvent, TridentError, record,
     servicing_response, stream_event,
 };
 
@@ -36,6 +36,12 @@ pub enum Event {
         cursor: Option<Cursor>,
         timestamp: Option<SystemTime>,
         record: ProgressRecord,
+    },
+    /// The operation's overall progress (derived by the daemon).
+    Overall {
+        cursor: Option<Cursor>,
+        timestamp: Option<SystemTime>,
+        record: OverallProgress,
     },
     /// A structured error report.
     Error {
@@ -80,6 +86,7 @@ impl Event {
         match self {
             Event::Started { cursor, .. }
             | Event::Progress { cursor, .. }
+            | Event::Overall { cursor, .. }
             | Event::Error { cursor, .. }
             | Event::Completed { cursor, .. } => cursor.as_ref(),
             Event::Log(line) => line.cursor.as_ref(),
@@ -175,6 +182,11 @@ impl Event {
                     kind: op.kind(),
                     rpc: op.rpc.clone(),
                 },
+            },
+            record::Record::OverallProgress(overall) => Event::Overall {
+                cursor,
+                timestamp,
+                record: overall.clone(),
             },
             record::Record::Span(_) => return None,
         })

@@ -51,6 +51,18 @@ pub fn value(event: &Event) -> Value {
             "unit": format::unit(record.unit()), "current": record.current,
             "total": record.total, "state": format::phase_state(record.state()),
         }),
+        Event::Overall {
+            timestamp, record, ..
+        } => json!({
+            "type": "overall", "cursor": cursor, "timestamp": opt_time(*timestamp),
+            "operation_id": record.operation_id,
+            "bytes_total": record.bytes_total, "bytes_done": record.bytes_done,
+            "steps_done": record.steps_done, "steps_planned": record.steps_planned,
+            "bytes_per_second": record.bytes_per_second,
+            "eta_seconds": seconds(record.eta.as_ref()),
+            "elapsed_seconds": seconds(record.elapsed.as_ref()),
+            "current_step": record.current_step, "finished": record.finished,
+        }),
         Event::Error { report, .. } => json!({
             "type": "error", "cursor": cursor, "error": ErrorView::from(report.as_ref()),
         }),
@@ -84,6 +96,12 @@ pub fn value(event: &Event) -> Value {
             "type": "resumed", "after": opt_cursor(after.as_ref()),
         }),
     }
+}
+
+/// A protobuf duration in seconds (null when absent).
+fn seconds(d: Option<&prost_types::Duration>) -> Value {
+    d.and_then(|d| std::time::Duration::try_from(*d).ok())
+        .map_or(Value::Null, |d| json!(d.as_secs_f64()))
 }
 
 fn gap_reason(reason: trident_proto::v1::GapReason) -> &'static str {

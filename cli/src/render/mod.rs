@@ -6,6 +6,7 @@ pub mod event;
 pub mod format;
 pub mod json;
 pub mod model;
+pub mod overall;
 pub mod phase;
 pub mod plain;
 pub mod tty;

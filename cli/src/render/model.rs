@@ -13,6 +13,7 @@ use trident_proto::v1::{
 
 use super::error::ErrorView;
 use super::event::{Event, LogLine};
+use super::overall::OverallView;
 pub use super::phase::PhaseView;
 use crate::exit::Exit;
 
@@ -72,6 +73,8 @@ pub enum Notice {
 pub struct Model {
     pub operation: Option<OperationView>,
     pub phases: Vec<PhaseView>,
+    /// The daemon's overall progress of the operation (newest record).
+    pub overall: Option<OverallView>,
     /// Log lines outside any phase, last few.
     pub loose_logs: VecDeque<LogLine>,
     /// Number of log lines seen (kept or not).
@@ -120,6 +123,12 @@ impl Model {
             } => {
                 self.touch(timestamp.or(super::event::system_time(record.updated.as_ref())));
                 self.apply_progress(record, *timestamp);
+            }
+            Event::Overall {
+                timestamp, record, ..
+            } => {
+                self.touch(*timestamp);
+                self.apply_overall(record, *timestamp);
             }
             Event::Error { report, .. } => {
                 self.touch(super::event::system_time(report.timestamp.as_ref()));
@@ -238,6 +247,24 @@ impl Model {
         {
             self.last_seen = Some(at);
         }
+    }
+
+    /// The newest overall record wins (a replay never moves it back).
+    fn apply_overall(
+        &mut self,
+        record: &trident_proto::v1::OverallProgress,
+        at: Option<SystemTime>,
+    ) {
+        if let Some(shown) = &self.overall
+            && (shown.record.finished
+                || matches!((at, shown.at), (Some(new), Some(old)) if new < old))
+        {
+            return;
+        }
+        self.overall = Some(OverallView {
+            record: record.clone(),
+            at,
+        });
     }
 
     fn apply_progress(

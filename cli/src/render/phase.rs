@@ -37,16 +37,38 @@ impl PhaseView {
         (secs > 0.0 && c1 >= c0).then(|| (c1 - c0) as f64 / secs)
     }
 
-    /// Time left at the current rate, when the total is known.
+    /// Time left at the current rate as of the last update, for byte
+    /// phases with a known total only: items of a phase are of unknown,
+    /// often very different sizes, so an item rate predicts nothing.
     pub fn eta(&self) -> Option<Duration> {
         let total = self.total?;
         let rate = self.rate()?;
-        if rate <= 0.0 || self.state != PhaseState::Running {
+        if rate <= 0.0 || self.state != PhaseState::Running || self.unit != ProgressUnit::Bytes {
             return None;
         }
-        Some(Duration::from_secs_f64(
-            total.saturating_sub(self.current) as f64 / rate,
-        ))
+        Duration::try_from_secs_f64(total.saturating_sub(self.current) as f64 / rate).ok()
+    }
+
+    /// The ETA counted down to `now`; None once it ran out without a newer
+    /// update (never shown frozen or past due).
+    pub fn eta_at(&self, now: SystemTime) -> Option<Duration> {
+        let since = self
+            .updated
+            .and_then(|at| now.duration_since(at).ok())
+            .unwrap_or_default();
+        self.eta()?
+            .checked_sub(since)
+            .filter(|left| !left.is_zero())
+    }
+
+    /// Time the phase has been running as of `now` (its end when final).
+    pub fn running_for(&self, now: SystemTime) -> Option<Duration> {
+        let end = if self.state == PhaseState::Running {
+            now
+        } else {
+            self.updated?
+        };
+        end.duration_since(self.started?).ok()
     }
 
     /// Fraction done in [0, 1], when the total is known.

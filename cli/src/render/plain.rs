@@ -33,6 +33,7 @@ pub struct PlainView {
     logs: u64,
     notices: usize,
     phases: HashMap<String, PhasePrinted>,
+    overall: PhasePrinted,
     finished: bool,
 }
 
@@ -42,6 +43,7 @@ impl PlainView {
         let mut out = Vec::new();
         let clock = clock(model);
         self.started_line(model, &clock, &mut out);
+        self.overall_line(model, &clock, &mut out);
         for phase in &model.phases {
             self.phase_lines(phase, &clock, &mut out);
         }
@@ -78,6 +80,49 @@ impl PlainView {
             "{clock} {rpc} started: operation {}, trace {}",
             op.id, op.trace_id
         ));
+    }
+
+    /// "overall: 42% 105 MiB/250 MiB 5.0 MiB/s ETA 29.0s step 2/3", at most
+    /// every [`PROGRESS_INTERVAL`] or [`PROGRESS_STEP`] (the first one at
+    /// once), never after the operation finished (the summary says it).
+    fn overall_line(&mut self, model: &Model, clock: &str, out: &mut Vec<String>) {
+        let Some(overall) = &model.overall else {
+            return;
+        };
+        if overall.record.finished || model.outcome.is_some() {
+            return;
+        }
+        let printed = &mut self.overall;
+        let first = printed.at.is_none();
+        let waited = match (overall.at, printed.at) {
+            (Some(now), Some(then)) => now
+                .duration_since(then)
+                .is_ok_and(|d| d >= PROGRESS_INTERVAL),
+            _ => false,
+        };
+        let moved = match (overall.fraction(), printed.fraction) {
+            (Some(now), Some(then)) => now - then >= PROGRESS_STEP,
+            _ => false,
+        };
+        let changed = overall.record.bytes_done != printed.current;
+        if !(first || (changed && (waited || moved))) {
+            return;
+        }
+        let pct = overall
+            .fraction()
+            .map(|f| format!(" {:.0}%", (f * 100.0).floor()))
+            .unwrap_or_default();
+        let now = overall.at.unwrap_or(SystemTime::UNIX_EPOCH);
+        out.push(format!(
+            "{clock} overall:{pct} {}",
+            overall.figures(now, " ")
+        ));
+        *printed = PhasePrinted {
+            state: None,
+            at: overall.at.or(Some(SystemTime::UNIX_EPOCH)),
+            fraction: overall.fraction(),
+            current: overall.record.bytes_done,
+        };
     }
 
     /// A line when the phase changes state; while it runs, a progress line
@@ -173,18 +218,9 @@ fn outcome_lines(model: &Model, clock: &str, out: &mut Vec<String>) {
     let Some(outcome) = &model.outcome else {
         return;
     };
-    let took = model
-        .elapsed(model.last_seen.unwrap_or(SystemTime::UNIX_EPOCH))
-        .map(|d| format!(" in {}", format::duration(d)))
-        .unwrap_or_default();
-    let verdict = if outcome.status == StatusCode::Success {
-        "succeeded"
-    } else {
-        "failed"
-    };
     out.push(format!(
-        "{clock} operation {verdict}{took} (reboot {})",
-        format::reboot(outcome.reboot_status)
+        "{clock} {}",
+        super::overall::summary(model, outcome)
     ));
     if let Some(view) = model.error_view() {
         out.extend(view.text_lines());

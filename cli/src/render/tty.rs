@@ -61,11 +61,14 @@ fn paint(style: &TtyStyle, paint: Paint, text: &str) -> String {
 /// the last log lines under the running phase, stream notices.
 pub fn frame(model: &Model, now: SystemTime, style: &TtyStyle) -> Vec<String> {
     let mut lines = vec![operation_line(model, now, style)];
+    if let Some(line) = overall_line(model, now, style) {
+        lines.push(line);
+    }
     let running = model.running_phase_index();
     for (i, phase) in model.phases.iter().enumerate() {
-        lines.push(phase_line(phase, style));
+        lines.push(phase_line(phase, now, style));
         if Some(i) == running {
-            let indent = "  ".repeat(phase.depth + 2);
+            let indent = "  ".repeat(phase.depth + 3);
             let skip = phase.logs.len().saturating_sub(LOG_LINES_SHOWN);
             for log in phase.logs.iter().skip(skip) {
                 let text = format!(
@@ -101,13 +104,14 @@ pub fn frame(model: &Model, now: SystemTime, style: &TtyStyle) -> Vec<String> {
     lines.into_iter().skip(skip).collect()
 }
 
-/// Lines printed once after the final frame: the structured error and the
-/// last log lines of the failed phase.
+/// Lines printed once after the final frame: the closing summary and, on
+/// failure, the structured error and the last log lines of the failed phase.
 pub fn failure_block(model: &Model, style: &TtyStyle) -> Vec<String> {
     let mut lines = Vec::new();
     let Some(outcome) = &model.outcome else {
         return lines;
     };
+    lines.push(super::overall::summary(model, outcome));
     if outcome.status == StatusCode::Success {
         return lines;
     }
@@ -184,8 +188,36 @@ fn operation_line(model: &Model, now: SystemTime, style: &TtyStyle) -> String {
     )
 }
 
-fn phase_line(phase: &PhaseView, style: &TtyStyle) -> String {
-    let indent = "  ".repeat(phase.depth + 1);
+/// "  Overall  [####>---]  42%  105 MiB/250 MiB  5.0 MiB/s  ETA 29.0s  step 2/3"
+/// while the operation runs and the daemon reported overall progress.
+fn overall_line(model: &Model, now: SystemTime, style: &TtyStyle) -> Option<String> {
+    let overall = model.overall.as_ref()?;
+    if model.outcome.is_some() {
+        return None;
+    }
+    let bar = match overall.fraction() {
+        Some(f) => format!("[{}] {:>3}%", bar(f), (f * 100.0).floor() as u64),
+        None => "[running]".to_string(),
+    };
+    let figures = overall.figures(now, "  ");
+    let elapsed = if overall.eta(now).is_none() {
+        model
+            .elapsed(now)
+            .map(|d| format!("  elapsed {}", format::duration(d)))
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    Some(paint(
+        style,
+        Paint::Bold,
+        &format!("  Overall  {bar}  {figures}{elapsed}"),
+    ))
+}
+
+fn phase_line(phase: &PhaseView, now: SystemTime, style: &TtyStyle) -> String {
+    // Phases sit under the Overall line; children under their parent.
+    let indent = "  ".repeat(phase.depth + 2);
     let amount = amounts(phase);
     match phase.state {
         PhaseState::Done => {
@@ -210,10 +242,14 @@ fn phase_line(phase: &PhaseView, style: &TtyStyle) -> String {
                 .rate()
                 .map(|r| format!("  {}", format::rate(phase.unit, r)))
                 .unwrap_or_default();
-            let eta = phase
-                .eta()
-                .map(|d| format!("  ETA {}", format::duration(d)))
-                .unwrap_or_default();
+            // An ETA where it means something, else the time so far.
+            let eta = match phase.eta_at(now) {
+                Some(d) => format!("  ETA {}", format::duration(d)),
+                None => phase
+                    .running_for(now)
+                    .map(|d| format!("  {}", format::duration(d)))
+                    .unwrap_or_default(),
+            };
             format!("{indent}▶ {}  {bar}  {amount}{rate}{eta}", phase.name)
         }
         _ => paint(

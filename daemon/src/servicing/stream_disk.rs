@@ -60,6 +60,8 @@ fn stream_disk(
         "streaming image to disk"
     );
 
+    // validate, download, verify: the operation's top-level phases.
+    trident_telemetry::overall::plan(source.total_uncompressed(), Some(3));
     let download = Phase::start(
         "download",
         "Download and write image",

@@ -25,6 +25,7 @@ use trident_proto::v1::{
 use crate::config::BusConfig;
 use crate::error::TelemetryError;
 use crate::journal::{Journal, JournalHistory};
+use crate::overall::OverallTracker;
 use drops::DropTotals;
 use operations::OperationTable;
 use ring::{Entry, Ring};
@@ -64,6 +65,8 @@ pub(crate) struct BusInner {
     pub journal: Option<Journal>,
     /// Journaled records of earlier runs, for replay and ListOperations.
     pub history: Option<JournalHistory>,
+    /// Overall progress of the running operations (derived from phases).
+    pub overall: Mutex<OverallTracker>,
 }
 
 /// State behind the bus lock.
@@ -144,6 +147,7 @@ impl Bus {
                 last_error: Mutex::new(last_error),
                 journal,
                 history,
+                overall: Mutex::new(OverallTracker::default()),
             }),
         }
     }
@@ -168,6 +172,15 @@ impl Bus {
 
     pub(crate) fn inner(&self) -> &Arc<BusInner> {
         &self.inner
+    }
+
+    /// The overall-progress derivation (its own lock, taken before the
+    /// bus lock is, never inside it).
+    pub(crate) fn overall(&self) -> MutexGuard<'_, OverallTracker> {
+        self.inner
+            .overall
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, BusState> {

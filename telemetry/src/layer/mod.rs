@@ -90,6 +90,18 @@ pub fn current_context() -> Option<SpanContext> {
     })
 }
 
+/// The servicing operation a span belongs to, as the bus layer recorded it
+/// (None for spans outside operations, or that the bus layer filtered out).
+/// For log formatters that name the operation without repeating span fields.
+pub fn span_operation_id<S>(span: &SpanRef<'_, S>) -> Option<Arc<str>>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    span.extensions()
+        .get::<SpanData>()
+        .and_then(|d| d.operation.clone())
+}
+
 fn location(file: Option<&str>, line: Option<u32>) -> Option<FileLocation> {
     file.map(|path| FileLocation {
         path: path.to_owned(),
@@ -178,6 +190,12 @@ where
             let mut collected = Collected::default();
             event.record(&mut collected);
             self.publish_progress(collected, operation);
+            return;
+        }
+        if meta.target() == crate::overall::PLAN_TARGET {
+            let mut collected = Collected::default();
+            event.record(&mut collected);
+            self.plan_overall(&collected, operation);
             return;
         }
         let level = crate::record::log_level(meta.level());
@@ -311,6 +329,7 @@ impl BusLayer {
             started: started.map(crate::record::timestamp),
             updated: Some(crate::record::now()),
         };
+        let overall = operation.clone().map(|op| (op, progress.clone()));
         let record = Record {
             cursor: None,
             timestamp: progress.updated,
@@ -327,5 +346,26 @@ impl BusLayer {
                 phase_id: &phase_id,
             },
         );
+        if let Some((operation, progress)) = overall {
+            self.bus.derive_overall(&operation, |tracker, now| {
+                Some(tracker.phase(&operation, &progress, now))
+            });
+        }
+    }
+
+    /// The operation's plan (byte total, step count): an overall record.
+    fn plan_overall(&self, collected: &Collected, operation: Option<Arc<str>>) {
+        use crate::overall::fields;
+        let (Some(operation), Some(bytes)) = (operation, collected.unsigned(fields::BYTES_TOTAL))
+        else {
+            return;
+        };
+        let steps = collected
+            .unsigned(fields::STEPS_PLANNED)
+            .and_then(|s| u32::try_from(s).ok())
+            .unwrap_or(0);
+        self.bus.derive_overall(&operation, |tracker, now| {
+            Some(tracker.plan(&operation, bytes, steps, now))
+        });
     }
 }

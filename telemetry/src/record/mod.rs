@@ -52,7 +52,7 @@ pub fn kind_of(record: &Record) -> RecordKind {
     match record.record {
         Some(R::Log(_)) => RecordKind::Log,
         Some(R::Span(_)) => RecordKind::Span,
-        Some(R::Progress(_)) => RecordKind::Progress,
+        Some(R::Progress(_) | R::OverallProgress(_)) => RecordKind::Progress,
         Some(R::Error(_)) => RecordKind::Error,
         Some(R::Operation(_)) => RecordKind::Operation,
         None => RecordKind::Unspecified,
@@ -66,6 +66,7 @@ pub fn operation_of(record: &Record) -> &str {
         Some(R::Log(r)) => &r.operation_id,
         Some(R::Span(r)) => &r.operation_id,
         Some(R::Progress(r)) => &r.operation_id,
+        Some(R::OverallProgress(r)) => &r.operation_id,
         Some(R::Error(r)) => &r.operation_id,
         Some(R::Operation(r)) => &r.operation_id,
         None => "",

@@ -71,6 +71,15 @@ pub fn write_image(
     tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");
 
     check_image_matches(&source, targets)?;
+    // The byte work: the filesystem images that are written.
+    let bytes_total = source
+        .metadata()
+        .images
+        .iter()
+        .filter(|fs| targets.contains_key(&fs.mount_point))
+        .map(|fs| fs.image.uncompressed_size)
+        .sum();
+    trident_telemetry::overall::plan(bytes_total, None);
 
     let mut files: HashMap<String, File> = HashMap::new();
     let mut verified = 0u64;

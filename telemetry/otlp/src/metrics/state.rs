@@ -63,7 +63,7 @@ impl OperationTracker {
                     "",
                 ),
             }),
-            Body::Log(_) | Body::Span(_) => {}
+            Body::Log(_) | Body::Span(_) | Body::OverallProgress(_) => {}
         }
         out
     }
@@ -151,7 +151,7 @@ fn record_kind(body: &Body) -> &'static str {
     match body {
         Body::Log(_) => "log",
         Body::Span(_) => "span",
-        Body::Progress(_) => "progress",
+        Body::Progress(_) | Body::OverallProgress(_) => "progress",
         Body::Error(_) => "error",
         Body::Operation(_) => "operation",
     }

@@ -1,8 +1,10 @@
-//! Construction of the tracing subscriber: human-readable logs on stderr,
-//! filtered by RUST_LOG or `-v`. The telemetry bus layer is added here too,
-//! so every span and event of the daemon goes through one registry.
+//! Construction of the tracing subscriber: the daemon's own log (compact
+//! lines on stderr, or native journal entries under systemd), filtered by
+//! RUST_LOG or `-v`. The telemetry bus layer is added here too, so every
+//! span and event of the daemon goes through one registry.
 
-use std::io::IsTerminal;
+pub mod compact;
+pub mod journal;
 
 use tracing_subscriber::{
     EnvFilter, Layer, filter::LevelFilter, layer::SubscriberExt, util::SubscriberInitExt,
@@ -14,12 +16,22 @@ use crate::config::{Config, ENV_LOG_FILTER};
 /// stay at warn so a connection does not produce a screen of h2 frames.
 /// The OpenTelemetry SDK's own log stays off: it would log every failed
 /// export; the OTLP export says once per outage itself (`tridentd::otlp`).
-pub const DEFAULT_FILTER: &str = "info,h2=warn,hyper=warn,tower=warn,tonic=warn,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,opentelemetry_http=off";
+/// Progress updates (`trident::progress`, up to ten a second per phase) are
+/// on the bus for clients; the daemon's log keeps only their warnings.
+pub const DEFAULT_FILTER: &str = "info,trident::progress=warn,h2=warn,hyper=warn,tower=warn,tonic=warn,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,opentelemetry_http=off";
 
-/// Most verbose level the telemetry bus records, whatever stderr shows:
-/// subscribers choose their own `min_level`, so `-v`/RUST_LOG only change
-/// what the daemon prints. (The bus layer itself drops our transport and
-/// export internals.)
+/// What the telemetry bus records, whatever stderr shows: our own crates
+/// (every target starting with `trident`) down to debug, third-party crates
+/// (ureq, hyper, h2, rustls...) at info and up only, so their debug chatter
+/// never reaches a subscriber's default view. Subscribers choose their own
+/// `min_level`; `-v`/RUST_LOG only change what the daemon prints. (The bus
+/// layer itself also drops our transport and export internals.)
+pub const DEFAULT_BUS_FILTER: &str = "info,trident=debug";
+/// Environment variable that replaces [`DEFAULT_BUS_FILTER`] (EnvFilter
+/// syntax), e.g. `TRIDENTD_BUS_LOG=debug` to put third-party debug records
+/// on the bus when asked for.
+pub const ENV_BUS_FILTER: &str = "TRIDENTD_BUS_LOG";
+/// Most verbose level the bus ever records (also under ENV_BUS_FILTER).
 pub const BUS_MAX_LEVEL: LevelFilter = LevelFilter::DEBUG;
 
 /// Keeps whatever must live as long as logging does (flushes on drop).
@@ -88,13 +100,21 @@ fn filter(config: &Config) -> EnvFilter {
     EnvFilter::new(base)
 }
 
+/// The bus's filter: ENV_BUS_FILTER when set and valid, else the default.
+fn bus_filter() -> EnvFilter {
+    EnvFilter::try_from_env(ENV_BUS_FILTER).unwrap_or_else(|_| EnvFilter::new(DEFAULT_BUS_FILTER))
+}
+
 /// Installs the global subscriber. Call once, first thing in `main`.
 pub fn init(config: &Config) -> Result<Observability, ObservabilityError> {
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_target(true)
-        // Colours only on a terminal; the journal and pipes get plain text.
-        .with_ansi(std::io::stderr().is_terminal());
+    // Under systemd: native journal entries; otherwise (or when journald
+    // does not answer) compact lines on stderr. Exactly one of the two.
+    let journald = journal::layer();
+    let fmt = journald.is_none().then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .event_format(compact::CompactLine)
+    });
     let bus = telemetry_bus(config);
     let otlp =
         trident_otlp::OtlpExport::from_flags(&config.otlp_flags(), env!("CARGO_PKG_VERSION"), &bus)
@@ -105,7 +125,12 @@ pub fn init(config: &Config) -> Result<Observability, ObservabilityError> {
     // (and so every subscriber and the journal) receives.
     tracing_subscriber::registry()
         .with(fmt.with_filter(filter(config)))
-        .with(bus.layer().with_filter(BUS_MAX_LEVEL))
+        .with(journald.with_filter(filter(config)))
+        .with(
+            bus.layer()
+                .with_filter(BUS_MAX_LEVEL)
+                .with_filter(bus_filter()),
+        )
         .with(otlp.as_ref().map(|export| export.layer()))
         .try_init()
         .map_err(|_| ObservabilityError::SubscriberAlreadySet)?;

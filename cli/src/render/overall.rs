@@ -1,0 +1,123 @@
+//! The operation's overall progress as the daemon derived it (bytes,
+//! steps, smoothed rate, ETA), and the texts every view shows of it: the
+//! top line of the tty view, the plain progress line, the closing summary.
+//! The figures are the daemon's, so the CLI, a Python client and the
+//! dashboards agree; the CLI only counts the ETA down between records.
+
+use std::time::{Duration, SystemTime};
+
+use trident_proto::v1::{OverallProgress, ProgressUnit};
+
+use super::format;
+use super::model::{Model, Outcome};
+
+/// The newest overall record and when it was reported.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OverallView {
+    pub record: OverallProgress,
+    pub at: Option<SystemTime>,
+}
+
+impl OverallView {
+    /// Fraction of the bytes done, when the total is known.
+    pub fn fraction(&self) -> Option<f64> {
+        let total = self.record.bytes_total?;
+        if total == 0 {
+            return Some(1.0);
+        }
+        Some((self.record.bytes_done as f64 / total as f64).clamp(0.0, 1.0))
+    }
+
+    /// The daemon's ETA counted down to `now`. None when the daemon gave
+    /// none, or once it ran out without a newer record: an ETA is never
+    /// shown frozen or past due.
+    pub fn eta(&self, now: SystemTime) -> Option<Duration> {
+        let eta = Duration::try_from(self.record.eta?).ok()?;
+        let since = self
+            .at
+            .and_then(|at| now.duration_since(at).ok())
+            .unwrap_or_default();
+        eta.checked_sub(since).filter(|left| !left.is_zero())
+    }
+
+    /// The smoothed rate in bytes per second, when measured.
+    pub fn rate(&self) -> Option<f64> {
+        self.record.bytes_per_second.filter(|r| r.is_finite())
+    }
+
+    /// "105 MiB/250 MiB  5.0 MiB/s  ETA 29.0s  step 2/3" (`sep` between).
+    pub fn figures(&self, now: SystemTime, sep: &str) -> String {
+        let bytes = ProgressUnit::Bytes;
+        let mut parts = Vec::new();
+        let done = format::amount(bytes, self.record.bytes_done);
+        parts.push(match self.record.bytes_total {
+            Some(total) => format!("{done}/{}", format::amount(bytes, total)),
+            None => done,
+        });
+        if let Some(rate) = self.rate() {
+            parts.push(format::rate(bytes, rate));
+        }
+        if let Some(eta) = self.eta(now) {
+            parts.push(format!("ETA {}", format::duration(eta)));
+        }
+        parts.push(self.steps());
+        parts.join(sep)
+    }
+
+    /// "step 2/3", or "2 steps done" when the plan did not say.
+    pub fn steps(&self) -> String {
+        let r = &self.record;
+        if r.steps_planned > 0 {
+            format!(
+                "step {}/{}",
+                r.steps_done.min(r.steps_planned),
+                r.steps_planned
+            )
+        } else {
+            format!("{} steps done", r.steps_done)
+        }
+    }
+}
+
+/// The closing summary: "succeeded in 52.3s: 250 MiB at 4.8 MiB/s average,
+/// 3/3 steps; reboot required". Bytes and rate only when the operation
+/// moved bytes.
+pub fn summary(model: &Model, outcome: &Outcome) -> String {
+    let verdict = if outcome.status == trident_proto::v1::StatusCode::Success {
+        "succeeded"
+    } else {
+        "failed"
+    };
+    let took = model.elapsed(model.last_seen.unwrap_or(SystemTime::UNIX_EPOCH));
+    let mut text = format!(
+        "operation {verdict}{}",
+        took.map(|d| format!(" in {}", format::duration(d)))
+            .unwrap_or_default()
+    );
+    if let Some(overall) = &model.overall {
+        let bytes = overall.record.bytes_done;
+        let mut figures = Vec::new();
+        if bytes > 0 {
+            let average = took
+                .filter(|d| !d.is_zero())
+                .map(|d| {
+                    format!(
+                        " at {} average",
+                        format::rate(ProgressUnit::Bytes, bytes as f64 / d.as_secs_f64())
+                    )
+                })
+                .unwrap_or_default();
+            figures.push(format!(
+                "{}{average}",
+                format::amount(ProgressUnit::Bytes, bytes)
+            ));
+        }
+        figures.push(overall.steps());
+        text.push_str(&format!(": {}", figures.join(", ")));
+    }
+    text.push_str(&format!(
+        "; reboot {}",
+        format::reboot(outcome.reboot_status)
+    ));
+    text
+}
