@@ -116,7 +116,9 @@ pub struct Config {
     pub agent_config: PathBuf,
 
     /// Disk (block device or image file) StreamDisk may write to. Repeatable.
-    #[arg(long = "disk", value_name = "PATH")]
+    /// Anything else (a directory, a character device, a missing path) is
+    /// refused when the flags are parsed.
+    #[arg(long = "disk", value_name = "PATH", value_parser = parse_disk)]
     pub disks: Vec<PathBuf>,
 
     /// Bound on connecting (TCP and TLS) to an http(s):// image server.
@@ -171,6 +173,30 @@ pub struct Config {
     /// More log output on stderr (-v debug, -vv trace). RUST_LOG wins when set.
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// `--disk`: only a block device or a regular file. A directory would
+/// otherwise pass the candidate size check (which seeks to its end) and
+/// fail only when StreamDisk tries to write it.
+fn parse_disk(arg: &str) -> Result<PathBuf, String> {
+    use std::os::unix::fs::FileTypeExt;
+    let path = PathBuf::from(arg);
+    let file_type = std::fs::metadata(&path)
+        .map_err(|e| format!("cannot use '{arg}' as a disk: {e}"))?
+        .file_type();
+    if file_type.is_block_device() || file_type.is_file() {
+        return Ok(path);
+    }
+    let what = if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else {
+        "neither a block device nor a regular file"
+    };
+    Err(format!(
+        "cannot use '{arg}' as a disk: it is {what}; give a block device or a disk-image file"
+    ))
 }
 
 impl Config {

@@ -114,6 +114,26 @@ fn assert_failed(o: &Outcome, kind: TridentErrorKind, subkind: &str) {
     let err = o.completed.error.as_ref().unwrap();
     assert_eq!(err.kind(), kind, "{err:?}");
     assert_eq!(err.subkind, subkind, "{err:?}");
+    assert_located_in_this_repository(err);
+}
+
+/// Every location of the error (its own and each context's) names a source
+/// file of this repository, never the standard library (`/rustc/...`) or a
+/// dependency: a `#[track_caller]` helper passed by name to `map_err` would
+/// locate the error inside `core`.
+fn assert_located_in_this_repository(err: &trident_proto::v1::TridentError) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let locations = std::iter::once(err.location.as_ref())
+        .chain(err.context.iter().map(|c| c.location.as_ref()));
+    for location in locations {
+        let path = &location
+            .expect("every error and context has a location")
+            .path;
+        assert!(
+            Path::new(path).is_relative() && repo.join(path).is_file(),
+            "location {path} is not a file of this repository: {err:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -164,6 +184,19 @@ async fn wrong_metadata_hash_fails_as_invalid_input_and_leaves_the_disk_unchange
         &o,
         TridentErrorKind::InvalidInputError,
         "image-hash-mismatch",
+    );
+    assert!(untouched(&target));
+}
+
+#[tokio::test]
+async fn malformed_expected_hash_is_invalid_input_located_in_the_daemon() {
+    let s = setup(None);
+    let target = disk_file(s.dir.path(), "t.img", DISK);
+    let o = stream_disk(&[&target], url(&s.cosi.path), Some("not-hex".into())).await;
+    assert_failed(
+        &o,
+        TridentErrorKind::InvalidInputError,
+        "invalid-image-hash",
     );
     assert!(untouched(&target));
 }

@@ -21,7 +21,7 @@ use trident_host::{Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::engine::{self, write::cosi_error};
+use super::engine::{self, write::CosiResultExt};
 use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 
 /// The StreamDisk step (see the module docs for its phases).
@@ -72,8 +72,7 @@ fn stream_disk(
         parent: &download,
         region: None,
     };
-    let report =
-        trident_cosi::stream_to_target(&mut source, &target, &mut progress).map_err(cosi_error)?;
+    let report = trident_cosi::stream_to_target(&mut source, &target, &mut progress).cosi()?;
     drop(progress);
     download.done();
     for r in &report.regions {
@@ -112,8 +111,8 @@ fn validate(
             "StreamDisk: image_url is empty",
         ));
     }
-    let expected = ExpectedHash::from_optional(hash).map_err(cosi_error)?;
-    let source = CosiSource::open(url, &expected).map_err(cosi_error)?;
+    let expected = ExpectedHash::from_optional(hash).cosi()?;
+    let source = CosiSource::open(url, &expected).cosi()?;
     let target = pick_disk(disks, source.disk().size)?;
     validate.set(1);
     validate.done();

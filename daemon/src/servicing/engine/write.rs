@@ -11,7 +11,29 @@ use trident_telemetry::progress::{Phase, Unit};
 
 use super::layout::WriteTarget;
 
-/// The single mapping of COSI errors to our error model.
+/// `result.cosi()?`: maps a COSI error with [`cosi_error`], located at the
+/// caller. Use this instead of `map_err(cosi_error)`: a `#[track_caller]`
+/// function passed by name to `map_err` is called from inside `std`, so
+/// the error's location would point into the standard library.
+pub trait CosiResultExt<T> {
+    #[track_caller]
+    fn cosi(self) -> Result<T, TridentError>;
+}
+
+impl<T> CosiResultExt<T> for Result<T, CosiError> {
+    #[track_caller]
+    fn cosi(self) -> Result<T, TridentError> {
+        match self {
+            Ok(value) => Ok(value),
+            // A direct call, so `#[track_caller]` passes our caller through.
+            Err(error) => Err(cosi_error(error)),
+        }
+    }
+}
+
+/// The single mapping of COSI errors to our error model. Located at the
+/// caller: call it directly or through [`CosiResultExt::cosi`], never pass
+/// it by name to `map_err`.
 #[track_caller]
 pub fn cosi_error(error: CosiError) -> TridentError {
     let subkind = match &error {
@@ -64,8 +86,8 @@ pub fn write_image(
         Unit::Items,
         Some(1),
     );
-    let expected = ExpectedHash::parse(sha384).map_err(cosi_error)?;
-    let mut source = CosiSource::open(url, &expected).map_err(cosi_error)?;
+    let expected = ExpectedHash::parse(sha384).cosi()?;
+    let mut source = CosiSource::open(url, &expected).cosi()?;
     download.set(1);
     download.done();
     tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");
@@ -86,7 +108,7 @@ pub fn write_image(
     let regions = source.disk().gpt_regions.len() as u64;
     let verify = Phase::start("verify", "Verify region hashes", Unit::Items, Some(regions));
     loop {
-        let region = source.next_region().map_err(cosi_error)?;
+        let region = source.next_region().cosi()?;
         let Some(mut region) = region else { break };
         let info: RegionInfo = region.info().clone();
         let target = match (&info.kind, info.mount_point.as_deref()) {
@@ -96,7 +118,7 @@ pub fn write_image(
         match target {
             None => {
                 tracing::debug!(region = %info.name(), "not a target: verifying without writing");
-                region.skip().map_err(cosi_error)?;
+                region.skip().cosi()?;
             }
             Some(target) => write_region(&mut region, &info, target, &mut files)?,
         }
@@ -148,7 +170,7 @@ fn write_region(
         t.layout.size,
         &mut PhaseProgress(&phase),
     )
-    .map_err(cosi_error)?;
+    .cosi()?;
     phase.done();
     tracing::info!(
         partition = %t.partition_id,
