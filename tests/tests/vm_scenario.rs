@@ -3,7 +3,11 @@
 //! `#[ignore]`d in the plain test run; `scripts/test.sh` runs it in its VM
 //! section (`--run-ignored`). Serial logs stay in `target/vm-artifacts/`.
 //!
-//! Today's step: a disk written by StreamDisk boots. A private tridentd on
+//! Steps 1-2 (`an_installer_vm_installs_v1_which_boots_volume_a_and_commits`):
+//! an installer VM installs v1 onto its first disk through its forwarded
+//! tridentd and reboots itself into volume A, whose commit service commits.
+//!
+//! Step 5: a disk written by StreamDisk boots. A private tridentd on
 //! the host StreamDisks the v1 COSI onto a disk-image file; the VM boots it
 //! with OVMF + systemd-boot; v1 runs, and its tridentd, which only the
 //! `trident.raw` system extension provides, answers through the forwarded
@@ -271,17 +275,27 @@ storage:
         finalize: Some(FinalizeInstallRequest { reboot }),
     };
     vm.boot_clock_restart();
-    let mut stream = install.install(request).await.unwrap().into_inner();
+    // The installer's commit service may hold the daemon for a moment
+    // (nothing to commit): UNAVAILABLE "busy" means retry.
+    let mut tries = 0;
+    let mut stream = loop {
+        match install.install(request.clone()).await {
+            Ok(response) => break response.into_inner(),
+            Err(status) if status.code() == tonic::Code::Unavailable && tries < 60 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Err(status) => panic!("Install refused: {status:?}"),
+        }
+    };
     let mut completed = None;
     let mut phases = Vec::new();
     while let Some(item) = stream.next().await {
         match item.unwrap().response {
             Some(servicing_response::Response::Completed(c)) => completed = Some(c),
-            Some(servicing_response::Response::Progress(p)) => {
-                if !phases.contains(&p.phase_id) {
-                    println!("install progress: {} ({})", p.phase_id, p.name);
-                    phases.push(p.phase_id.clone());
-                }
+            Some(servicing_response::Response::Progress(p)) if !phases.contains(&p.phase_id) => {
+                println!("install progress: {} ({})", p.phase_id, p.name);
+                phases.push(p.phase_id.clone());
             }
             _ => {}
         }
