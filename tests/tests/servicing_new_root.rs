@@ -60,6 +60,26 @@ async fn install_and_update_mount_grow_write_fstab_and_run_scripts_in_the_new_ro
         root_a.size,
         "ext4 grown to the whole partition"
     );
+    // The installed OS's datastore: install finalized, operation succeeded.
+    let handed = f.dir.path().join("handed.sqlite");
+    mini_os::sh(
+        std::process::Command::new("debugfs")
+            .arg("-R")
+            .arg(format!(
+                "dump /var/lib/trident/datastore.sqlite {}",
+                handed.display()
+            ))
+            .arg(format!("{}?offset={}", f.disk.display(), root_a.offset)),
+    );
+    let ds = trident_host::datastore::Datastore::open_read_only(&handed).unwrap();
+    assert_eq!(
+        ds.host_status().unwrap().servicing_state,
+        trident_host::status::ServicingState::CleanInstallFinalized
+    );
+    assert_eq!(
+        ds.operations(10).unwrap()[0].result,
+        trident_host::datastore::OperationResult::Success
+    );
     assert_eq!(
         mini_os::loop_devices_on(&f.disk),
         "",

@@ -131,6 +131,8 @@ if [ -n "$SYSEXT" ]; then
     enable trident-sysext-reload.service sysinit.target /etc/systemd/system
     # Dangling until systemd-sysext merges /usr: the unit comes from the image.
     enable tridentd.socket sockets.target /usr/lib/systemd/system
+    # The commit service: commits an install or update after its reboot.
+    enable trident.service multi-user.target /usr/lib/systemd/system
 fi
 timing customize
 

@@ -190,10 +190,9 @@ impl BootControl for UefiBootControl {
     }
 
     fn booted(&self, status: &HostStatus) -> Result<Option<AbVolume>, TridentError> {
-        let Some(running) = root_partition()? else {
-            return Ok(None);
+        let (Some(running), Some(hc)) = (root_partition()?, status.spec.as_ref()) else {
+            return Ok(None); // not on a partition, or nothing installed
         };
-        let hc = spec(status)?;
         let on_root = |volume| {
             hc.storage
                 .filesystems

@@ -41,7 +41,14 @@ fn expectation(status: &HostStatus) -> Result<Option<Expectation>, TridentError>
             ServicingType::AbUpdate,
             ServicingKind::ManualRollbackAb,
         ),
-        (ServicingState::Provisioned | ServicingState::AbUpdateHealthCheckFailed, _) => Ok(None),
+        // Not provisioned: the commit service on installer media has
+        // nothing to do.
+        (
+            ServicingState::NotProvisioned
+            | ServicingState::Provisioned
+            | ServicingState::AbUpdateHealthCheckFailed,
+            _,
+        ) => Ok(None),
         (state, _) => Err(TridentError::new(
             Subkind::InvalidServicingState,
             format!("Nothing to commit: the host is '{state}' (finalize first)"),

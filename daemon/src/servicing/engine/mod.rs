@@ -2,6 +2,7 @@
 //! locks) and the steps of every servicing RPC, one file per flow.
 
 pub mod commit;
+pub mod handoff;
 pub mod install;
 pub mod layout;
 pub mod query;
