@@ -182,14 +182,14 @@ fn upstream_defaults_are_accepted_as_not_configured() {
 #[test]
 fn unsupported_error_says_what_to_use_instead_and_names_nested_paths() {
     let yaml = good().replace(
-        "{ id: root-b, type: root, size: 2G }",
-        "{ id: root-b, type: root, size: 2G, label: second }",
+        "{ deviceId: root, mountPoint: / }",
+        "{ deviceId: root, mountPoint: /, overrideEspMount: block }",
     );
     let err = err_of(&yaml);
     assert_eq!(err.category(), Category::UnsupportedConfiguration);
     assert!(
         err.message()
-            .contains("'storage.disks[0].partitions[2].label' (line 12, column "),
+            .contains("'storage.filesystems[1].overrideEspMount' (line 18, column "),
         "{}",
         err.message()
     );
@@ -434,4 +434,54 @@ fn unknown_key_inside_a_mount_point_is_named() {
         "{}",
         err.message()
     );
+}
+
+#[test]
+fn partition_uuid_and_label_are_checked_against_gpt_limits() {
+    let guid = "8c9e1a52-1f3b-4a7e-9d55-0e6b2f1c3a77";
+    let ok = good().replace(
+        "size: 64M }",
+        &format!("size: 64M, uuid: {guid}, label: EFI }}"),
+    );
+    let hc = parse(&ok).unwrap();
+    assert_eq!(
+        hc.storage.disks[0].partitions[0].label.as_deref(),
+        Some("EFI")
+    );
+    for (from, to, key) in [
+        (
+            "size: 64M }",
+            "size: 64M, uuid: nope }".to_owned(),
+            "partitions[0].uuid",
+        ),
+        (
+            "size: 64M }",
+            format!("size: 64M, label: {} }}", "x".repeat(37)),
+            "partitions[0].label",
+        ),
+        (
+            "{ id: root-b, type: root, size: 2G }",
+            format!("{{ id: root-b, type: root, size: 2G, uuid: {guid} }}"),
+            "partitions[2].uuid",
+        ),
+    ] {
+        let yaml = ok.replace(from, &to);
+        let yaml = if key.ends_with("[2].uuid") {
+            yaml
+        } else {
+            good().replace(from, &to)
+        };
+        let err = err_of(&yaml);
+        assert_eq!(
+            err.subkind(),
+            Subkind::InvalidHostConfiguration,
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains(&format!("'storage.disks[0].{key}'")),
+            "{}",
+            err.message()
+        );
+    }
 }

@@ -37,33 +37,8 @@ fn each<T>(items: &[T], base: &str, suffix: &str, uses: impl Fn(&T) -> bool) -> 
         .collect()
 }
 
-fn partitions(
-    hc: &HostConfiguration,
-    key: &str,
-    uses: fn(&super::Partition) -> bool,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    for (d, disk) in hc.storage.disks.iter().enumerate() {
-        let base = format!("storage.disks[{d}].partitions");
-        out.extend(each(&disk.partitions, &base, key, uses));
-    }
-    out
-}
-
 /// Every refused feature, in document order of the keys.
 pub const RULES: &[Rule] = &[
-    Rule {
-        key: "storage.disks[].partitions[].uuid",
-        what: "writing a chosen partition GUID",
-        instead: Some("leave it out: a random GUID is written"),
-        used: |hc| partitions(hc, ".uuid", |p| p.uuid.is_some()),
-    },
-    Rule {
-        key: "storage.disks[].partitions[].label",
-        what: "writing a chosen GPT partition name",
-        instead: Some("leave it out: the partition id is written as its GPT name"),
-        used: |hc| partitions(hc, ".label", |p| p.label.is_some()),
-    },
     Rule {
         key: "storage.disks[].adoptedPartitions",
         what: "adopting existing partitions",

@@ -90,6 +90,7 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
     };
     let mut partitions: HashSet<&str> = HashSet::new();
     let mut devices: HashSet<&str> = HashSet::new();
+    let mut guids: HashMap<uuid::Uuid, String> = HashMap::new();
     for (d, disk) in storage.disks.iter().enumerate() {
         claim(&disk.id, format!("storage.disks[{d}].id"))?;
         if disk.device.is_empty() || !disk.device.starts_with('/') {
@@ -112,6 +113,11 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
         for (p, part) in disk.partitions.iter().enumerate() {
             claim(&part.id, format!("storage.disks[{d}].partitions[{p}].id"))?;
             partitions.insert(&part.id);
+            check_gpt_identity(
+                &format!("storage.disks[{d}].partitions[{p}]"),
+                part,
+                &mut guids,
+            )?;
         }
         check_sizes(d, disk)?;
     }
@@ -293,6 +299,42 @@ fn check_systemd_check(
             Subkind::InvalidHostConfiguration,
             &format!("{base}.systemdServices"),
             "name at least one unit".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// GPT limits of a partition's `uuid` (a GUID, unique on the host) and
+/// `label` (at most 36 UTF-16 units).
+fn check_gpt_identity(
+    base: &str,
+    part: &super::Partition,
+    guids: &mut HashMap<uuid::Uuid, String>,
+) -> Result<(), TridentError> {
+    if let Some(text) = &part.uuid {
+        let path = format!("{base}.uuid");
+        let Ok(guid) = uuid::Uuid::parse_str(text) else {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &path,
+                format!("'{text}' is not a GUID"),
+            ));
+        };
+        if let Some(first) = guids.insert(guid, path.clone()) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &path,
+                format!("GUID '{text}' is already used at '{first}'"),
+            ));
+        }
+    }
+    if let Some(label) = &part.label
+        && label.encode_utf16().count() > 36
+    {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.label"),
+            format!("'{label}' is longer than a GPT name (36 UTF-16 units)"),
         ));
     }
     Ok(())
