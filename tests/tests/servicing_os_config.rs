@@ -2,8 +2,9 @@
 //! install through the daemon, onto a disk-image file (loop devices the
 //! daemon creates and removes): the new root gets the user with its SSH
 //! key, the hostname, the netplan file, the additional file with its mode,
-//! the enabled unit, the ESP's configured GPT GUID and name; the machine
-//! running the test is untouched. Needs root.
+//! the enabled unit, the ESP's configured GPT GUID and name, a new ext4
+//! filesystem and swap in fstab; the machine running the test is untouched.
+//! Needs root.
 
 #![allow(clippy::unwrap_used)]
 
@@ -64,6 +65,18 @@ fn ext4_mode_and_uid(disk: &std::path::Path, name: &str, path: &str) -> (String,
     (field("Mode:"), field("User:"))
 }
 
+/// The filesystem type blkid finds at `offset` of `disk`.
+fn fs_type_at(disk: &std::path::Path, offset: u64) -> String {
+    mini_os::sh(
+        Command::new("blkid")
+            .args(["-p", "-o", "value", "-s", "TYPE", "-O"])
+            .arg(offset.to_string())
+            .arg(disk),
+    )
+    .trim()
+    .to_owned()
+}
+
 fn host_file(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
@@ -79,11 +92,19 @@ async fn install_applies_the_os_configuration_inside_the_new_root_only() {
     let v1 = mini_os::build(f.dir.path(), "v1");
     let d = daemon().await;
     let mut c = Clients::new(&d).await;
-    // The ESP's GPT identity comes from the configuration.
-    let config = f.config(&v1, &os_config()).replace(
-        "{ id: esp, type: esp, size: 8M }",
-        &format!("{{ id: esp, type: esp, size: 8M, uuid: {ESP_GUID}, label: EFI-SYSTEM }}"),
-    );
+    // The ESP's GPT identity comes from the configuration; a new ext4
+    // filesystem and a swap partition are created.
+    let storage = "  - { deviceId: data, source: new, type: ext4, mountPoint: { path: /var/data, options: noatime } }\n  swap: [swap]\n";
+    let config = f
+        .config(&v1, &format!("{storage}{}", os_config()))
+        .replace(
+            "{ id: esp, type: esp, size: 8M }",
+            &format!("{{ id: esp, type: esp, size: 8M, uuid: {ESP_GUID}, label: EFI-SYSTEM }}"),
+        )
+        .replace(
+            "    - { id: root-b, type: root, size: 48M }\n",
+            "    - { id: root-b, type: root, size: 48M }\n    - { id: data, size: 8M }\n    - { id: swap, type: swap, size: 4M }\n",
+        );
     c.install(&config).await.assert_success();
     let esp = mini_os::partition(&f.disk, "EFI-SYSTEM");
     assert_eq!(esp.part_uuid, ESP_GUID);
@@ -154,6 +175,26 @@ async fn install_applies_the_os_configuration_inside_the_new_root_only() {
         fstab.contains(&format!("PARTUUID={ESP_GUID} /boot/efi ")),
         "{fstab}"
     );
+    let data = mini_os::partition(&f.disk, "data");
+    let swap = mini_os::partition(&f.disk, "swap");
+    assert!(
+        fstab.contains(&format!(
+            "PARTUUID={} /var/data ext4 noatime 0 2",
+            data.part_uuid
+        )),
+        "{fstab}"
+    );
+    assert!(
+        fstab.contains(&format!(
+            "PARTUUID={} none swap defaults 0 0",
+            swap.part_uuid
+        )),
+        "{fstab}"
+    );
+    assert_eq!(fs_type_at(&f.disk, data.offset), "ext4");
+    assert_eq!(fs_type_at(&f.disk, swap.offset), "swap");
+    // Its mount point exists in the new root (it was mounted there).
+    ext4_mode_and_uid(&f.disk, "root-a", "/var/data");
     assert_eq!(
         mini_os::loop_devices_on(&f.disk),
         "",

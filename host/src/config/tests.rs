@@ -117,11 +117,6 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
             "storage.verity",
             Subkind::UnsupportedFeature,
         ),
-        (
-            "  swap: [esp]\n",
-            "storage.swap",
-            Subkind::UnsupportedFeature,
-        ),
     ];
     for (snippet, key, subkind) in cases {
         let yaml = good().replace("  abUpdate:\n", &format!("{snippet}  abUpdate:\n"));
@@ -197,15 +192,58 @@ fn unsupported_error_says_what_to_use_instead_and_names_nested_paths() {
 
     let yaml = good().replace(
         "{ deviceId: root, mountPoint: / }",
-        "{ deviceId: root, mountPoint: /, source: new, type: ext4 }",
+        "{ deviceId: root, mountPoint: /, source: new, type: tmpfs }",
     );
     let err = err_of(&yaml);
     assert!(
-        err.message().contains("'storage.filesystems[1].source'"),
+        err.message().contains("'storage.filesystems[1].type'"),
         "{}",
         err.message()
     );
-    assert!(err.message().contains("source: image"), "{}", err.message());
+    assert!(
+        err.message().contains("ext4, xfs or vfat"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn new_filesystems_and_swap_are_accepted_and_checked() {
+    let yaml = good()
+        .replace("{ id: root-b, type: root, size: 2G }\n", "{ id: root-b, type: root, size: 2G }\n    - { id: data, size: 1G }\n    - { id: sw, type: swap, size: 1G }\n")
+        .replace(
+            "  - { deviceId: root, mountPoint: / }\n",
+            "  - { deviceId: root, mountPoint: / }\n  - { deviceId: data, source: new, type: xfs, mountPoint: { path: /srv, options: noatime } }\n  swap: [sw]\n",
+        );
+    let hc = parse(&yaml).unwrap_or_else(|e| panic!("{}\n{yaml}", e.report()));
+    assert_eq!(hc.storage.swap[0].device_id, "sw");
+    assert_eq!(
+        hc.storage.filesystems[2].mount_point.options(),
+        Some("noatime")
+    );
+    for (from, to, key) in [
+        ("swap: [sw]", "swap: [nope]", "storage.swap[0].deviceId"),
+        ("swap: [sw]", "swap: [data]", "storage.swap[0].deviceId"),
+        ("swap: [sw]", "swap: [sw, sw]", "storage.swap[1].deviceId"),
+        (
+            "source: new, type: xfs,",
+            "source: new,",
+            "storage.filesystems[2].type",
+        ),
+    ] {
+        let err = err_of(&yaml.replace(from, to));
+        assert_eq!(
+            err.subkind(),
+            Subkind::InvalidHostConfiguration,
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains(&format!("'{key}'")),
+            "{}",
+            err.message()
+        );
+    }
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! there is one, what to use instead. When the engine learns to apply a
 //! feature, delete its rule here (and update the README's key table).
 
-use super::{FilesystemSource, HostConfiguration, OverrideEspMount, UefiFallbackMode, spans};
+use super::{
+    FileSystemType, FilesystemSource, HostConfiguration, OverrideEspMount, UefiFallbackMode, spans,
+};
 use crate::error::{Subkind, TridentError};
 
 /// One refused feature.
@@ -71,21 +73,23 @@ pub const RULES: &[Rule] = &[
         used: |hc| when(!hc.storage.verity.is_empty(), "storage.verity"),
     },
     Rule {
-        key: "storage.swap",
-        what: "swap (mkswap, fstab)",
-        instead: None,
-        used: |hc| when(!hc.storage.swap.is_empty(), "storage.swap"),
-    },
-    Rule {
-        key: "storage.filesystems[].source: new",
-        what: "creating new filesystems (mkfs)",
-        instead: Some("ship the filesystem in the COSI image (source: image)"),
+        key: "storage.filesystems[].type: ntfs | tmpfs | auto (source: new)",
+        what: "creating a filesystem of this type",
+        instead: Some("ext4, xfs or vfat"),
         used: |hc| {
             each(
                 &hc.storage.filesystems,
                 "storage.filesystems",
-                ".source",
-                |f| f.source == Some(FilesystemSource::New),
+                ".type",
+                |f| {
+                    f.source == Some(FilesystemSource::New)
+                        && matches!(
+                            f.fs_type,
+                            Some(
+                                FileSystemType::Ntfs | FileSystemType::Tmpfs | FileSystemType::Auto
+                            )
+                        )
+                },
             )
         },
     },

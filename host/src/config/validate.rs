@@ -147,7 +147,37 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
             }
         }
     }
-    validate_filesystems(hc, &partitions, &paired)
+    validate_filesystems(hc, &partitions, &paired)?;
+    validate_swap(hc, &partitions, &paired)
+}
+
+/// Each swap device is a partition of its own: not paired, not holding a
+/// filesystem, listed once.
+fn validate_swap(
+    hc: &HostConfiguration,
+    partitions: &HashSet<&str>,
+    paired: &HashMap<&str, String>,
+) -> Result<(), TridentError> {
+    let mut seen = HashSet::new();
+    for (i, swap) in hc.storage.swap.iter().enumerate() {
+        let path = format!("storage.swap[{i}].deviceId");
+        let dev = swap.device_id.as_str();
+        let problem = if !partitions.contains(dev) {
+            Some(format!("references unknown partition '{dev}'"))
+        } else if paired.contains_key(dev) {
+            Some(format!("partition '{dev}' is in a volume pair"))
+        } else if hc.storage.filesystems.iter().any(|f| f.device_id == dev) {
+            Some(format!("partition '{dev}' holds a filesystem"))
+        } else if !seen.insert(dev) {
+            Some(format!("partition '{dev}' is listed twice"))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(invalid(Subkind::InvalidHostConfiguration, &path, problem));
+        }
+    }
+    Ok(())
 }
 
 fn validate_filesystems(
@@ -169,11 +199,18 @@ fn validate_filesystems(
                     .into(),
             ));
         }
+        if fs.effective_source() == FilesystemSource::New && fs.fs_type.is_none() {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.type"),
+                "required for a new filesystem (ext4, xfs or vfat)".into(),
+            ));
+        }
         if dev.is_empty() {
             return Err(invalid(
                 Subkind::InvalidHostConfiguration,
                 &format!("{base}.deviceId"),
-                "required for a filesystem from the image".into(),
+                "required: the partition or volume pair the filesystem is on".into(),
             ));
         }
         let is_pair = hc.find_volume_pair(dev).is_some();
