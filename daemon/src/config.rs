@@ -5,6 +5,7 @@
 
 use std::{path::PathBuf, time::Duration};
 
+use crate::servicing::boot_control::BootControlMode;
 use clap::{ArgAction, Parser, ValueEnum};
 // The bus owns its defaults (ring bounds, journal folder); the flags use them.
 use trident_telemetry::config::{DEFAULT_RING_BYTES, DEFAULT_RING_RECORDS};
@@ -110,6 +111,16 @@ pub struct Config {
     /// What to do when servicing requires a reboot.
     #[arg(long, value_enum, default_value_t = RebootMode::Record)]
     pub reboot: RebootMode,
+
+    /// How the next boot is chosen: `record` (a file; disk-image targets,
+    /// nothing boots) or `uefi` (systemd-boot entries on the ESP, EFI
+    /// variables).
+    #[arg(long, value_enum, default_value_t = BootControlMode::Record)]
+    pub boot_control: BootControlMode,
+
+    /// efivarfs, where `--boot-control uefi` sets LoaderEntryOneShot.
+    #[arg(long, default_value = "/sys/firmware/efi/efivars", value_name = "DIR")]
+    pub efivars: PathBuf,
 
     /// Records the in-memory telemetry bus ring keeps.
     #[arg(long, default_value_t = DEFAULT_RING_RECORDS, value_name = "N")]

@@ -221,19 +221,29 @@ async fn sd_notify_ready_after_bind_and_stopping_on_shutdown() -> anyhow::Result
 fn systemd_units_pass_systemd_analyze_verify() -> anyhow::Result<()> {
     let units = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/systemd");
     let dir = tempfile::tempdir()?;
-    for unit in ["tridentd.socket", "tridentd.service"] {
+    let all = [
+        "tridentd.socket",
+        "tridentd.service",
+        "trident.service",
+        "trident-install.service",
+    ];
+    for unit in all {
         let text = std::fs::read_to_string(units.join(unit))?;
-        // verify checks that ExecStart= exists; point it at the built binary.
-        let text = text.replace(
-            "ExecStart=/usr/bin/tridentd",
-            &format!("ExecStart={}", bin_path("tridentd").display()),
-        );
+        // verify checks that ExecStart= exists; point it at the built binaries.
+        let text = text
+            .replace(
+                "ExecStart=/usr/bin/tridentd",
+                &format!("ExecStart={}", bin_path("tridentd").display()),
+            )
+            .replace(
+                "ExecStart=/usr/bin/trident ",
+                &format!("ExecStart={} ", bin_path("trident").display()),
+            );
         std::fs::write(dir.path().join(unit), text)?;
     }
     let output = Command::new("systemd-analyze")
         .arg("verify")
-        .arg(dir.path().join("tridentd.socket"))
-        .arg(dir.path().join("tridentd.service"))
+        .args(all.iter().map(|unit| dir.path().join(unit)))
         .env("SYSTEMD_LOG_LEVEL", "notice")
         .output()?;
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -241,7 +251,11 @@ fn systemd_units_pass_systemd_analyze_verify() -> anyhow::Result<()> {
     // may produce noise in a container).
     let ours: Vec<&str> = stderr
         .lines()
-        .filter(|line| line.contains("tridentd."))
+        .filter(|line| {
+            line.contains("tridentd.")
+                || line.contains("trident.service")
+                || line.contains("trident-install.")
+        })
         .collect();
     assert!(
         output.status.success() && ours.is_empty(),

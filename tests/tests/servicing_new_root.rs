@@ -60,6 +60,26 @@ async fn install_and_update_mount_grow_write_fstab_and_run_scripts_in_the_new_ro
         root_a.size,
         "ext4 grown to the whole partition"
     );
+    // The installed OS's datastore: install finalized, operation succeeded.
+    let handed = f.dir.path().join("handed.sqlite");
+    mini_os::sh(
+        std::process::Command::new("debugfs")
+            .arg("-R")
+            .arg(format!(
+                "dump /var/lib/trident/datastore.sqlite {}",
+                handed.display()
+            ))
+            .arg(format!("{}?offset={}", f.disk.display(), root_a.offset)),
+    );
+    let ds = trident_host::datastore::Datastore::open_read_only(&handed).unwrap();
+    assert_eq!(
+        ds.host_status().unwrap().servicing_state,
+        trident_host::status::ServicingState::CleanInstallFinalized
+    );
+    assert_eq!(
+        ds.operations(10).unwrap()[0].result,
+        trident_host::datastore::OperationResult::Success
+    );
     assert_eq!(
         mini_os::loop_devices_on(&f.disk),
         "",
@@ -120,4 +140,67 @@ async fn a_failing_script_still_unmounts_and_detaches_the_new_root() {
         !mounts.contains(&d.state_dir().display().to_string()),
         "nothing left mounted under the state dir"
     );
+}
+
+/// `--boot-control uefi` on a disk-image file: install puts systemd-boot,
+/// volume A's Type 1 entry (kernel and initrd copied from the volume, root
+/// by PARTUUID, the image's /etc/kernel/cmdline) and a
+/// loader.conf defaulting to it on the ESP, through mtools (no mount).
+#[tokio::test(flavor = "multi_thread")]
+async fn uefi_install_writes_systemd_boot_and_volume_a_entry_on_the_esp() {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: the new-root step needs root (loop devices, mount)");
+        return;
+    }
+    let f = Fixture::new();
+    let v1 = mini_os::build(f.dir.path(), "v1");
+    let efivars = f.dir.path().join("efivars");
+    std::fs::create_dir_all(&efivars).unwrap();
+    let d = trident_e2e::Daemon::builder()
+        .args([
+            "--inactivity-timeout",
+            "0",
+            "--boot-control",
+            "uefi",
+            "--efivars",
+        ])
+        .arg(&efivars)
+        .spawn()
+        .await
+        .unwrap();
+    let mut c = Clients::new(&d).await;
+    c.install(&f.config(&v1, "")).await.assert_success();
+
+    let root_a = mini_os::partition(&f.disk, "root-a");
+    let esp = |p: &str| mini_os::esp_file(&f.disk, p).unwrap_or_else(|| panic!("ESP has no {p}"));
+    assert_eq!(esp("EFI/BOOT/BOOTX64.EFI"), mini_os::FAKE_SYSTEMD_BOOT);
+    assert_eq!(
+        esp("EFI/systemd/systemd-bootx64.efi"),
+        mini_os::FAKE_SYSTEMD_BOOT
+    );
+    assert!(esp("loader/loader.conf").contains("default trident-volume-a.conf"));
+    let entry = esp("loader/entries/trident-volume-a.conf");
+    assert!(
+        entry.contains("linux   /trident/volume-a/vmlinuz"),
+        "{entry}"
+    );
+    assert!(
+        entry.contains("initrd  /trident/volume-a/initrd.img"),
+        "{entry}"
+    );
+    assert!(
+        entry.contains(&format!(
+            "options root=PARTUUID={} rw {}\n",
+            root_a.part_uuid,
+            mini_os::CMDLINE
+        )),
+        "{entry}"
+    );
+    assert_eq!(esp("trident/volume-a/vmlinuz"), "kernel v1");
+    assert_eq!(esp("trident/volume-a/initrd.img"), "initrd v1");
+    assert!(
+        std::fs::read_dir(&efivars).unwrap().next().is_none(),
+        "install sets no one-shot: loader.conf's default is volume A"
+    );
+    assert_eq!(mini_os::loop_devices_on(&f.disk), "");
 }

@@ -236,3 +236,37 @@ async fn a_setting_the_image_cannot_take_fails_naming_the_key_and_unmounts() {
         "loop devices detached"
     );
 }
+
+/// `os.kernelCommandLine` with `--boot-control uefi` on a disk-image file:
+/// the extra arguments end the `options` of volume A's boot entry.
+#[tokio::test(flavor = "multi_thread")]
+async fn extra_kernel_arguments_end_the_boot_entry_options() {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: the new-root step needs root (loop devices, mount)");
+        return;
+    }
+    let f = Fixture::new();
+    let v1 = mini_os::build(f.dir.path(), "v1");
+    let efivars = f.dir.path().join("efivars");
+    std::fs::create_dir_all(&efivars).unwrap();
+    let d = trident_e2e::Daemon::builder()
+        .args([
+            "--inactivity-timeout",
+            "0",
+            "--boot-control",
+            "uefi",
+            "--efivars",
+        ])
+        .arg(&efivars)
+        .spawn()
+        .await
+        .unwrap();
+    let mut c = Clients::new(&d).await;
+    let extra = "os:\n  kernelCommandLine:\n    extraCommandLine: [console=ttyS1, audit=0]\n";
+    c.install(&f.config(&v1, extra)).await.assert_success();
+    let entry = mini_os::esp_file(&f.disk, "loader/entries/trident-volume-a.conf").unwrap();
+    assert!(
+        entry.contains(&format!("{} console=ttyS1 audit=0\n", mini_os::CMDLINE)),
+        "{entry}"
+    );
+}

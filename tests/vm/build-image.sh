@@ -109,7 +109,10 @@ cat >"$ROOT/etc/fstab" <<FSTAB
 UUID=$ROOT_UUID / ext4 defaults 0 1
 UUID=$ESP_UUID /boot/efi vfat umask=0077,nofail 0 2
 FSTAB
-mkdir -p "$ROOT/boot/efi"
+mkdir -p "$ROOT/boot/efi" "$ROOT/etc/kernel"
+# The OS's own kernel arguments: tridentd's UEFI boot control puts them in
+# each volume's entry after root=PARTUUID=<volume>.
+echo "console=ttyS0,115200 systemd.show_status=1" >"$ROOT/etc/kernel/cmdline"
 # The guest is reached only from the host through QEMU's user network.
 passwd --root "$ROOT" --delete root >/dev/null
 
@@ -128,6 +131,8 @@ if [ -n "$SYSEXT" ]; then
     enable trident-sysext-reload.service sysinit.target /etc/systemd/system
     # Dangling until systemd-sysext merges /usr: the unit comes from the image.
     enable tridentd.socket sockets.target /usr/lib/systemd/system
+    # The commit service: commits an install or update after its reboot.
+    enable trident.service multi-user.target /usr/lib/systemd/system
 fi
 timing customize
 

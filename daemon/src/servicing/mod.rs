@@ -63,6 +63,7 @@
 //! See [`boot_record`] for how "which volume booted" works without
 //! rebooting anything.
 
+pub mod boot_control;
 pub mod boot_record;
 pub mod engine;
 pub mod keep_alive;

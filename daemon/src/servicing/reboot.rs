@@ -14,6 +14,13 @@ pub trait Reboot: Send + Sync + std::fmt::Debug {
     /// Requests a reboot for `operation_id`; returns what to report in
     /// `Completed.reboot_status`.
     fn request(&self, operation_id: &str, reason: &str) -> Result<RebootStatus, TridentError>;
+
+    /// Reboots for real, once `Completed` is published and the journal
+    /// and datastore are on disk (only when `request` said
+    /// `REBOOT_STARTED`).
+    fn carry_out(&self, _operation_id: &str, _reason: &str) -> Result<(), TridentError> {
+        Ok(())
+    }
 }
 
 /// Builds the implementation selected by `--reboot`.
@@ -65,13 +72,44 @@ pub struct SystemdReboot;
 
 impl Reboot for SystemdReboot {
     fn request(&self, operation_id: &str, reason: &str) -> Result<RebootStatus, TridentError> {
-        tracing::warn!(operation_id, reason, "rebooting the machine via systemd");
-        std::process::Command::new("systemctl")
-            .arg("reboot")
-            .spawn()
-            .structured_msg(Subkind::Reboot, "Cannot run 'systemctl reboot'")?;
+        // `systemctl` must exist: a reboot reported as started has to happen.
+        which("systemctl").ok_or_else(|| {
+            TridentError::new(Subkind::Reboot, "Cannot reboot: no 'systemctl' on PATH")
+        })?;
+        tracing::info!(
+            operation_id,
+            reason,
+            "reboot starts once the operation is recorded"
+        );
         Ok(RebootStatus::RebootStarted)
     }
+
+    /// `systemctl reboot`: as root it reaches systemd over its private
+    /// socket, so no D-Bus daemon is needed. systemd then stops tridentd
+    /// like any service (SIGTERM: streams end cleanly).
+    fn carry_out(&self, operation_id: &str, reason: &str) -> Result<(), TridentError> {
+        tracing::warn!(operation_id, reason, "rebooting the machine via systemd");
+        let status = std::process::Command::new("systemctl")
+            .arg("reboot")
+            .status()
+            .structured_msg(Subkind::Reboot, "Cannot run 'systemctl reboot'")?;
+        if !status.success() {
+            return Err(TridentError::new(
+                Subkind::Reboot,
+                format!("'systemctl reboot' failed ({status})"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `program` on PATH.
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(program))
+            .find(|p| p.is_file())
+    })
 }
 
 /// Does nothing; the caller reboots.

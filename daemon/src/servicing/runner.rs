@@ -150,12 +150,17 @@ where
     let recorded = record_started(&ctx).instrument(span.clone()).await;
     tokio::spawn(
         async move {
-            let completion = run_step(ctx, recorded, step).await;
+            let engine = ctx.engine.clone();
+            let operation_id = ctx.operation_id.clone();
+            let (completion, reboot_now) = run_step(ctx, recorded, step).await;
             // Release the lock before the completed record, which ends the
             // client's stream: a client that starts its next operation
             // right away is not told "busy".
             drop(guard);
             op.complete(completion);
+            if let Some(request) = reboot_now {
+                reboot_after_completed(&engine, &operation_id, &request).await;
+            }
             drop(keep_alive);
         }
         .instrument(span),
@@ -165,7 +170,11 @@ where
 
 /// Runs the step (unless recording its start failed) and records its end;
 /// returns how the operation ended.
-async fn run_step<F, Fut>(ctx: StepContext, recorded: Result<(), HostError>, step: F) -> Completion
+async fn run_step<F, Fut>(
+    ctx: StepContext,
+    recorded: Result<(), HostError>,
+    step: F,
+) -> (Completion, Option<RebootRequest>)
 where
     F: FnOnce(StepContext) -> Fut,
     Fut: Future<Output = StepResult>,
@@ -217,7 +226,7 @@ where
 
 /// Commits a successful step's state with the operation's end (lastError
 /// cleared), then carries out its reboot request.
-async fn succeeded(ctx: &StepContext, outcome: StepOutcome) -> Completion {
+async fn succeeded(ctx: &StepContext, outcome: StepOutcome) -> (Completion, Option<RebootRequest>) {
     let mut status = outcome.status;
     if let Some(s) = status.as_mut() {
         s.last_error = None;
@@ -229,13 +238,15 @@ async fn succeeded(ctx: &StepContext, outcome: StepOutcome) -> Completion {
     if let Err(error) = commit(ctx, status.as_ref(), &end).await {
         return failed(ctx, error, None, None).await;
     }
-    Completion {
+    let (reboot_status, reboot_now) = reboot(ctx, outcome.reboot);
+    let completion = Completion {
         result: StatusCode::Success,
-        reboot_status: reboot(ctx, outcome.reboot.as_ref()),
+        reboot_status,
         error: None,
         image_hash: outcome.image_hash,
         servicing_kind: Some(outcome.servicing_kind.unwrap_or(ctx.kind)),
-    }
+    };
+    (completion, reboot_now)
 }
 
 /// Records a failure as the last error (with `status` or the current
@@ -245,7 +256,7 @@ async fn failed(
     error: HostError,
     status: Option<HostStatus>,
     reboot_request: Option<RebootRequest>,
-) -> Completion {
+) -> (Completion, Option<RebootRequest>) {
     let record: ErrorRecord = error.record().stamped(&ctx.operation_id, &ctx.trace_id);
     tracing::error!(error = %record.report(), "servicing step failed");
     ctx.engine.bus().report_error(record.to_report());
@@ -267,13 +278,15 @@ async fn failed(
     if let Err(e) = committed {
         tracing::error!(error = %e.report(), "could not record the failure in the datastore");
     }
-    Completion {
+    let (reboot_status, reboot_now) = reboot(ctx, reboot_request);
+    let completion = Completion {
         result: StatusCode::Failure,
-        reboot_status: reboot(ctx, reboot_request.as_ref()),
+        reboot_status,
         error: Some(record.to_proto()),
         image_hash: None,
         servicing_kind: Some(ctx.kind),
-    }
+    };
+    (completion, reboot_now)
 }
 
 async fn commit(
@@ -286,23 +299,49 @@ async fn commit(
         .with_datastore(|ds| ds.commit(status, Some(&ctx.operation_id), Some(end)))
 }
 
-fn reboot(ctx: &StepContext, request: Option<&RebootRequest>) -> RebootStatus {
+/// What `Completed.reboot_status` says, and the reboot to carry out once
+/// it is published (`REBOOT_STARTED` only).
+fn reboot(
+    ctx: &StepContext,
+    request: Option<RebootRequest>,
+) -> (RebootStatus, Option<RebootRequest>) {
     let Some(request) = request else {
-        return RebootStatus::RebootNotRequired;
+        return (RebootStatus::RebootNotRequired, None);
     };
     if request.handling == RebootHandling::CallerHandlesReboot {
         tracing::info!(reason = %request.reason, "reboot required; the caller handles it");
-        return RebootStatus::RebootRequired;
+        return (RebootStatus::RebootRequired, None);
     }
     match ctx
         .engine
         .reboot
         .request(&ctx.operation_id, &request.reason)
     {
-        Ok(status) => status,
+        Ok(RebootStatus::RebootStarted) => (RebootStatus::RebootStarted, Some(request)),
+        Ok(status) => (status, None),
         Err(error) => {
             tracing::error!(error = %error.report(), "reboot request failed");
-            RebootStatus::RebootRequired
+            (RebootStatus::RebootRequired, None)
         }
+    }
+}
+
+/// After `Completed` (REBOOT_STARTED) is published: journal fsynced,
+/// filesystems synced (the datastore's transactions are already durable),
+/// then the reboot itself.
+async fn reboot_after_completed(engine: &Arc<Engine>, operation_id: &str, request: &RebootRequest) {
+    let engine = engine.clone();
+    let operation_id = operation_id.to_owned();
+    let reason = request.reason.clone();
+    let done = tokio::task::spawn_blocking(move || {
+        engine.bus().flush();
+        nix::unistd::sync();
+        engine.reboot.carry_out(&operation_id, &reason)
+    })
+    .await;
+    match done {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::error!(error = %error.report(), "reboot failed"),
+        Err(error) => tracing::error!(%error, "reboot task failed"),
     }
 }

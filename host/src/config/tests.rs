@@ -132,10 +132,6 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
     }
     for (snippet, key) in [
         (
-            "os:\n  kernelCommandLine: {extraCommandLine: [quiet]}\n",
-            "os.kernelCommandLine",
-        ),
-        (
             "os:\n  sysexts: [{url: 'http://x/e.raw', sha384: ignored}]\n",
             "os.sysexts",
         ),
@@ -522,4 +518,29 @@ fn partition_uuid_and_label_are_checked_against_gpt_limits() {
             err.message()
         );
     }
+}
+
+#[test]
+fn extra_kernel_arguments_are_single_words() {
+    let ok = format!(
+        "{}os:\n  kernelCommandLine: {{extraCommandLine: [quiet, console=ttyS0]}}\n",
+        good()
+    );
+    assert_eq!(
+        parse(&ok)
+            .unwrap()
+            .os
+            .kernel_command_line
+            .extra_command_line
+            .len(),
+        2
+    );
+    let err = err_of(&ok.replace("quiet", "'a b'"));
+    assert_eq!(err.subkind(), Subkind::InvalidHostConfiguration);
+    assert!(
+        err.message()
+            .contains("'os.kernelCommandLine.extraCommandLine[0]'"),
+        "{}",
+        err.message()
+    );
 }

@@ -130,17 +130,6 @@ pub const RULES: &[Rule] = &[
         },
     },
     Rule {
-        key: "os.kernelCommandLine",
-        what: "extra kernel command line arguments",
-        instead: None,
-        used: |hc| {
-            when(
-                !hc.os.kernel_command_line.extra_command_line.is_empty(),
-                "os.kernelCommandLine",
-            )
-        },
-    },
-    Rule {
         key: "os.sysexts",
         what: "system extensions (runtime updates)",
         instead: None,

@@ -16,7 +16,24 @@ pub fn validate(hc: &HostConfiguration) -> Result<(), TridentError> {
     validate_image(hc)?;
     validate_storage(hc)?;
     validate_scripts(hc)?;
+    validate_kernel_command_line(hc)?;
     Ok(())
+}
+
+/// Each extra kernel argument is one word of the boot entry's options.
+fn validate_kernel_command_line(hc: &HostConfiguration) -> Result<(), TridentError> {
+    let args = &hc.os.kernel_command_line.extra_command_line;
+    match args
+        .iter()
+        .position(|a| a.is_empty() || a.chars().any(char::is_whitespace))
+    {
+        Some(i) => Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("os.kernelCommandLine.extraCommandLine[{i}]"),
+            format!("'{}' is not one kernel argument (no spaces)", args[i]),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn validate_image(hc: &HostConfiguration) -> Result<(), TridentError> {

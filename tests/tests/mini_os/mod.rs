@@ -69,6 +69,12 @@ pub fn build(dir: &Path, version: &str) -> FixtureOutput {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
+    std::fs::create_dir_all(tree.join("etc/kernel")).unwrap();
+    std::fs::write(
+        tree.join("etc/kernel/cmdline"),
+        format!("root=UUID=x ro {CMDLINE}\n"),
+    )
+    .unwrap();
     std::fs::write(
         tree.join(format!("boot/vmlinuz-{KERNEL_RELEASE}")),
         format!("kernel {version}"),
@@ -93,7 +99,7 @@ pub fn build(dir: &Path, version: &str) -> FixtureOutput {
     let esp = dir.join(format!("{version}-esp.img"));
     let _ = std::fs::remove_file(&esp);
     sh(Command::new("mkfs.vfat")
-        .args(["-C", "-F", "32", "-i", "12345678"])
+        .args(["-C", "-i", "12345678"])
         .arg(&esp)
         .arg("6144"));
     let part =

@@ -41,7 +41,14 @@ fn expectation(status: &HostStatus) -> Result<Option<Expectation>, TridentError>
             ServicingType::AbUpdate,
             ServicingKind::ManualRollbackAb,
         ),
-        (ServicingState::Provisioned | ServicingState::AbUpdateHealthCheckFailed, _) => Ok(None),
+        // Not provisioned: the commit service on installer media has
+        // nothing to do.
+        (
+            ServicingState::NotProvisioned
+            | ServicingState::Provisioned
+            | ServicingState::AbUpdateHealthCheckFailed,
+            _,
+        ) => Ok(None),
         (state, _) => Err(TridentError::new(
             Subkind::InvalidServicingState,
             format!("Nothing to commit: the host is '{state}' (finalize first)"),
@@ -49,15 +56,16 @@ fn expectation(status: &HostStatus) -> Result<Option<Expectation>, TridentError>
     }
 }
 
-/// Volume the host runs on now (a pending simulated reboot happens first).
-fn booted(ctx: &StepContext) -> Result<Option<AbVolume>, TridentError> {
-    ctx.engine.boot.complete_pending_reboot()
+/// Volume the host runs on now (boot control: the running root, or the
+/// boot record after its simulated reboot).
+fn booted(ctx: &StepContext, current: &HostStatus) -> Result<Option<AbVolume>, TridentError> {
+    ctx.engine.boot.booted(current)
 }
 
 /// Commit.
 pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
     let current = ctx.engine.host_status()?;
-    let booted = booted(&ctx)?;
+    let booted = booted(&ctx, &current)?;
     let Some(exp) = expectation(&current)? else {
         return Ok(nothing_expected(&current, booted));
     };
@@ -67,6 +75,8 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
     if let Err(error) = health_checks(&ctx, &current, &exp).await {
         return Err(roll_back(&ctx, &current, error, handling));
     }
+    // Only now does the new volume become the default boot.
+    ctx.engine.boot.commit(&current, exp.volume)?;
     Ok(committed(&current, &exp))
 }
 
@@ -104,7 +114,7 @@ fn check_booted(booted: Option<AbVolume>, exp: &Expectation) -> Result<(), Tride
         return Err(TridentError::new(
             Subkind::BootedWrongVolume,
             format!(
-                "Expected to boot {} but the boot record says {}",
+                "Expected to boot {} but the host runs on {}",
                 exp.volume,
                 booted.map_or("nothing booted".to_owned(), |v| v.to_string())
             ),
@@ -195,7 +205,11 @@ fn roll_back(
     let Some(old) = current.ab_active_volume else {
         return StepError::from(error);
     };
-    if let Err(e) = ctx.engine.boot.point_next_boot(old, &ctx.operation_id) {
+    if let Err(e) = ctx
+        .engine
+        .boot
+        .point_next_boot(current, old, &ctx.operation_id)
+    {
         return StepError::from(e.context("Pointing the next boot back at the old volume"));
     }
     let mut status = next_status(current);
@@ -219,7 +233,7 @@ fn roll_back(
 /// CheckRoot: is the host running on the volume the servicing expects?
 pub async fn check_root_step(ctx: StepContext) -> StepResult {
     let current = ctx.engine.host_status()?;
-    let booted = booted(&ctx)?;
+    let booted = booted(&ctx, &current)?;
     let expected = match expectation(&current)? {
         Some(exp) => Some(exp.volume),
         None => current.ab_active_volume,
@@ -228,7 +242,7 @@ pub async fn check_root_step(ctx: StepContext) -> StepResult {
         return Err(TridentError::new(
             Subkind::BootedWrongVolume,
             format!(
-                "Expected root on {} but the boot record says {}",
+                "Expected root on {} but the host runs on {}",
                 expected.map_or("-".to_owned(), |v| v.to_string()),
                 booted.map_or("nothing booted".to_owned(), |v| v.to_string())
             ),

@@ -9,7 +9,7 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::layout::{self, Targets};
-use super::{blocking, next_status, script_phase, validate_phase, write};
+use super::{blocking, handoff, next_status, script_phase, validate_phase, write};
 use crate::servicing::new_root::{NewRootRequest, service_new_root};
 use crate::servicing::new_storage;
 use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
@@ -79,8 +79,9 @@ async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), Tr
         targets,
         volume: AbVolume::VolumeA,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
+        install: true,
     };
-    service_new_root(new_root, &env).await?;
+    service_new_root(ctx.engine.clone(), new_root, &env).await?;
 
     let mut status = next_status(&current);
     status.partition_paths = layout
@@ -98,8 +99,9 @@ async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), Tr
     Ok((status, image_hash))
 }
 
-/// Finalizes a staged install: next boot = volume A.
-fn finalize(
+/// Finalizes a staged install: next boot = volume A; the installed OS
+/// gets a datastore that says so.
+async fn finalize(
     ctx: &StepContext,
     current: &HostStatus,
     handling: RebootHandling,
@@ -121,11 +123,14 @@ fn finalize(
     );
     ctx.engine
         .boot
-        .set_next_boot(AbVolume::VolumeA, &ctx.operation_id)?;
-    phase.set(1);
-    phase.done();
+        .set_next_boot(current, AbVolume::VolumeA, &ctx.operation_id)?;
     let mut status = next_status(current);
     status.servicing_state = ServicingState::CleanInstallFinalized;
+    let engine = ctx.engine.clone();
+    let (handed, op) = (status.clone(), ctx.clone());
+    blocking(move || handoff::hand_off(&engine, &handed, &op.ids())).await?;
+    phase.set(1);
+    phase.done();
     Ok(StepOutcome {
         status: Some(status),
         reboot: Some(RebootRequest {
@@ -151,12 +156,12 @@ pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
 /// InstallFinalize.
 pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
     let current = ctx.engine.host_status()?;
-    Ok(finalize(&ctx, &current, handling)?)
+    Ok(finalize(&ctx, &current, handling).await?)
 }
 
 /// Install: stage, commit the staged state, finalize.
 pub async fn install_step(ctx: StepContext, yaml: String, handling: RebootHandling) -> StepResult {
     let (staged, _) = stage(&ctx, &yaml).await?;
     ctx.commit_status(&staged).await?;
-    Ok(finalize(&ctx, &staged, handling)?)
+    Ok(finalize(&ctx, &staged, handling).await?)
 }

@@ -2,6 +2,7 @@
 //! locks) and the steps of every servicing RPC, one file per flow.
 
 pub mod commit;
+pub mod handoff;
 pub mod install;
 pub mod layout;
 pub mod query;
@@ -17,7 +18,7 @@ use trident_host::status::HostStatus;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use trident_telemetry::Bus;
 
-use super::boot_record::BootRecordFile;
+use super::boot_control::{self, BootControl};
 use super::keep_alive::KeepAlive;
 use super::locks::{ConnectionLock, ServicingLock};
 use super::reboot::{self, Reboot};
@@ -35,7 +36,8 @@ pub struct Engine {
     state_dir: PathBuf,
     datastore_path: Mutex<PathBuf>,
     datastore: Mutex<Option<Datastore>>,
-    pub boot: BootRecordFile,
+    /// Boot control (`--boot-control`): record file or UEFI.
+    pub boot: Box<dyn BootControl>,
     pub reboot: Box<dyn Reboot>,
     pub servicing_lock: ServicingLock,
     pub connection_lock: ConnectionLock,
@@ -55,7 +57,7 @@ impl Engine {
             .map(|s| PathBuf::from(s.trim()))
             .filter(|p| !p.as_os_str().is_empty());
         let engine = Engine {
-            boot: BootRecordFile::new(&state_dir),
+            boot: boot_control::from_mode(config.boot_control, &state_dir, &config.efivars),
             reboot: reboot::from_mode(config.reboot, config.reboot_requests_path()),
             datastore_path: Mutex::new(redirect.unwrap_or_else(|| config.datastore_path())),
             datastore: Mutex::new(None),
@@ -69,7 +71,7 @@ impl Engine {
         if let Err(error) = engine.with_datastore(|_| Ok(())) {
             tracing::error!(error = %error.report(), "datastore unavailable at start");
         }
-        if let Err(error) = engine.boot.complete_pending_reboot() {
+        if let Err(error) = engine.boot.on_start() {
             tracing::warn!(error = %error.report(), "boot record unreadable at start");
         }
         engine

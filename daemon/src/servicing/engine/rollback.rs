@@ -101,7 +101,7 @@ fn finalize(
     );
     ctx.engine
         .boot
-        .set_next_boot(active.other(), &ctx.operation_id)?;
+        .set_next_boot(current, active.other(), &ctx.operation_id)?;
     phase.set(1);
     phase.done();
     let mut status = next_status(current);

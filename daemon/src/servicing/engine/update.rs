@@ -137,8 +137,9 @@ async fn stage(
         targets,
         volume: inactive,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
+        install: false,
     };
-    service_new_root(new_root, &env).await?;
+    service_new_root(ctx.engine.clone(), new_root, &env).await?;
 
     let mut status = next_status(&current);
     status.spec_old = Some(running);
@@ -172,7 +173,7 @@ fn finalize(
     );
     ctx.engine
         .boot
-        .set_next_boot(active.other(), &ctx.operation_id)?;
+        .set_next_boot(current, active.other(), &ctx.operation_id)?;
     phase.set(1);
     phase.done();
     let mut status = next_status(current);

@@ -18,6 +18,7 @@ pub mod tools;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use trident_host::config::HostConfiguration;
 use trident_host::status::{AbVolume, PartitionLayout};
@@ -28,7 +29,7 @@ use self::partitions::PartitionInfo;
 use self::probe::FsKind;
 use self::tools::{LoopDevice, MountGuard, run_tool};
 use super::engine::layout::WriteTarget;
-use super::engine::{blocking, script_phase};
+use super::engine::{Engine, blocking, script_phase};
 use super::scripts::ScriptEnv;
 
 /// One step that configures the mounted new root.
@@ -241,12 +242,20 @@ pub struct NewRootRequest {
     pub volume: AbVolume,
     /// Where to mount (created, removed afterwards).
     pub path: PathBuf,
+    /// A clean install (the ESP gets the bootloader too).
+    pub install: bool,
 }
 
-/// Mount, grow, configure, postProvision and postConfigure scripts,
-/// unmount: the whole new-root step of install and A/B update.
-pub async fn service_new_root(req: NewRootRequest, env: &ScriptEnv) -> Result<(), TridentError> {
+/// Mount, grow, configure, postProvision and postConfigure scripts, the
+/// volume's boot files (boot control), unmount: the whole new-root step of
+/// install and A/B update.
+pub async fn service_new_root(
+    engine: Arc<Engine>,
+    req: NewRootRequest,
+    env: &ScriptEnv,
+) -> Result<(), TridentError> {
     let scripts = req.hc.scripts.clone();
+    let install = req.install;
     let phase = Phase::start("mount", "Mount the new root", Unit::Items, Some(1));
     let mounted = blocking(move || {
         let Some(root) = NewRoot::mount(&req.hc, &req.layout, &req.targets, req.volume, &req.path)?
@@ -267,10 +276,26 @@ pub async fn service_new_root(req: NewRootRequest, env: &ScriptEnv) -> Result<()
         script_phase("postConfigure", &scripts.post_configure, &env).await
     }
     .await;
-    let unmounted = match mounted {
-        Some(root) => blocking(move || root.unmount()).await,
-        None => Ok(()),
+    let Some(root) = mounted else {
+        return scripts_result;
     };
-    scripts_result?;
-    unmounted
+    blocking(move || {
+        let prepared = match scripts_result {
+            Ok(()) => boot_files(&engine, &root, install),
+            Err(e) => Err(e),
+        };
+        let unmounted = root.unmount();
+        prepared.and(unmounted)
+    })
+    .await
+}
+
+/// The boot-control phase: the volume's boot files (and, on install, the
+/// bootloader) from the mounted new root.
+fn boot_files(engine: &Engine, root: &NewRoot, install: bool) -> Result<(), TridentError> {
+    let phase = Phase::start("boot-files", "Write boot files", Unit::Items, Some(1));
+    engine.boot.prepare_volume(root, install)?;
+    phase.set(1);
+    phase.done();
+    Ok(())
 }

@@ -1,0 +1,78 @@
+//! Boot control: which volume the host boots next, which one it booted,
+//! and the boot files of a freshly written volume. Pluggable
+//! (`tridentd --boot-control`):
+//!
+//! * [`record::RecordBootControl`] (default): the boot record file
+//!   (`boot_record`), for disk-image targets; nothing boots, a "reboot" is
+//!   simulated.
+//! * [`uefi::UefiBootControl`]: a real UEFI host with systemd-boot. Each
+//!   volume has a Type 1 entry on the ESP (`trident-volume-a.conf`, its
+//!   kernel and initrd copied from the volume, `root=PARTUUID=...`);
+//!   install puts systemd-boot on the ESP and makes volume A the
+//!   `loader.conf` default; an A/B update adds the new volume's entry and
+//!   sets the one-shot `LoaderEntryOneShot` EFI variable, so the firmware
+//!   tries the new volume once and any later boot (crash, failed health
+//!   check, reset) comes back on the old default; Commit alone switches
+//!   the default. The booted volume is the partition of the running root
+//!   filesystem (`/proc/self/mountinfo` + sysfs).
+
+pub mod booted;
+pub mod esp;
+pub mod record;
+pub mod uefi;
+pub mod uefi_entry;
+
+use std::path::Path;
+
+use clap::ValueEnum;
+use trident_host::TridentError;
+use trident_host::status::{AbVolume, HostStatus};
+
+use super::new_root::NewRoot;
+
+/// `--boot-control`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BootControlMode {
+    /// Simulated boots recorded in STATE_DIR/boot-record.json.
+    Record,
+    /// systemd-boot entries on the ESP and EFI variables.
+    Uefi,
+}
+
+/// One boot-control backend.
+pub trait BootControl: Send + Sync + std::fmt::Debug {
+    /// While a written volume's new root is mounted: put its boot files in
+    /// place (`install`: the bootloader too).
+    fn prepare_volume(&self, root: &NewRoot, install: bool) -> Result<(), TridentError>;
+    /// Finalize: the next boot starts `volume` (a one-shot trial where an
+    /// old volume stays the default).
+    fn set_next_boot(
+        &self,
+        status: &HostStatus,
+        volume: AbVolume,
+        operation_id: &str,
+    ) -> Result<(), TridentError>;
+    /// A failed commit: the next boot goes back to `volume` (no trial left).
+    fn point_next_boot(
+        &self,
+        status: &HostStatus,
+        volume: AbVolume,
+        operation_id: &str,
+    ) -> Result<(), TridentError>;
+    /// The volume the host runs on (`None`: not known / none).
+    fn booted(&self, status: &HostStatus) -> Result<Option<AbVolume>, TridentError>;
+    /// Commit: `volume` becomes the default boot.
+    fn commit(&self, status: &HostStatus, volume: AbVolume) -> Result<(), TridentError>;
+    /// Daemon start (the record backend simulates a pending reboot here).
+    fn on_start(&self) -> Result<(), TridentError> {
+        Ok(())
+    }
+}
+
+/// Builds the backend selected by `--boot-control`.
+pub fn from_mode(mode: BootControlMode, state_dir: &Path, efivars: &Path) -> Box<dyn BootControl> {
+    match mode {
+        BootControlMode::Record => Box::new(record::RecordBootControl::new(state_dir)),
+        BootControlMode::Uefi => Box::new(uefi::UefiBootControl::new(efivars)),
+    }
+}
