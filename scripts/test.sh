@@ -79,6 +79,11 @@ declare -A APT_FOR_COMMAND=(
     [mcopy]=mtools
     [mksquashfs]=squashfs-tools
     [strip]=binutils
+    # OS configuration and new storage in the new root (servicing_os_config.rs).
+    [useradd]=passwd
+    [mkswap]=util-linux
+    [blkid]=util-linux
+    [mkfs.xfs]=xfsprogs
 )
 # file -> Debian package providing it (packages without a command)
 declare -A APT_FOR_FILE=(

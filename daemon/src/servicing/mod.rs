@@ -69,6 +69,7 @@ pub mod engine;
 pub mod keep_alive;
 pub mod locks;
 pub mod new_root;
+pub mod new_storage;
 pub mod os_config;
 pub mod reboot;
 pub mod runner;

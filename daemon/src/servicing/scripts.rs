@@ -24,6 +24,9 @@ pub const ENV_OPERATION_ID: &str = "TRIDENT_OPERATION_ID";
 pub const ENV_TARGET_DISKS: &str = "TRIDENT_TARGET_DISKS";
 pub const ENV_SCRIPT_NAME: &str = "TRIDENT_SCRIPT_NAME";
 pub const ENV_TARGET_VOLUME: &str = "TRIDENT_TARGET_VOLUME";
+/// Upstream's name for the servicing type, with upstream's values
+/// ([`ServicingType::upstream_name`]), beside our `TRIDENT_SERVICING_TYPE`.
+pub const ENV_UPSTREAM_SERVICING_TYPE: &str = "SERVICING_TYPE";
 /// Where the new root is mounted (postProvision / postConfigure), as
 /// upstream names it; unset when the new root is not mounted.
 pub const ENV_TARGET_ROOT: &str = "TARGET_ROOT";
@@ -40,6 +43,14 @@ impl ServicingType {
         match self {
             Self::CleanInstall => "clean-install",
             Self::AbUpdate => "ab-update",
+        }
+    }
+
+    /// Upstream's `SERVICING_TYPE` value.
+    pub fn upstream_name(self) -> &'static str {
+        match self {
+            Self::CleanInstall => "clean_install",
+            Self::AbUpdate => "ab_update",
         }
     }
 
@@ -228,6 +239,10 @@ fn command(r: &Runnable<'_>, env: &ScriptEnv) -> Result<Command, TridentError> {
     cmd.args(r.arguments)
         .envs(r.env)
         .env(ENV_SERVICING_TYPE, env.servicing_type.as_str())
+        .env(
+            ENV_UPSTREAM_SERVICING_TYPE,
+            env.servicing_type.upstream_name(),
+        )
         .env(ENV_OPERATION_ID, &env.operation_id)
         .env(ENV_TARGET_DISKS, env.target_disks.join(":"))
         .env(ENV_SCRIPT_NAME, r.name)
@@ -347,6 +362,7 @@ mod tests {
         let c = check(
             "env",
             "test \"$TRIDENT_SERVICING_TYPE\" = ab-update && test \"$TRIDENT_OPERATION_ID\" = op-7 \
+             && test \"$SERVICING_TYPE\" = ab_update \
              && test \"$TRIDENT_TARGET_VOLUME\" = volume-b && test \"$0\" = env",
             Some(5),
         );

@@ -117,11 +117,6 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
             "storage.verity",
             Subkind::UnsupportedFeature,
         ),
-        (
-            "  swap: [esp]\n",
-            "storage.swap",
-            Subkind::UnsupportedFeature,
-        ),
     ];
     for (snippet, key, subkind) in cases {
         let yaml = good().replace("  abUpdate:\n", &format!("{snippet}  abUpdate:\n"));
@@ -136,10 +131,6 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
         );
     }
     for (snippet, key) in [
-        (
-            "os:\n  kernelCommandLine: {extraCommandLine: [quiet]}\n",
-            "os.kernelCommandLine",
-        ),
         (
             "os:\n  sysexts: [{url: 'http://x/e.raw', sha384: ignored}]\n",
             "os.sysexts",
@@ -182,14 +173,14 @@ fn upstream_defaults_are_accepted_as_not_configured() {
 #[test]
 fn unsupported_error_says_what_to_use_instead_and_names_nested_paths() {
     let yaml = good().replace(
-        "{ id: root-b, type: root, size: 2G }",
-        "{ id: root-b, type: root, size: 2G, label: second }",
+        "{ deviceId: root, mountPoint: / }",
+        "{ deviceId: root, mountPoint: /, overrideEspMount: block }",
     );
     let err = err_of(&yaml);
     assert_eq!(err.category(), Category::UnsupportedConfiguration);
     assert!(
         err.message()
-            .contains("'storage.disks[0].partitions[2].label' (line 12, column "),
+            .contains("'storage.filesystems[1].overrideEspMount' (line 18, column "),
         "{}",
         err.message()
     );
@@ -197,15 +188,58 @@ fn unsupported_error_says_what_to_use_instead_and_names_nested_paths() {
 
     let yaml = good().replace(
         "{ deviceId: root, mountPoint: / }",
-        "{ deviceId: root, mountPoint: /, source: new, type: ext4 }",
+        "{ deviceId: root, mountPoint: /, source: new, type: tmpfs }",
     );
     let err = err_of(&yaml);
     assert!(
-        err.message().contains("'storage.filesystems[1].source'"),
+        err.message().contains("'storage.filesystems[1].type'"),
         "{}",
         err.message()
     );
-    assert!(err.message().contains("source: image"), "{}", err.message());
+    assert!(
+        err.message().contains("ext4, xfs or vfat"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn new_filesystems_and_swap_are_accepted_and_checked() {
+    let yaml = good()
+        .replace("{ id: root-b, type: root, size: 2G }\n", "{ id: root-b, type: root, size: 2G }\n    - { id: data, size: 1G }\n    - { id: sw, type: swap, size: 1G }\n")
+        .replace(
+            "  - { deviceId: root, mountPoint: / }\n",
+            "  - { deviceId: root, mountPoint: / }\n  - { deviceId: data, source: new, type: xfs, mountPoint: { path: /srv, options: noatime } }\n  swap: [sw]\n",
+        );
+    let hc = parse(&yaml).unwrap_or_else(|e| panic!("{}\n{yaml}", e.report()));
+    assert_eq!(hc.storage.swap[0].device_id, "sw");
+    assert_eq!(
+        hc.storage.filesystems[2].mount_point.options(),
+        Some("noatime")
+    );
+    for (from, to, key) in [
+        ("swap: [sw]", "swap: [nope]", "storage.swap[0].deviceId"),
+        ("swap: [sw]", "swap: [data]", "storage.swap[0].deviceId"),
+        ("swap: [sw]", "swap: [sw, sw]", "storage.swap[1].deviceId"),
+        (
+            "source: new, type: xfs,",
+            "source: new,",
+            "storage.filesystems[2].type",
+        ),
+    ] {
+        let err = err_of(&yaml.replace(from, to));
+        assert_eq!(
+            err.subkind(),
+            Subkind::InvalidHostConfiguration,
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains(&format!("'{key}'")),
+            "{}",
+            err.message()
+        );
+    }
 }
 
 #[test]
@@ -431,6 +465,81 @@ fn unknown_key_inside_a_mount_point_is_named() {
     assert!(
         err.message()
             .contains("storage.filesystems[0].mountPoint.option"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn partition_uuid_and_label_are_checked_against_gpt_limits() {
+    let guid = "8c9e1a52-1f3b-4a7e-9d55-0e6b2f1c3a77";
+    let ok = good().replace(
+        "size: 64M }",
+        &format!("size: 64M, uuid: {guid}, label: EFI }}"),
+    );
+    let hc = parse(&ok).unwrap();
+    assert_eq!(
+        hc.storage.disks[0].partitions[0].label.as_deref(),
+        Some("EFI")
+    );
+    for (from, to, key) in [
+        (
+            "size: 64M }",
+            "size: 64M, uuid: nope }".to_owned(),
+            "partitions[0].uuid",
+        ),
+        (
+            "size: 64M }",
+            format!("size: 64M, label: {} }}", "x".repeat(37)),
+            "partitions[0].label",
+        ),
+        (
+            "{ id: root-b, type: root, size: 2G }",
+            format!("{{ id: root-b, type: root, size: 2G, uuid: {guid} }}"),
+            "partitions[2].uuid",
+        ),
+    ] {
+        let yaml = ok.replace(from, &to);
+        let yaml = if key.ends_with("[2].uuid") {
+            yaml
+        } else {
+            good().replace(from, &to)
+        };
+        let err = err_of(&yaml);
+        assert_eq!(
+            err.subkind(),
+            Subkind::InvalidHostConfiguration,
+            "{}",
+            err.message()
+        );
+        assert!(
+            err.message().contains(&format!("'storage.disks[0].{key}'")),
+            "{}",
+            err.message()
+        );
+    }
+}
+
+#[test]
+fn extra_kernel_arguments_are_single_words() {
+    let ok = format!(
+        "{}os:\n  kernelCommandLine: {{extraCommandLine: [quiet, console=ttyS0]}}\n",
+        good()
+    );
+    assert_eq!(
+        parse(&ok)
+            .unwrap()
+            .os
+            .kernel_command_line
+            .extra_command_line
+            .len(),
+        2
+    );
+    let err = err_of(&ok.replace("quiet", "'a b'"));
+    assert_eq!(err.subkind(), Subkind::InvalidHostConfiguration);
+    assert!(
+        err.message()
+            .contains("'os.kernelCommandLine.extraCommandLine[0]'"),
         "{}",
         err.message()
     );

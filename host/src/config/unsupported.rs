@@ -4,7 +4,9 @@
 //! there is one, what to use instead. When the engine learns to apply a
 //! feature, delete its rule here (and update the README's key table).
 
-use super::{FilesystemSource, HostConfiguration, OverrideEspMount, UefiFallbackMode, spans};
+use super::{
+    FileSystemType, FilesystemSource, HostConfiguration, OverrideEspMount, UefiFallbackMode, spans,
+};
 use crate::error::{Subkind, TridentError};
 
 /// One refused feature.
@@ -37,33 +39,8 @@ fn each<T>(items: &[T], base: &str, suffix: &str, uses: impl Fn(&T) -> bool) -> 
         .collect()
 }
 
-fn partitions(
-    hc: &HostConfiguration,
-    key: &str,
-    uses: fn(&super::Partition) -> bool,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    for (d, disk) in hc.storage.disks.iter().enumerate() {
-        let base = format!("storage.disks[{d}].partitions");
-        out.extend(each(&disk.partitions, &base, key, uses));
-    }
-    out
-}
-
 /// Every refused feature, in document order of the keys.
 pub const RULES: &[Rule] = &[
-    Rule {
-        key: "storage.disks[].partitions[].uuid",
-        what: "writing a chosen partition GUID",
-        instead: Some("leave it out: a random GUID is written"),
-        used: |hc| partitions(hc, ".uuid", |p| p.uuid.is_some()),
-    },
-    Rule {
-        key: "storage.disks[].partitions[].label",
-        what: "writing a chosen GPT partition name",
-        instead: Some("leave it out: the partition id is written as its GPT name"),
-        used: |hc| partitions(hc, ".label", |p| p.label.is_some()),
-    },
     Rule {
         key: "storage.disks[].adoptedPartitions",
         what: "adopting existing partitions",
@@ -96,21 +73,23 @@ pub const RULES: &[Rule] = &[
         used: |hc| when(!hc.storage.verity.is_empty(), "storage.verity"),
     },
     Rule {
-        key: "storage.swap",
-        what: "swap (mkswap, fstab)",
-        instead: None,
-        used: |hc| when(!hc.storage.swap.is_empty(), "storage.swap"),
-    },
-    Rule {
-        key: "storage.filesystems[].source: new",
-        what: "creating new filesystems (mkfs)",
-        instead: Some("ship the filesystem in the COSI image (source: image)"),
+        key: "storage.filesystems[].type: ntfs | tmpfs | auto (source: new)",
+        what: "creating a filesystem of this type",
+        instead: Some("ext4, xfs or vfat"),
         used: |hc| {
             each(
                 &hc.storage.filesystems,
                 "storage.filesystems",
-                ".source",
-                |f| f.source == Some(FilesystemSource::New),
+                ".type",
+                |f| {
+                    f.source == Some(FilesystemSource::New)
+                        && matches!(
+                            f.fs_type,
+                            Some(
+                                FileSystemType::Ntfs | FileSystemType::Tmpfs | FileSystemType::Auto
+                            )
+                        )
+                },
             )
         },
     },
@@ -148,17 +127,6 @@ pub const RULES: &[Rule] = &[
             each(&hc.storage.filesystems, "storage.filesystems", "", |f| {
                 f.mount_point.is_none()
             })
-        },
-    },
-    Rule {
-        key: "os.kernelCommandLine",
-        what: "extra kernel command line arguments",
-        instead: None,
-        used: |hc| {
-            when(
-                !hc.os.kernel_command_line.extra_command_line.is_empty(),
-                "os.kernelCommandLine",
-            )
         },
     },
     Rule {

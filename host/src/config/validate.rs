@@ -16,7 +16,24 @@ pub fn validate(hc: &HostConfiguration) -> Result<(), TridentError> {
     validate_image(hc)?;
     validate_storage(hc)?;
     validate_scripts(hc)?;
+    validate_kernel_command_line(hc)?;
     Ok(())
+}
+
+/// Each extra kernel argument is one word of the boot entry's options.
+fn validate_kernel_command_line(hc: &HostConfiguration) -> Result<(), TridentError> {
+    let args = &hc.os.kernel_command_line.extra_command_line;
+    match args
+        .iter()
+        .position(|a| a.is_empty() || a.chars().any(char::is_whitespace))
+    {
+        Some(i) => Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("os.kernelCommandLine.extraCommandLine[{i}]"),
+            format!("'{}' is not one kernel argument (no spaces)", args[i]),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn validate_image(hc: &HostConfiguration) -> Result<(), TridentError> {
@@ -90,6 +107,7 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
     };
     let mut partitions: HashSet<&str> = HashSet::new();
     let mut devices: HashSet<&str> = HashSet::new();
+    let mut guids: HashMap<uuid::Uuid, String> = HashMap::new();
     for (d, disk) in storage.disks.iter().enumerate() {
         claim(&disk.id, format!("storage.disks[{d}].id"))?;
         if disk.device.is_empty() || !disk.device.starts_with('/') {
@@ -112,6 +130,11 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
         for (p, part) in disk.partitions.iter().enumerate() {
             claim(&part.id, format!("storage.disks[{d}].partitions[{p}].id"))?;
             partitions.insert(&part.id);
+            check_gpt_identity(
+                &format!("storage.disks[{d}].partitions[{p}]"),
+                part,
+                &mut guids,
+            )?;
         }
         check_sizes(d, disk)?;
     }
@@ -141,7 +164,37 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
             }
         }
     }
-    validate_filesystems(hc, &partitions, &paired)
+    validate_filesystems(hc, &partitions, &paired)?;
+    validate_swap(hc, &partitions, &paired)
+}
+
+/// Each swap device is a partition of its own: not paired, not holding a
+/// filesystem, listed once.
+fn validate_swap(
+    hc: &HostConfiguration,
+    partitions: &HashSet<&str>,
+    paired: &HashMap<&str, String>,
+) -> Result<(), TridentError> {
+    let mut seen = HashSet::new();
+    for (i, swap) in hc.storage.swap.iter().enumerate() {
+        let path = format!("storage.swap[{i}].deviceId");
+        let dev = swap.device_id.as_str();
+        let problem = if !partitions.contains(dev) {
+            Some(format!("references unknown partition '{dev}'"))
+        } else if paired.contains_key(dev) {
+            Some(format!("partition '{dev}' is in a volume pair"))
+        } else if hc.storage.filesystems.iter().any(|f| f.device_id == dev) {
+            Some(format!("partition '{dev}' holds a filesystem"))
+        } else if !seen.insert(dev) {
+            Some(format!("partition '{dev}' is listed twice"))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(invalid(Subkind::InvalidHostConfiguration, &path, problem));
+        }
+    }
+    Ok(())
 }
 
 fn validate_filesystems(
@@ -163,11 +216,18 @@ fn validate_filesystems(
                     .into(),
             ));
         }
+        if fs.effective_source() == FilesystemSource::New && fs.fs_type.is_none() {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.type"),
+                "required for a new filesystem (ext4, xfs or vfat)".into(),
+            ));
+        }
         if dev.is_empty() {
             return Err(invalid(
                 Subkind::InvalidHostConfiguration,
                 &format!("{base}.deviceId"),
-                "required for a filesystem from the image".into(),
+                "required: the partition or volume pair the filesystem is on".into(),
             ));
         }
         let is_pair = hc.find_volume_pair(dev).is_some();
@@ -293,6 +353,42 @@ fn check_systemd_check(
             Subkind::InvalidHostConfiguration,
             &format!("{base}.systemdServices"),
             "name at least one unit".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// GPT limits of a partition's `uuid` (a GUID, unique on the host) and
+/// `label` (at most 36 UTF-16 units).
+fn check_gpt_identity(
+    base: &str,
+    part: &super::Partition,
+    guids: &mut HashMap<uuid::Uuid, String>,
+) -> Result<(), TridentError> {
+    if let Some(text) = &part.uuid {
+        let path = format!("{base}.uuid");
+        let Ok(guid) = uuid::Uuid::parse_str(text) else {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &path,
+                format!("'{text}' is not a GUID"),
+            ));
+        };
+        if let Some(first) = guids.insert(guid, path.clone()) {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &path,
+                format!("GUID '{text}' is already used at '{first}'"),
+            ));
+        }
+    }
+    if let Some(label) = &part.label
+        && label.encode_utf16().count() > 36
+    {
+        return Err(invalid(
+            Subkind::InvalidHostConfiguration,
+            &format!("{base}.label"),
+            format!("'{label}' is longer than a GPT name (36 UTF-16 units)"),
         ));
     }
     Ok(())

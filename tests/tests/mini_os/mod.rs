@@ -22,6 +22,20 @@ pub const CMDLINE: &str = "console=ttyS0 quiet";
 /// Content of the fake systemd-boot EFI binary in the image.
 pub const FAKE_SYSTEMD_BOOT: &str = "fake systemd-boot efi binary";
 
+/// What a real OS has and the OS configuration edits: account databases
+/// (`useradd --root`), sshd's config, a unit to enable.
+pub const BASE_FILES: [(&str, &str); 6] = [
+    ("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n"),
+    ("etc/group", "root:x:0:\n"),
+    ("etc/shadow", "root:*:19000:0:99999:7:::\n"),
+    ("etc/gshadow", "root:*::\n"),
+    ("etc/ssh/sshd_config", "PasswordAuthentication no\n"),
+    (
+        "usr/lib/systemd/system/site.service",
+        "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
+    ),
+];
+
 pub fn running_as_root() -> bool {
     nix_euid() == 0
 }
@@ -50,6 +64,11 @@ pub fn build(dir: &Path, version: &str) -> FixtureOutput {
     }
     std::fs::write(tree.join("etc/os-release"), &os_release).unwrap();
     std::fs::write(tree.join("etc/fstab"), "# image fstab\n").unwrap();
+    for (path, text) in BASE_FILES {
+        let path = tree.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
     std::fs::create_dir_all(tree.join("etc/kernel")).unwrap();
     std::fs::write(
         tree.join("etc/kernel/cmdline"),

@@ -72,7 +72,8 @@ fn plan_gpt(disk: &Disk) -> Result<Gpt, TridentError> {
                     )?,
                     None => Uuid::new_v4(),
                 },
-                name: p.id.clone(),
+                // The configured GPT name, else the partition id.
+                name: p.label.clone().unwrap_or_else(|| p.id.clone()),
                 size: match p.size {
                     PartitionSize::Bytes(b) => Some(b),
                     PartitionSize::Grow => None,

@@ -11,6 +11,7 @@ use trident_telemetry::progress::{Phase, Unit};
 use super::layout::{self, Targets};
 use super::{blocking, next_status, script_phase, validate_phase, write};
 use crate::servicing::new_root::{NewRootRequest, service_new_root};
+use crate::servicing::new_storage;
 use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
 
@@ -125,9 +126,11 @@ async fn stage(
         .image
         .clone()
         .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
-    let written = targets.clone();
+    let written = new_storage::image_targets(&hc, &targets);
     let image_hash =
         blocking(move || write::write_image(&image.url, &image.sha384, &written)).await?;
+    let (new_hc, new_layout, new_targets) = (hc.clone(), current.layout.clone(), targets.clone());
+    blocking(move || new_storage::create(&new_hc, &new_layout, &new_targets, false)).await?;
     let new_root = NewRootRequest {
         hc: hc.clone(),
         layout: current.layout.clone(),

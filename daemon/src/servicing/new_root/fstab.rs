@@ -1,6 +1,6 @@
 //! `/etc/fstab` of the new root, from the Host Configuration's
 //! filesystems: each by PARTUUID of the partition it lands on for the
-//! serviced volume, with `mountPoint.options`.
+//! serviced volume, with `mountPoint.options`; then `storage.swap`.
 
 use trident_host::config::FileSystemType;
 use trident_host::{ResultExt, Subkind, TridentError};
@@ -42,6 +42,21 @@ pub fn render(root: &NewRoot) -> Result<String, TridentError> {
         let pass = if path == "/" { 1 } else { 2 };
         out.push_str(&format!(
             "PARTUUID={} {path} {fs_type} {options} 0 {pass}\n",
+            part.part_uuid
+        ));
+    }
+    for (i, swap) in root.hc.storage.swap.iter().enumerate() {
+        let Some(part) = root.partitions.get(&swap.device_id) else {
+            return Err(TridentError::new(
+                Subkind::ConfigureNewRoot,
+                format!(
+                    "storage.swap[{i}]: partition '{}' is not on disk",
+                    swap.device_id
+                ),
+            ));
+        };
+        out.push_str(&format!(
+            "PARTUUID={} none swap defaults 0 0\n",
             part.part_uuid
         ));
     }

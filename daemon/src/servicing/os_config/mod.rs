@@ -27,16 +27,17 @@ use std::process::Command;
 use trident_host::config::Os;
 use trident_host::{Subkind, TridentError};
 
-/// Why a key of `os` could not be applied. Every variant names the key path
-/// (`os.users[0].sshPublicKeys`).
+/// Why a key of `os` could not be applied. Every variant carries the key
+/// path (`os.users[0].sshPublicKeys`, [`OsConfigError::key`]); the
+/// conversion to [`TridentError`] puts it first in the message.
 #[derive(Debug, thiserror::Error)]
 pub enum OsConfigError {
     /// The configuration asks for something the new root cannot take (a
     /// path escaping the root, SELinux on an image without it).
-    #[error("{key}: {message}")]
+    #[error("{message}")]
     Refused { key: String, message: String },
     /// Reading or writing a file of the new root failed.
-    #[error("{key}: {message}")]
+    #[error("{message}")]
     Io {
         key: String,
         message: String,
@@ -44,7 +45,7 @@ pub enum OsConfigError {
         source: std::io::Error,
     },
     /// A tool run on the new root failed.
-    #[error("{key}: `{command}` failed: {detail}")]
+    #[error("`{command}` failed: {detail}")]
     Tool {
         key: String,
         command: String,
@@ -78,14 +79,18 @@ impl OsConfigError {
 
 impl From<OsConfigError> for TridentError {
     fn from(e: OsConfigError) -> Self {
-        let subkind = match e {
+        let message = format!("Host Configuration key '{}': {e}", e.key());
+        match e {
             // The image lacks what the configuration needs: the request
             // does not match the image, not a servicing fault.
-            OsConfigError::Refused { .. } => Subkind::ImageDoesNotMatchConfiguration,
-            OsConfigError::Io { .. } | OsConfigError::Tool { .. } => Subkind::ApplyOsConfig,
-        };
-        let message = format!("Host Configuration key '{}': {e}", e.key());
-        TridentError::with_source(subkind, message, e)
+            OsConfigError::Refused { .. } => {
+                TridentError::new(Subkind::ImageDoesNotMatchConfiguration, message)
+            }
+            OsConfigError::Tool { .. } => TridentError::new(Subkind::ApplyOsConfig, message),
+            OsConfigError::Io { source, .. } => {
+                TridentError::with_source(Subkind::ApplyOsConfig, message, source)
+            }
+        }
     }
 }
 

@@ -1,0 +1,104 @@
+//! Storage the image does not carry: filesystems with `source: new` are
+//! created (`mkfs.ext4`, `mkfs.xfs`, `mkfs.vfat`) on their partitions and
+//! `storage.swap` partitions formatted (`mkswap`), after the images are
+//! written and before the new root is mounted, so the new filesystems are
+//! mounted in it and its fstab names them. Each runs on a loop device over
+//! the partition's byte range (disk-image files and block devices alike).
+
+use std::collections::BTreeMap;
+
+use trident_host::config::{FileSystemType, FilesystemSource, HostConfiguration};
+use trident_host::status::PartitionLayout;
+use trident_host::{ContextExt, Subkind, TridentError};
+
+use super::engine::layout::WriteTarget;
+use super::new_root::tools::{LoopDevice, run_tool};
+
+/// The targets whose content comes from the image (`targets` minus the
+/// filesystems created here).
+pub fn image_targets(
+    hc: &HostConfiguration,
+    targets: &BTreeMap<String, WriteTarget>,
+) -> BTreeMap<String, WriteTarget> {
+    targets
+        .iter()
+        .filter(|(mount_point, _)| new_filesystem_type(hc, mount_point).is_none())
+        .map(|(m, t)| (m.clone(), t.clone()))
+        .collect()
+}
+
+/// The type of the `source: new` filesystem mounted at `mount_point`.
+fn new_filesystem_type(hc: &HostConfiguration, mount_point: &str) -> Option<FileSystemType> {
+    hc.storage
+        .filesystems
+        .iter()
+        .find(|f| f.mount_point.path() == mount_point)
+        .filter(|f| f.effective_source() == FilesystemSource::New)
+        .and_then(|f| f.fs_type)
+}
+
+/// The mkfs command line for `fs_type` (validation admits only these).
+fn mkfs_command(fs_type: FileSystemType) -> Option<(&'static str, &'static [&'static str])> {
+    match fs_type {
+        FileSystemType::Ext4 => Some(("mkfs.ext4", &["-q", "-F"])),
+        FileSystemType::Xfs => Some(("mkfs.xfs", &["-q", "-f"])),
+        FileSystemType::Vfat => Some(("mkfs.vfat", &[])),
+        FileSystemType::Ntfs | FileSystemType::Tmpfs | FileSystemType::Auto => None,
+    }
+}
+
+/// Creates every `source: new` filesystem of `targets`, and formats the
+/// swap partitions when `format_swap` (install: an A/B update leaves them
+/// alone). Blocking.
+pub fn create(
+    hc: &HostConfiguration,
+    layout: &BTreeMap<String, PartitionLayout>,
+    targets: &BTreeMap<String, WriteTarget>,
+    format_swap: bool,
+) -> Result<(), TridentError> {
+    for (mount_point, target) in targets {
+        let Some(fs_type) = new_filesystem_type(hc, mount_point) else {
+            continue;
+        };
+        let Some((program, flags)) = mkfs_command(fs_type) else {
+            return Err(TridentError::new(
+                Subkind::InvalidHostConfiguration,
+                format!("'{mount_point}': cannot create a {fs_type:?} filesystem"),
+            ));
+        };
+        format_partition(&target.layout, program, flags)
+            .with_context(|| format!("Creating the filesystem of '{mount_point}'"))?;
+        tracing::info!(mount_point, partition = %target.partition_id, program, "filesystem created");
+    }
+    if !format_swap {
+        return Ok(());
+    }
+    for (i, swap) in hc.storage.swap.iter().enumerate() {
+        let place = layout.get(&swap.device_id).ok_or_else(|| {
+            TridentError::new(
+                Subkind::InvalidHostConfiguration,
+                format!(
+                    "Host Configuration key 'storage.swap[{i}]': partition '{}' is not in the layout",
+                    swap.device_id
+                ),
+            )
+        })?;
+        format_partition(place, "mkswap", &["-q"])
+            .with_context(|| format!("Formatting swap partition '{}'", swap.device_id))?;
+        tracing::info!(partition = %swap.device_id, "swap formatted");
+    }
+    Ok(())
+}
+
+fn format_partition(
+    place: &PartitionLayout,
+    program: &str,
+    flags: &[&str],
+) -> Result<(), TridentError> {
+    let device = LoopDevice::attach(&place.device, place.offset, place.size)?;
+    let path = device.path_str();
+    let mut args = flags.to_vec();
+    args.push(&path);
+    run_tool(program, &args, Subkind::WriteImage)?;
+    Ok(())
+}
