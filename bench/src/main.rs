@@ -7,6 +7,7 @@
 mod daemon;
 mod end_to_end;
 mod hot_path;
+mod legacy_bridge;
 mod memory;
 mod otlp_export;
 mod rcp;
@@ -22,7 +23,7 @@ const ALL: &[&str] = &["hot-path", "end-to-end", "memory"];
 
 /// Usage line, naming every benchmark (the last four are run by name only:
 /// three need a few GB of disk, rcp starts a thousand agents).
-const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp]... [--quick]";
+const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp|legacy-bridge]... [--quick]";
 
 fn main() -> anyhow::Result<()> {
     let mut quick = false;
@@ -56,6 +57,7 @@ fn main() -> anyhow::Result<()> {
             "otlp-export" => otlp_export::run(quick)?,
             "servicing" => servicing::run(quick)?,
             "rcp" => rcp::run(quick)?,
+            "legacy-bridge" => legacy_bridge::run(quick)?,
             other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
         }
     }
