@@ -10,10 +10,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tonic::metadata::MetadataValue;
-use tonic::transport::Channel;
-use trident_proto::client::{connect_uds, uds_endpoint};
+use trident_proto::client::{OptedInChannel, connect_uds, opt_in, uds_endpoint};
 
 use crate::exit::{CliError, CliResult, ConnectFailure};
+
+/// The CLI's channel to the daemon: every call opts in to all of our
+/// additions (`trident-additions: all`): progress on servicing streams, our
+/// ids and the full error report.
+pub type Channel = OptedInChannel;
 
 /// Default socket of tridentd.
 pub const DEFAULT_SOCKET: &str = "/run/trident/listen.sock";
@@ -72,6 +76,7 @@ pub async fn connect(socket: &Path) -> CliResult<Channel> {
     let endpoint = uds_endpoint().connect_timeout(CONNECT_TIMEOUT);
     connect_uds(endpoint, socket)
         .await
+        .map(|channel| opt_in(channel, trident_proto::ADDITION_ALL))
         .map_err(|e| classify(socket, &e))
 }
 
@@ -164,17 +169,12 @@ impl TraceParent {
     }
 
     /// Wraps `message` in a servicing request carrying this trace context
-    /// and the additions the CLI understands (the operation's full error
-    /// report in the stream, so a failure needs no second call).
+    /// (the additions header comes from the channel, see [`Channel`]).
     pub fn request<T>(&self, message: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);
         if let Ok(value) = MetadataValue::try_from(self.header()) {
             request.metadata_mut().insert(TRACEPARENT, value);
         }
-        request.metadata_mut().insert(
-            trident_proto::ADDITIONS_HEADER,
-            MetadataValue::from_static(trident_proto::ADDITION_ERROR_REPORT),
-        );
         request
     }
 }

@@ -11,7 +11,12 @@ use std::path::PathBuf;
 
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::{Interceptor, interceptor::InterceptedService};
 use tonic::transport::{Channel, Endpoint, Error};
+use tonic::{Request, Status};
+
+use crate::ADDITIONS_HEADER;
 
 /// The URI of every Unix-socket endpoint (its authority is what servers see).
 pub const UDS_URI: &str = "http://localhost";
@@ -41,6 +46,31 @@ pub async fn connect_uds(endpoint: Endpoint, socket: impl Into<PathBuf>) -> Resu
 /// default endpoint settings.
 pub async fn uds_channel(socket: impl Into<PathBuf>) -> Result<Channel, Error> {
     connect_uds(uds_endpoint(), socket).await
+}
+
+/// A channel whose every request opts in to additions (see [`opt_in`]).
+pub type OptedInChannel = InterceptedService<Channel, OptIn>;
+
+/// Adds the [`ADDITIONS_HEADER`] to every request that does not already
+/// carry one (a request's own header wins, so one call can ask for less).
+#[derive(Debug, Clone)]
+pub struct OptIn(MetadataValue<Ascii>);
+
+impl Interceptor for OptIn {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if !request.metadata().contains_key(ADDITIONS_HEADER) {
+            request
+                .metadata_mut()
+                .insert(ADDITIONS_HEADER, self.0.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// Wraps `channel` so every call opts in to `names` (a comma list of
+/// `ADDITION_*` names, e.g. [`crate::ADDITION_ALL`]).
+pub fn opt_in(channel: Channel, names: &'static str) -> OptedInChannel {
+    InterceptedService::new(channel, OptIn(MetadataValue::from_static(names)))
 }
 
 #[cfg(test)]

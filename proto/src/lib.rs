@@ -21,13 +21,37 @@ pub mod v1preview {
 
 /// Request metadata header by which a client opts in to our additions in
 /// upstream messages (rule 6 of `proto/README.md`: new behaviour is opt-in).
-/// Its value is a comma-separated list of addition names, e.g.
-/// `error-report`; names the daemon does not know are ignored.
+/// Its value is a comma-separated list of addition names (any of the
+/// `ADDITION_*` constants, case-insensitive), e.g. `progress, ids`; the
+/// header may repeat. Names the daemon does not know are ignored, so a newer
+/// client keeps working against an older daemon. Without the header every
+/// upstream message is exactly what upstream Trident sends: none of our
+/// fields numbered 1000 and up is set, and a servicing stream is one
+/// `Started`, `Log` messages and one `Completed`.
 pub const ADDITIONS_HEADER: &str = "trident-additions";
 
+/// Addition name (in [`ADDITIONS_HEADER`]): servicing streams carry live
+/// progress (`ServicingResponse.progress`, field 1000) between `Started`
+/// and `Completed`. Upstream's Rust client fails an operation on a message
+/// whose `response` it does not know, so this is never sent by default.
+pub const ADDITION_PROGRESS: &str = "progress";
+
+/// Addition name (in [`ADDITIONS_HEADER`]): our identifying and diagnostic
+/// fields numbered 1000 and up inside upstream's messages are filled:
+/// `Started.operation_id` / `cursor` / `trace_id`, `TridentError.context` /
+/// `causes` / `operation_id` / `trace_id` / `timestamp` (in `Completed`,
+/// `GetLastError` and `ValidateHostConfiguration`) and
+/// `VersionResponse.git_commit`.
+pub const ADDITION_IDS: &str = "ids";
+
 /// Addition name (in [`ADDITIONS_HEADER`]): servicing streams carry the
-/// operation's full error report (`ServicingResponse.error_report`).
+/// operation's full error report (`ServicingResponse.error_report`, field
+/// 1001) before `Completed` when it fails.
 pub const ADDITION_ERROR_REPORT: &str = "error-report";
+
+/// Addition name (in [`ADDITIONS_HEADER`]): every addition this daemon
+/// knows, now and in later releases. The `trident` CLI sends it.
+pub const ADDITION_ALL: &str = "all";
 
 /// Encoded `FileDescriptorSet` of every Trident .proto file (and the
 /// well-known types they import), for gRPC server reflection.

@@ -32,7 +32,6 @@ use nix::{
     unistd::Pid,
 };
 use tempfile::TempDir;
-use tonic::transport::Channel;
 
 /// Env var: directory holding the built binaries (overrides the default
 /// `target/<profile>` derived from the test executable's location).
@@ -61,8 +60,27 @@ pub fn bin_path(name: &str) -> PathBuf {
     bin_dir().join(name)
 }
 
-/// A tonic channel over the Unix socket at `path` (HTTP/2, authority "localhost").
+/// The tests' channel: every call opts in to all of our additions
+/// (`trident-additions: all`), as the `trident` CLI does, so tests see our
+/// fields (operation ids, progress, error reports). A test of what an
+/// upstream client sees uses [`strict_uds_channel`].
+pub type Channel = trident_proto::client::OptedInChannel;
+
+/// A tonic channel over the Unix socket at `path` (HTTP/2, authority
+/// "localhost"), opted in to all additions (see [`Channel`]).
 pub async fn uds_channel(path: impl Into<PathBuf>) -> anyhow::Result<Channel> {
+    let channel = trident_proto::client::uds_channel(path).await?;
+    Ok(trident_proto::client::opt_in(
+        channel,
+        trident_proto::ADDITION_ALL,
+    ))
+}
+
+/// A plain channel, without the additions header: what a client built
+/// from upstream's schema sends.
+pub async fn strict_uds_channel(
+    path: impl Into<PathBuf>,
+) -> anyhow::Result<tonic::transport::Channel> {
     Ok(trident_proto::client::uds_channel(path).await?)
 }
 
@@ -276,9 +294,14 @@ impl Daemon {
             .unwrap_or_default()
     }
 
-    /// A new tonic channel to the daemon.
+    /// A new tonic channel to the daemon, opted in to all additions.
     pub async fn channel(&self) -> anyhow::Result<Channel> {
         uds_channel(&self.socket).await
+    }
+
+    /// A new plain channel to the daemon (no additions header).
+    pub async fn strict_channel(&self) -> anyhow::Result<tonic::transport::Channel> {
+        strict_uds_channel(&self.socket).await
     }
 
     /// Sends a signal to the daemon process.

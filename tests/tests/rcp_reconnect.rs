@@ -12,7 +12,7 @@ use std::path::Path;
 
 use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, Relay, WAIT, wait_path};
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
+use trident_e2e::Channel;
 use trident_e2e::{Daemon, uds_channel, watch_snapshot};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::update_service_client::UpdateServiceClient;

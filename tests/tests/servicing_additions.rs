@@ -1,55 +1,207 @@
-//! Our opt-in additions to the servicing stream, end to end: a client that
-//! sends `trident-additions: error-report` gets the failing operation's full
-//! error report in the stream; a client that does not, gets the stream it
-//! always got. And enum values a request names that the daemon does not
-//! know are INVALID_ARGUMENT naming the field.
+//! Strict upstream streams by default and our opt-in additions, end to end
+//! through a real daemon. A client without the `trident-additions` header
+//! (what a client built from upstream's schema sends) gets exactly what
+//! upstream Trident sends: one `Started` with none of our fields, `Log`
+//! messages, one `Completed`; a failed operation's `Completed` says
+//! `REBOOT_NOT_REQUIRED` with no servicing kind. Each addition name turns on
+//! its own part only. And a request that lacks a part upstream requires, or
+//! names an enum value the daemon does not know, is INVALID_ARGUMENT naming
+//! the field.
 
 #![allow(clippy::unwrap_used)]
 
 mod servicing_support;
 
 use servicing_support::{Clients, Collected, Fixture, collect, daemon, hc};
+use trident_e2e::Daemon;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use trident_proto::v1::{self, GetLastErrorRequest, RebootManagement, TridentErrorKind};
-use trident_proto::v1preview::{self, FinalizeInstallRequest, InstallRequest, StageInstallRequest};
-use trident_proto::{ADDITION_ERROR_REPORT, ADDITIONS_HEADER};
+use trident_proto::v1::version_service_client::VersionServiceClient;
+use trident_proto::v1::{
+    self, GetLastErrorRequest, RebootManagement, RebootStatus, Started, TridentErrorKind,
+    VersionRequest, commit_service_client::CommitServiceClient,
+    update_service_client::UpdateServiceClient,
+};
+use trident_proto::v1preview::{
+    self, FinalizeInstallRequest, InstallRequest, StageInstallRequest,
+    install_service_client::InstallServiceClient,
+};
+use trident_proto::{ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITIONS_HEADER};
 
-/// An install request; with `opt_in`, carrying the additions header.
-fn install_request(config: &str, opt_in: bool) -> tonic::Request<InstallRequest> {
-    let mut request = tonic::Request::new(InstallRequest {
-        stage: Some(StageInstallRequest {
-            config: Some(hc(config)),
-        }),
-        finalize: Some(FinalizeInstallRequest { reboot: None }),
-    });
-    if opt_in {
-        request.metadata_mut().insert(
-            ADDITIONS_HEADER,
-            format!("some-future-addition, {ADDITION_ERROR_REPORT}")
-                .parse()
-                .unwrap(),
-        );
+/// `message` as a request; with `additions`, carrying the header.
+fn request<T>(message: T, additions: Option<&str>) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Some(names) = additions {
+        request
+            .metadata_mut()
+            .insert(ADDITIONS_HEADER, names.parse().unwrap());
     }
     request
 }
 
-async fn install(c: &mut Clients, config: &str, opt_in: bool) -> Collected {
-    collect(c.install.install(install_request(config, opt_in)).await).await
+fn install_message(config: &str) -> InstallRequest {
+    InstallRequest {
+        stage: Some(StageInstallRequest {
+            config: Some(hc(config)),
+        }),
+        finalize: Some(FinalizeInstallRequest { reboot: None }),
+    }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn only_a_client_that_opted_in_gets_the_full_error_report_in_the_stream() {
+/// Install over a plain channel (no header unless `additions`).
+async fn install(d: &Daemon, config: &str, additions: Option<&str>) -> Collected {
+    let mut client = InstallServiceClient::new(d.strict_channel().await.unwrap());
+    collect(
+        client
+            .install(request(install_message(config), additions))
+            .await,
+    )
+    .await
+}
+
+/// Commit over a plain channel (no header unless `additions`).
+async fn commit(d: &Daemon, additions: Option<&str>) -> Collected {
+    let mut client = CommitServiceClient::new(d.strict_channel().await.unwrap());
+    let message = v1::CommitRequest { reboot: None };
+    collect(client.commit(request(message, additions)).await).await
+}
+
+/// Asserts `stream` is exactly upstream's shape: Started, Log..., Completed.
+fn assert_upstream_shape(stream: &Collected) {
+    let middle = &stream.order[1..stream.order.len() - 1];
+    assert!(
+        middle.iter().all(|kind| *kind == "log"),
+        "only Log between Started and Completed: {:?}",
+        stream.order
+    );
+    assert_eq!(
+        stream.started.as_ref().unwrap(),
+        &Started::default(),
+        "Started carries none of our fields"
+    );
+}
+
+/// Asserts `error` carries upstream's fields and none of ours (1000+).
+fn assert_upstream_error(error: &v1::TridentError) {
+    assert!(
+        !error.message.is_empty() && !error.subkind.is_empty(),
+        "{error:?}"
+    );
+    assert!(
+        error.context.is_empty()
+            && error.causes.is_empty()
+            && error.operation_id.is_empty()
+            && error.trace_id.is_empty()
+            && error.timestamp.is_none(),
+        "no field of ours in the error: {error:?}"
+    );
+}
+
+/// A fixture whose target disk is too small for its image: installs fail
+/// with a structured error.
+fn failing_fixture() -> (Fixture, String) {
     let fx = Fixture::new();
     let v1 = fx.image("v1", 121, None);
-    // Too small for the image: the install fails with a structured error.
     std::fs::File::create(&fx.disk)
         .unwrap()
         .set_len(32 << 20)
         .unwrap();
-    let d = daemon().await;
-    let mut c = Clients::new(&d).await;
+    let config = fx.config(&v1, "");
+    (fx, config)
+}
 
-    let default = install(&mut c, &fx.config(&v1, ""), false).await;
+#[tokio::test(flavor = "multi_thread")]
+async fn a_default_stream_is_exactly_upstreams_and_each_name_adds_only_its_part() {
+    let fx = Fixture::new();
+    let config = fx.config(&fx.image("v1", 7, None), "");
+    let d = daemon().await;
+
+    let strict = install(&d, &config, None).await;
+    strict.assert_success();
+    assert_upstream_shape(&strict);
+    assert!(strict.completed().servicing_kind.is_some(), "{strict:?}");
+
+    // Unknown names are ignored; `ids` fills Started, without progress.
+    let with_ids = commit(&d, Some(&format!("not-yet-invented, {ADDITION_IDS}"))).await;
+    with_ids.assert_success();
+    assert!(
+        !with_ids.order.contains(&"progress"),
+        "{:?}",
+        with_ids.order
+    );
+    let started = with_ids.started.as_ref().unwrap();
+    assert!(!started.operation_id.is_empty() && started.trace_id.len() == 32);
+    assert!(started.cursor.is_some(), "{started:?}");
+
+    // `progress` alone: progress messages, and still no id in Started.
+    let fx = Fixture::new();
+    let config = fx.config(&fx.image("v1", 8, None), "");
+    let d = daemon().await;
+    let with_progress = install(&d, &config, Some(ADDITION_PROGRESS)).await;
+    with_progress.assert_success();
+    assert!(
+        with_progress.order.contains(&"progress"),
+        "`progress` adds progress: {:?}",
+        with_progress.order
+    );
+    assert_eq!(with_progress.started.as_ref().unwrap(), &Started::default());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_operation_completes_as_upstreams_does() {
+    let (_fx, config) = failing_fixture();
+    let d = daemon().await;
+
+    let strict = install(&d, &config, None).await;
+    assert!(!strict.succeeded());
+    assert_upstream_shape(&strict);
+    let completed = strict.completed();
+    assert_eq!(completed.reboot_status(), RebootStatus::RebootNotRequired);
+    assert_eq!(completed.servicing_kind, None, "{completed:?}");
+    assert_eq!(completed.image_hash, None, "{completed:?}");
+    assert_upstream_error(strict.error());
+
+    // The same failure with `ids`: our fields of the error are there.
+    let with_ids = install(&d, &config, Some(ADDITION_IDS)).await;
+    assert_eq!(
+        with_ids.completed().reboot_status(),
+        RebootStatus::RebootNotRequired
+    );
+    let error = with_ids.error();
+    assert_eq!(error.operation_id, with_ids.operation_id());
+    assert_eq!(error.trace_id.len(), 32, "{error:?}");
+    assert!(
+        !error.causes.is_empty() && error.timestamp.is_some(),
+        "{error:?}"
+    );
+
+    // GetLastError of v1preview: upstream's fields only, unless opted in.
+    let mut status = v1preview::status_service_client::StatusServiceClient::new(
+        d.strict_channel().await.unwrap(),
+    );
+    let last = status
+        .get_last_error(request(v1preview::GetLastErrorRequest {}, None))
+        .await
+        .unwrap()
+        .into_inner()
+        .error
+        .unwrap();
+    assert_upstream_error(&last);
+    let last = status
+        .get_last_error(request(v1preview::GetLastErrorRequest {}, Some("ids")))
+        .await
+        .unwrap()
+        .into_inner()
+        .error
+        .unwrap();
+    assert_eq!(last.operation_id, with_ids.operation_id());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_a_client_that_opted_in_gets_the_full_error_report_in_the_stream() {
+    let (_fx, config) = failing_fixture();
+    let d = daemon().await;
+
+    let default = install(&d, &config, None).await;
     assert!(!default.succeeded());
     assert!(
         default.error_reports.is_empty() && !default.order.contains(&"error-report"),
@@ -57,7 +209,8 @@ async fn only_a_client_that_opted_in_gets_the_full_error_report_in_the_stream() 
         default.order
     );
 
-    let opted_in = install(&mut c, &fx.config(&v1, ""), true).await;
+    let names = format!("some-future-addition, {ADDITION_ERROR_REPORT}, {ADDITION_IDS}");
+    let opted_in = install(&d, &config, Some(&names)).await;
     assert!(!opted_in.succeeded());
     assert_eq!(opted_in.error_reports.len(), 1, "{:?}", opted_in.order);
     let report = &opted_in.error_reports[0];
@@ -87,7 +240,7 @@ async fn only_a_client_that_opted_in_gets_the_full_error_report_in_the_stream() 
     assert!(!report.recent_logs.is_empty(), "recent logs: {report:?}");
 
     // It is the full report, the same one GetLastError answers with.
-    let last = TelemetryServiceClient::new(c.channel.clone())
+    let last = TelemetryServiceClient::new(d.channel().await.unwrap())
         .get_last_error(GetLastErrorRequest {})
         .await
         .unwrap()
@@ -98,31 +251,107 @@ async fn only_a_client_that_opted_in_gets_the_full_error_report_in_the_stream() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn version_says_its_git_commit_only_to_clients_that_opted_in() {
+    let d = daemon().await;
+    let mut client = VersionServiceClient::new(d.strict_channel().await.unwrap());
+    let strict = client
+        .version(request(VersionRequest {}, None))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!strict.version.is_empty());
+    assert_eq!(strict.git_commit, "", "no field of ours by default");
+    let with_ids = client
+        .version(request(VersionRequest {}, Some("IDS")))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(with_ids.version, strict.version);
+    assert!(!with_ids.git_commit.is_empty(), "{with_ids:?}");
+}
+
+/// Asserts `result` is INVALID_ARGUMENT whose message names `field`.
+fn assert_invalid<T: std::fmt::Debug>(result: Result<T, tonic::Status>, field: &str) {
+    let status = result.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(
+        status.message().contains(field),
+        "names {field}: {}",
+        status.message()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_missing_stage_config_or_finalize_is_invalid_argument() {
+    let d = daemon().await;
+    let channel = d.strict_channel().await.unwrap();
+    let mut install = InstallServiceClient::new(channel.clone());
+    let mut update = UpdateServiceClient::new(channel);
+    let full = install_message("storage: {}\n");
+
+    let no_stage = InstallRequest {
+        stage: None,
+        ..full.clone()
+    };
+    assert_invalid(install.install(no_stage).await, "`stage`");
+    let no_config = InstallRequest {
+        stage: Some(StageInstallRequest { config: None }),
+        ..full.clone()
+    };
+    assert_invalid(install.install(no_config).await, "`stage.config`");
+    let no_finalize = InstallRequest {
+        finalize: None,
+        ..full.clone()
+    };
+    assert_invalid(install.install(no_finalize).await, "`finalize`");
+
+    let update_full = v1::UpdateRequest {
+        stage: Some(v1::StageUpdateRequest {
+            config: Some(hc("storage: {}\n")),
+        }),
+        finalize: Some(v1::FinalizeUpdateRequest { reboot: None }),
+    };
+    let no_finalize = v1::UpdateRequest {
+        finalize: None,
+        ..update_full.clone()
+    };
+    assert_invalid(update.update(no_finalize).await, "`finalize`");
+    let no_stage = v1::UpdateRequest {
+        stage: None,
+        ..update_full
+    };
+    assert_invalid(update.update(no_stage).await, "`stage`");
+    assert_invalid(
+        update
+            .update_stage(v1::StageUpdateRequest { config: None })
+            .await,
+        "`config`",
+    );
+
+    // Nothing was started: no operation ran.
+    let mut c = Clients::new(&d).await;
+    assert_eq!(c.state().await, v1preview::ServicingState::NotProvisioned);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_unknown_enum_value_is_invalid_argument_naming_the_field() {
     let d = daemon().await;
     let mut c = Clients::new(&d).await;
 
-    let status = c
-        .update
-        .update_finalize(v1::FinalizeUpdateRequest {
-            reboot: Some(RebootManagement { handling: 99 }),
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), tonic::Code::InvalidArgument);
-    assert!(
-        status.message().contains("reboot.handling"),
-        "{}",
-        status.message()
+    assert_invalid(
+        c.update
+            .update_finalize(v1::FinalizeUpdateRequest {
+                reboot: Some(RebootManagement { handling: 99 }),
+            })
+            .await,
+        "reboot.handling",
     );
-
-    let status = c
-        .rollback
-        .rollback_stage(v1preview::RollbackStageRequest { kind: 99 })
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), tonic::Code::InvalidArgument);
-    assert!(status.message().contains("kind"), "{}", status.message());
+    assert_invalid(
+        c.rollback
+            .rollback_stage(v1preview::RollbackStageRequest { kind: 99 })
+            .await,
+        "kind",
+    );
 
     // Nothing was started: the servicing lock is free.
     assert_eq!(

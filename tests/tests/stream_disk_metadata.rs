@@ -37,7 +37,7 @@ fn expectations() -> Vec<(String, String)> {
 }
 
 async fn stream(
-    client: &mut StreamingServiceClient<tonic::transport::Channel>,
+    client: &mut StreamingServiceClient<trident_e2e::Channel>,
     cosi: &Path,
 ) -> Completed {
     let request = StreamDiskRequest {

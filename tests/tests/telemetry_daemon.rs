@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
+use trident_e2e::Channel;
 use trident_e2e::{Daemon, uds_channel, version, watch_snapshot};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{

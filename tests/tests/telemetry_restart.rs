@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
+use trident_e2e::Channel;
 use trident_e2e::{Daemon, watch_snapshot};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::update_service_client::UpdateServiceClient;

@@ -12,9 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::client::Channel;
 use serde_json::{Value, json};
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
 use trident_host::KebabName;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;

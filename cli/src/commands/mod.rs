@@ -20,7 +20,7 @@ pub mod watch;
 
 use std::path::PathBuf;
 
-use tonic::transport::Channel;
+use crate::client::Channel;
 
 use crate::args::{Cli, Command, OutputFormat, Verbosity};
 use crate::exit::{CliError, CliResult, Exit};

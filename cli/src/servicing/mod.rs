@@ -9,8 +9,8 @@ mod reboot;
 
 use std::future::Future;
 
+use crate::client::Channel;
 use tonic::Streaming;
-use tonic::transport::Channel;
 use trident_host::{Category, KebabName};
 use trident_proto::v1::{RebootStatus, ServicingResponse};
 

@@ -1,7 +1,9 @@
 //! The servicing stream of one operation, built from the bus alone:
-//! Started, then the operation's Log and Progress records (and, for clients
-//! that opted in, its full error report), then exactly one Completed made
-//! from the operation's completed record.
+//! Started, then the operation's Log records, then exactly one Completed
+//! made from the operation's completed record: exactly what upstream
+//! Trident sends. Clients that opted in (see `super::additions`) also get
+//! Progress records, the full error report, and our 1000+ fields of
+//! Started and the error.
 //!
 //! One path and one completion signal: the stream is the bus subscription
 //! mapped record by record (each decoded once and moved into its response),
@@ -15,52 +17,28 @@ use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
 use tonic::Status;
-use tonic::metadata::MetadataMap;
 use trident_proto::v1::{
-    Completed, Log, LogRecord, OperationEvent, OperationRecord, RecordKind, ServicingResponse,
-    Started, StreamEvent, WatchOptions, record, servicing_response, stream_event,
+    Completed, Log, LogRecord, OperationEvent, OperationRecord, RebootStatus, RecordKind,
+    ServicingResponse, Started, StatusCode, StreamEvent, WatchOptions, record, servicing_response,
+    stream_event,
 };
-use trident_proto::{ADDITION_ERROR_REPORT, ADDITIONS_HEADER};
 use trident_telemetry::{Bus, Subscription};
+
+use super::additions::Additions;
 
 /// The response stream of every servicing RPC.
 pub type ServicingStream = Pin<Box<dyn Stream<Item = Result<ServicingResponse, Status>> + Send>>;
 
-/// Our additions a client opted in to (header [`ADDITIONS_HEADER`]).
-/// Without the header a stream carries only what it always did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Additions {
-    /// `ServicingResponse.error_report`: the operation's full error report.
-    pub error_report: bool,
-}
-
-impl Additions {
-    /// Reads every `trident-additions` value (comma lists); names this
-    /// daemon does not know are ignored, so newer clients keep working.
-    pub fn from_metadata(metadata: &MetadataMap) -> Additions {
-        let mut additions = Additions::default();
-        let names = metadata
-            .get_all(ADDITIONS_HEADER)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(','))
-            .map(str::trim);
-        for name in names {
-            if name.eq_ignore_ascii_case(ADDITION_ERROR_REPORT) {
-                additions.error_report = true;
-            }
-        }
-        additions
+/// Record kinds a stream needs from the bus for a client's additions.
+fn kinds(additions: Additions) -> Vec<RecordKind> {
+    let mut kinds = vec![RecordKind::Log, RecordKind::Operation];
+    if additions.progress {
+        kinds.push(RecordKind::Progress);
     }
-
-    /// Record kinds the stream needs from the bus.
-    fn kinds(self) -> Vec<RecordKind> {
-        let mut kinds = vec![RecordKind::Log, RecordKind::Progress, RecordKind::Operation];
-        if self.error_report {
-            kinds.push(RecordKind::Error);
-        }
-        kinds
+    if additions.error_report {
+        kinds.push(RecordKind::Error);
     }
+    kinds
 }
 
 /// Builds the stream of the operation `started` names.
@@ -71,18 +49,21 @@ pub fn servicing_stream(bus: &Bus, started: Started, additions: Additions) -> Se
             operation_id: operation_id.clone(),
             ..WatchOptions::default()
         },
-        kinds: additions.kinds(),
+        kinds: kinds(additions),
     });
     let first = ServicingResponse {
         timestamp: Some(trident_host::time_util::now_proto()),
-        response: Some(servicing_response::Response::Started(started)),
+        response: Some(servicing_response::Response::Started(
+            additions.started(started),
+        )),
     };
     let rest = futures::stream::unfold(Some(events), move |events| {
         let operation_id = operation_id.clone();
         async move {
             let mut events = events?;
             loop {
-                let Some((message, last)) = translate(events.next().await?, &operation_id) else {
+                let event = events.next().await?;
+                let Some((message, last)) = translate(event, &operation_id, additions) else {
                     continue;
                 };
                 // After Completed the stream ends at once (state `None`).
@@ -96,7 +77,12 @@ pub fn servicing_stream(bus: &Bus, started: Started, additions: Additions) -> Se
 
 /// The response for one bus event, and whether it is the last (Completed).
 /// Gaps and drop counters are not part of a servicing stream.
-fn translate(event: StreamEvent, operation_id: &str) -> Option<(ServicingResponse, bool)> {
+/// Only the kinds the client's additions asked for reach here (see [`kinds`]).
+fn translate(
+    event: StreamEvent,
+    operation_id: &str,
+    additions: Additions,
+) -> Option<(ServicingResponse, bool)> {
     let Some(stream_event::Event::Record(rec)) = event.event else {
         return None;
     };
@@ -112,7 +98,7 @@ fn translate(event: StreamEvent, operation_id: &str) -> Option<(ServicingRespons
             if op.operation_id == operation_id && op.event == OperationEvent::Completed as i32 =>
         {
             (
-                servicing_response::Response::Completed(completed_of(op)),
+                servicing_response::Response::Completed(completed_of(op, additions)),
                 true,
             )
         }
@@ -135,11 +121,24 @@ fn log_of(record: LogRecord) -> Log {
     }
 }
 
-/// `Completed` from the operation's completed record (which carries all it says).
-fn completed_of(op: OperationRecord) -> Completed {
+/// `Completed` from the operation's completed record (which carries all it
+/// says). A failed operation's `Completed` is upstream's: the error,
+/// `REBOOT_NOT_REQUIRED`, no image hash and no servicing kind, whatever the
+/// record says (a failure leaves nothing to reboot into).
+fn completed_of(op: OperationRecord, additions: Additions) -> Completed {
+    let error = op.error.map(|error| additions.error(error));
+    if op.result == StatusCode::Failure as i32 {
+        return Completed {
+            status: op.result,
+            error,
+            reboot_status: RebootStatus::RebootNotRequired as i32,
+            image_hash: None,
+            servicing_kind: None,
+        };
+    }
     Completed {
         status: op.result,
-        error: op.error,
+        error,
         reboot_status: op.reboot_status,
         image_hash: op.image_hash,
         servicing_kind: op.servicing_kind,

@@ -1,7 +1,9 @@
-//! `trident.v1.VersionService`: crate version and build commit.
+//! `trident.v1.VersionService`: crate version and, for clients that opted
+//! in to `ids`, the build commit (our field 1000).
 
 use trident_proto::v1::{VersionRequest, VersionResponse, version_service_server::VersionService};
 
+use super::additions::Additions;
 use crate::{GIT_COMMIT, VERSION};
 
 /// Answers `Version` from compile-time constants.
@@ -12,11 +14,12 @@ pub struct Version;
 impl VersionService for Version {
     async fn version(
         &self,
-        _request: tonic::Request<VersionRequest>,
+        request: tonic::Request<VersionRequest>,
     ) -> Result<tonic::Response<VersionResponse>, tonic::Status> {
-        Ok(tonic::Response::new(VersionResponse {
+        let additions = Additions::from_metadata(request.metadata());
+        Ok(tonic::Response::new(additions.version(VersionResponse {
             version: VERSION.to_owned(),
             git_commit: GIT_COMMIT.to_owned(),
-        }))
+        })))
     }
 }

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 use sha2::{Digest, Sha384};
-use tonic::transport::Channel;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::{Corruption, FixtureOutput, FixtureSpec, write_cosi};
+use trident_e2e::Channel;
 use trident_e2e::Daemon;
 use trident_proto::v1::{
     self, Completed, Log, ProgressRecord, ServicingResponse, Started,

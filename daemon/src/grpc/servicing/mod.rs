@@ -14,8 +14,9 @@ use trident_proto::v1::ServicingKind;
 use trident_proto::v1preview::{self, rollback_service_server::RollbackService};
 use trident_telemetry::TraceParent;
 
+use super::additions::Additions;
 use super::error_status::{busy, to_status};
-use super::servicing_stream::{Additions, ServicingStream, servicing_stream};
+use super::servicing_stream::{ServicingStream, servicing_stream};
 use crate::servicing::engine::{Engine, rollback};
 use crate::servicing::runner::{self, ServicingRequest, StepContext, StepResult};
 pub(crate) use streaming::reboot_handling;

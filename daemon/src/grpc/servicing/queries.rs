@@ -11,6 +11,7 @@ use trident_proto::v1preview::{
 };
 
 use super::ServicingApi;
+use crate::grpc::additions::Additions;
 use crate::grpc::error_status::to_status;
 use crate::servicing::engine::query;
 
@@ -56,11 +57,15 @@ impl StatusService for ServicingApi {
 
     async fn get_last_error(
         &self,
-        _request: Request<v1preview::GetLastErrorRequest>,
+        request: Request<v1preview::GetLastErrorRequest>,
     ) -> Result<Response<v1preview::GetLastErrorResponse>, Status> {
+        let additions = Additions::from_metadata(request.metadata());
         let status = self.status().await?;
         Ok(Response::new(v1preview::GetLastErrorResponse {
-            error: status.last_error.as_ref().map(|e| e.to_proto()),
+            error: status
+                .last_error
+                .as_ref()
+                .map(|e| additions.error(e.to_proto())),
         }))
     }
 
@@ -91,6 +96,7 @@ impl ValidationService for ServicingApi {
         &self,
         request: Request<v1preview::ValidateHostConfigurationRequest>,
     ) -> Result<Response<v1preview::ValidateHostConfigurationResponse>, Status> {
+        let additions = Additions::from_metadata(request.metadata());
         let result =
             request_config(request.into_inner().config).and_then(|yaml| config::parse(&yaml));
         Ok(Response::new(match result {
@@ -100,7 +106,7 @@ impl ValidationService for ServicingApi {
             },
             Err(e) => v1preview::ValidateHostConfigurationResponse {
                 ok: false,
-                error: Some(e.record().to_proto()),
+                error: Some(additions.error(e.record().to_proto())),
             },
         }))
     }

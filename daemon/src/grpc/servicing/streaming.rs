@@ -36,15 +36,32 @@ pub(crate) fn reboot_handling(
     }
 }
 
-/// The Host Configuration text of a request, or INVALID_ARGUMENT.
-fn config_text(config: Option<v1::HostConfiguration>, rpc: &str) -> Result<String, Status> {
-    match config {
-        Some(c) if !c.config.trim().is_empty() => Ok(c.config),
-        _ => Err(to_status(TridentError::new(
+/// A message field a request must carry (as upstream requires `stage`,
+/// `stage.config` and `finalize`), or INVALID_ARGUMENT naming it: a missing
+/// part is never silently defaulted.
+fn required<T>(part: Option<T>, rpc: &str, field: &str) -> Result<T, Status> {
+    part.ok_or_else(|| {
+        to_status(TridentError::new(
             Subkind::InvalidRequest,
-            format!("{rpc}: the request carries no Host Configuration (config.config is empty)"),
-        ))),
+            format!("{rpc}: the request carries no `{field}`; it is required"),
+        ))
+    })
+}
+
+/// The Host Configuration text of a request (at `field`), or INVALID_ARGUMENT.
+fn config_text(
+    config: Option<v1::HostConfiguration>,
+    rpc: &str,
+    field: &str,
+) -> Result<String, Status> {
+    let config = required(config, rpc, field)?;
+    if config.config.trim().is_empty() {
+        return Err(to_status(TridentError::new(
+            Subkind::InvalidRequest,
+            format!("{rpc}: the request's Host Configuration (`{field}.config`) is empty"),
+        )));
     }
+    Ok(config.config)
 }
 
 #[tonic::async_trait]
@@ -59,11 +76,10 @@ impl UpdateService for ServicingApi {
     ) -> Result<Response<ServicingStream>, Status> {
         let call = Call::of(&request, "Update", ServicingKind::AbUpdate);
         let req = request.into_inner();
-        let yaml = config_text(req.stage.and_then(|s| s.config), "Update")?;
-        let reboot = reboot_handling(
-            req.finalize.and_then(|f| f.reboot),
-            "finalize.reboot.handling",
-        )?;
+        let stage = required(req.stage, "Update", "stage")?;
+        let yaml = config_text(stage.config, "Update", "stage.config")?;
+        let finalize = required(req.finalize, "Update", "finalize")?;
+        let reboot = reboot_handling(finalize.reboot, "finalize.reboot.handling")?;
         self.start(call, move |ctx| update::update_step(ctx, yaml, reboot))
             .await
     }
@@ -73,7 +89,7 @@ impl UpdateService for ServicingApi {
         request: Request<v1::StageUpdateRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
         let call = Call::of(&request, "UpdateStage", ServicingKind::AbUpdate);
-        let yaml = config_text(request.into_inner().config, "UpdateStage")?;
+        let yaml = config_text(request.into_inner().config, "UpdateStage", "config")?;
         self.start(call, move |ctx| update::stage_step(ctx, yaml))
             .await
     }
@@ -116,11 +132,10 @@ impl InstallService for ServicingApi {
     ) -> Result<Response<ServicingStream>, Status> {
         let call = Call::of(&request, "Install", ServicingKind::CleanInstall);
         let req = request.into_inner();
-        let yaml = config_text(req.stage.and_then(|s| s.config), "Install")?;
-        let reboot = reboot_handling(
-            req.finalize.and_then(|f| f.reboot),
-            "finalize.reboot.handling",
-        )?;
+        let stage = required(req.stage, "Install", "stage")?;
+        let yaml = config_text(stage.config, "Install", "stage.config")?;
+        let finalize = required(req.finalize, "Install", "finalize")?;
+        let reboot = reboot_handling(finalize.reboot, "finalize.reboot.handling")?;
         self.start(call, move |ctx| install::install_step(ctx, yaml, reboot))
             .await
     }
@@ -130,7 +145,7 @@ impl InstallService for ServicingApi {
         request: Request<v1preview::StageInstallRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
         let call = Call::of(&request, "InstallStage", ServicingKind::CleanInstall);
-        let yaml = config_text(request.into_inner().config, "InstallStage")?;
+        let yaml = config_text(request.into_inner().config, "InstallStage", "config")?;
         self.start(call, move |ctx| install::stage_step(ctx, yaml))
             .await
     }
