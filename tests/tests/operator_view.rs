@@ -205,7 +205,17 @@ async fn plain_stream_disk_over_http_shows_our_records_and_a_summary_not_ureq() 
         err.contains("phase Download and write image: started"),
         "{err}"
     );
-    assert!(err.contains("operation succeeded in"), "{err}");
+    // The overall figures come on the servicing stream (the CLI opts in)
+    // and end in the summary: bytes, average rate, steps.
+    assert!(err.contains("] overall: "), "{err}");
+    let summary = err
+        .lines()
+        .find(|l| l.contains("operation succeeded in"))
+        .unwrap_or_else(|| panic!("no summary:\n{err}"));
+    assert!(
+        summary.contains("average, step 3/3; reboot required"),
+        "{summary}"
+    );
     // Asked for (the daemon's bus filter), the HTTP client's records do
     // reach the view: the default above is the filter, not a quiet client.
     let asked = plain_stream_disk(&[("TRIDENTD_BUS_LOG", "debug")]).await;
