@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Demo: build release binaries, start a private tridentd on a temp socket and
 # state dir (nothing on this machine is touched), talk to it with the
-# `trident` CLI, stop it. Run as root: `bash scripts/demo.sh`.
+# `trident` CLI, stop it, and end with a short summary (operations,
+# durations, results, last error) and where the full daemon log is kept.
+# Run as root: `bash scripts/demo.sh`. DEMO_PROFILE=debug uses debug builds.
 
 set -euo pipefail
 
@@ -10,22 +12,33 @@ cd "$REPO"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "building release binaries (tridentd, trident)"
-cargo build --release --quiet -p tridentd -p trident-cli
-TRIDENTD="$REPO/target/release/tridentd"
-TRIDENT="$REPO/target/release/trident"
+PROFILE="${DEMO_PROFILE:-release}"
+case "$PROFILE" in
+release) CARGO_PROFILE=(--release) ;;
+debug) CARGO_PROFILE=() ;;
+*) echo "DEMO_PROFILE must be release or debug" >&2; exit 2 ;;
+esac
+step "building $PROFILE binaries (tridentd, trident)"
+cargo build "${CARGO_PROFILE[@]}" --quiet -p tridentd -p trident-cli
+TRIDENTD="$REPO/target/$PROFILE/tridentd"
+TRIDENT="$REPO/target/$PROFILE/trident"
 
 WORK="$(mktemp -d -t trident-demo.XXXXXX)"
 SOCKET="$WORK/trident.sock"
 STATE="$WORK/state"
 mkdir -p "$STATE"
 DAEMON_PID=""
+# The daemon's full log outlives the temp dir: the summary points here.
+LOG_KEPT="${TMPDIR:-/tmp}/trident-demo-$(date +%Y%m%d-%H%M%S).log"
+# One line per servicing command: "name|exit code|seconds".
+RESULTS=()
 
 cleanup() {
     if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
         kill -TERM "$DAEMON_PID" 2>/dev/null || true
         wait "$DAEMON_PID" 2>/dev/null || true
     fi
+    [ -f "$WORK/tridentd.log" ] && cp "$WORK/tridentd.log" "$LOG_KEPT"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -55,9 +68,18 @@ step "trident --socket $SOCKET version"
 # STATE/boot-record.json. We "reboot" by restarting tridentd: a pending
 # reboot completes when the daemon starts (booted := nextBoot).
 step "building mkcosi (COSI fixture writer)"
-cargo build --release --quiet -p trident-cosi --bin mkcosi
-MKCOSI="$REPO/target/release/mkcosi"
+cargo build "${CARGO_PROFILE[@]}" --quiet -p trident-cosi --bin mkcosi
+MKCOSI="$REPO/target/$PROFILE/mkcosi"
 cli() { "$TRIDENT" --socket "$SOCKET" "$@"; }
+# A servicing command, timed; its result goes into the closing summary.
+op() {
+    local name="$1" started rc=0
+    shift
+    started="$(date +%s.%N)"
+    cli "$@" || rc=$?
+    RESULTS+=("$name|$rc|$(awk -v a="$(date +%s.%N)" -v b="$started" 'BEGIN { print a - b }')")
+    return "$rc"
+}
 image_hash() { sed -n 's/.*"metadata_sha384":"\([0-9a-f]*\)".*/\1/p'; }
 
 step "making two COSI images (v1, v2: ESP + root, 256 MiB disks) and a 600 MiB disk-image target"
@@ -116,18 +138,18 @@ step "trident validate host-config-v1.yaml"
 cli validate "$WORK/host-config-v1.yaml"
 
 step "trident install host-config-v1.yaml (live progress)"
-cli install "$WORK/host-config-v1.yaml"
+op "install v1" install "$WORK/host-config-v1.yaml"
 step "trident get status (after install)"
 cli get status | grep -E '^(servicingState|abActiveVolume):'
 echo "boot record: $(tr -d ' \n' < "$STATE/boot-record.json")"
 
 step "\"reboot\" into volume A (restart tridentd), then trident commit"
 restart_daemon
-cli commit
+op "commit A" commit
 cli get status | grep -E '^(servicingState|abActiveVolume):'
 
 step "trident update host-config-v2.yaml: writes root-b, root-a untouched"
-cli update "$WORK/host-config-v2.yaml"
+op "update v2" update "$WORK/host-config-v2.yaml"
 cli get status | grep -E '^(servicingState|abActiveVolume):'
 echo "boot record: $(tr -d ' \n' < "$STATE/boot-record.json")"
 echo "reboot requests so far:"
@@ -135,7 +157,7 @@ sed 's/^/    /' "$STATE/reboot-requests.log"
 
 step "\"reboot\" into volume B (restart tridentd), then trident commit (runs the health check)"
 restart_daemon
-cli commit
+op "commit B" commit
 
 step "trident get status"
 cli get status
@@ -146,9 +168,25 @@ cli traces
 step "trident logs -n 8 (the bus's last log records; --cursor-file resumes)"
 cli logs -n 8
 
+LAST_ERROR="$(cli get last-error 2>&1 | head -n 1)"
+if [ "$LAST_ERROR" = null ]; then LAST_ERROR=""; fi
 step "stopping tridentd (SIGTERM)"
 kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID" && echo "tridentd exited cleanly (0)"
 DAEMON_PID=""
-step "daemon log"
-cat "$WORK/tridentd.log"
+
+summary() {
+    step "summary"
+    printf '    %-12s %-8s %s\n' command result duration
+    local line name rc secs
+    for line in "${RESULTS[@]}"; do
+        IFS='|' read -r name rc secs <<<"$line"
+        printf '    %-12s %-8s %.1fs\n' "$name" "$([ "$rc" = 0 ] && echo ok || echo "exit $rc")" "$secs"
+    done
+    echo "    operations in the daemon's log (op id, rpc, result):"
+    grep -E 'trident::operation: servicing operation (completed|failed)' "$WORK/tridentd.log" |
+        sed -E 's/^.* op=([0-9a-f]+) trident::operation: servicing operation ([a-z]+).*rpc="?([A-Za-z]+).*$/      \1  \3  \2/' || true
+    echo "    last error: ${LAST_ERROR:-none}"
+    echo "    full daemon log: $LOG_KEPT ($(wc -l <"$WORK/tridentd.log") lines)"
+}
+summary

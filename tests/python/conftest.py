@@ -69,12 +69,17 @@ class Daemon:
         env = {k: v for k, v in os.environ.items() if k not in ("TRIDENT_SOCKET", "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID")}
         with open(self.stderr_path, "wb") as stderr:
             self.process = subprocess.Popen(
-                [str(bin_path("tridentd")), "--socket", str(self.socket), "--state-dir", str(self.state_dir), *args],
+                [str(bin_path("tridentd")), "--socket", str(self.socket), "--state-dir", str(self.state_dir),
+                 *args, *self.start_args()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
                 env=env,
             )
+
+    def start_args(self) -> list:
+        """More tridentd flags (subclasses add their own)."""
+        return []
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")

@@ -6,12 +6,18 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 
 def test_version_answers_crate_version_and_git_commit(stubs, daemon):
+    """git_commit (our field 1000) only for a client that opted in to `ids`."""
     from trident.v1 import version_pb2, version_pb2_grpc
 
     with daemon.channel() as channel:
         client = version_pb2_grpc.VersionServiceStub(channel)
-        response = client.Version(version_pb2.VersionRequest(), timeout=10)
-    assert response.version.count(".") == 2, response
+        strict = client.Version(version_pb2.VersionRequest(), timeout=10)
+        response = client.Version(
+            version_pb2.VersionRequest(), metadata=(("trident-additions", "ids"),), timeout=10
+        )
+    assert strict.version.count(".") == 2, strict
+    assert strict.git_commit == "", strict
+    assert response.version == strict.version, response
     assert response.git_commit, response
 
 

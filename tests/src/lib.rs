@@ -13,6 +13,7 @@
 //! ```
 
 pub mod test_os;
+pub mod throttled_http;
 pub mod vm;
 
 use std::{

@@ -6,78 +6,21 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+
+use std::process::Output;
 
 use futures::StreamExt;
 use trident_cosi::writer::{self, FixtureOutput, FixtureSpec};
+use trident_e2e::throttled_http::ThrottledServer;
 use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::{
     OverallProgress, RecordKind, StreamDiskRequest, WatchOptions, WatchRequest, record,
     stream_event, streaming_service_client::StreamingServiceClient,
     telemetry_service_client::TelemetryServiceClient,
 };
-
-/// Serves one file over HTTP/1.1 at a fixed rate (bytes per second), paced
-/// against an absolute schedule so the rate does not drift on a busy
-/// machine. Every request gets the whole file.
-struct ThrottledServer {
-    port: u16,
-}
-
-impl ThrottledServer {
-    fn start(file: &Path, bytes_per_second: u64) -> ThrottledServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let body: Arc<Vec<u8>> = Arc::new(std::fs::read(file).unwrap());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { continue };
-                let body = body.clone();
-                std::thread::spawn(move || serve(conn, &body, bytes_per_second));
-            }
-        });
-        ThrottledServer { port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/image.cosi", self.port)
-    }
-}
-
-fn serve(mut conn: TcpStream, body: &[u8], bytes_per_second: u64) {
-    let mut request = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => request.extend_from_slice(&buf[..n]),
-        }
-    }
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    if conn.write_all(head.as_bytes()).is_err() {
-        return;
-    }
-    const TICK: Duration = Duration::from_millis(50);
-    let chunk = (bytes_per_second / 20).max(1) as usize;
-    let start = Instant::now();
-    for (i, part) in body.chunks(chunk).enumerate() {
-        let due = start + TICK * i as u32;
-        if let Some(wait) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
-        }
-        if conn.write_all(part).is_err() {
-            return;
-        }
-    }
-}
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -177,7 +120,7 @@ async fn the_overall_eta_of_a_throttled_stream_disk_stays_within_20_percent() {
     // About 20 s of transfer at a fixed rate; the daemon reports written
     // bytes per 4 MiB write, so some 20 ETAs fall after the first 10%.
     let rate = size / 20;
-    let server = ThrottledServer::start(&fx.cosi.path, rate);
+    let server = ThrottledServer::start(&fx.cosi.path, rate).unwrap();
     let daemon = daemon(&fx.target).await;
     let id = start_stream_disk(&daemon, server.url(), &fx.cosi.metadata_sha384).await;
     let (overall, completed) = overall_records(&daemon, &id).await;
@@ -226,7 +169,7 @@ async fn the_overall_eta_of_a_throttled_stream_disk_stays_within_20_percent() {
 async fn plain_stream_disk(env: &[(&str, &str)]) -> String {
     let fx = fixture(12 << 20);
     let size = std::fs::metadata(&fx.cosi.path).unwrap().len();
-    let server = ThrottledServer::start(&fx.cosi.path, size / 2);
+    let server = ThrottledServer::start(&fx.cosi.path, size / 2).unwrap();
     let mut builder = Daemon::builder()
         .args(["--inactivity-timeout", "0", "--disk"])
         .arg(&fx.target);
@@ -262,9 +205,205 @@ async fn plain_stream_disk_over_http_shows_our_records_and_a_summary_not_ureq() 
         err.contains("phase Download and write image: started"),
         "{err}"
     );
-    assert!(err.contains("operation succeeded in"), "{err}");
+    // The overall figures come on the servicing stream (the CLI opts in)
+    // and end in the summary: bytes, average rate, steps.
+    assert!(err.contains("] overall: "), "{err}");
+    let summary = err
+        .lines()
+        .find(|l| l.contains("operation succeeded in"))
+        .unwrap_or_else(|| panic!("no summary:\n{err}"));
+    assert!(
+        summary.contains("average, step 3/3; reboot required"),
+        "{summary}"
+    );
     // Asked for (the daemon's bus filter), the HTTP client's records do
     // reach the view: the default above is the filter, not a quiet client.
     let asked = plain_stream_disk(&[("TRIDENTD_BUS_LOG", "debug")]).await;
     assert!(asked.contains("ureq"), "{asked}");
+}
+
+/// Environment variable naming a file the tmux test writes its mid-install
+/// screen to (how the README's captured screen is made).
+const ENV_SCREEN_CAPTURE: &str = "TRIDENT_SCREEN_CAPTURE";
+
+/// A private tmux server (own socket name), killed on drop.
+struct Tmux(String);
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-u", "-L", &self.0])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "view"]).stdout)
+            .into_owned()
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+/// A Host Configuration installing `url` onto `disk` (A/B root of 100 MiB).
+fn install_config(dir: &Path, url: &str, disk: &Path) -> PathBuf {
+    let config = dir.join("hc.yaml");
+    let body = format!(
+        r#"image: {{ url: "{url}", sha384: ignored }}
+storage:
+  disks:
+  - id: os
+    device: {}
+    partitions:
+    - {{ id: esp, type: esp, size: 8M }}
+    - {{ id: root-a, type: root, size: 100M }}
+    - {{ id: root-b, type: root, size: 100M }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
+  - {{ deviceId: root, mountPoint: {{ path: /, options: defaults }} }}
+"#,
+        disk.display()
+    );
+    std::fs::write(&config, body).unwrap();
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_install_in_a_real_terminal_shows_the_overall_line_and_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let cosi = dir.path().join("img.cosi");
+    let made = Command::new(bin_path("mkcosi"))
+        .args(["--size", "96MiB", "--esp-size", "4MiB", "--out"])
+        .arg(&cosi)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let disk = dir.path().join("disk.img");
+    std::fs::File::create(&disk)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    // About 12 s of transfer at a fixed rate.
+    let size = std::fs::metadata(&cosi).unwrap().len();
+    let server = ThrottledServer::start(&cosi, size / 12).unwrap();
+    let config = install_config(dir.path(), &server.url(), &disk);
+    let daemon = Daemon::builder()
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await
+        .unwrap();
+
+    let tmux = Tmux(format!("trident-e2e-overall-{}", std::process::id()));
+    // `watch` follows the install through TelemetryService (the servicing
+    // stream carries overall progress only to clients that opt in).
+    let command = format!(
+        "env NO_COLOR=1 {} --socket {} watch --wait --progress tty; echo install-exit=$?; sleep 120",
+        bin_path("trident").display(),
+        daemon.socket_path().display(),
+    );
+    let out = tmux.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "view",
+        "-x",
+        "110",
+        "-y",
+        "20",
+        &command,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.wait_for("watch to wait", |s| {
+        s.contains("waiting for the next servicing operation")
+    });
+    let mut install = Command::new(bin_path("trident"))
+        .arg("--socket")
+        .arg(daemon.socket_path())
+        .args(["install", "--progress", "plain"])
+        .arg(&config)
+        .env_remove("TRIDENT_SOCKET")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Mid-write: the Overall line under the operation line, with bytes,
+    // the daemon's rate and an ETA; the write phase nested below it.
+    let screen = tmux.wait_for("an overall ETA", |s| {
+        s.lines()
+            .any(|l| l.trim_start().starts_with("Overall") && l.contains("ETA"))
+    });
+    if let Some(path) = std::env::var_os(ENV_SCREEN_CAPTURE) {
+        std::fs::write(path, &screen).unwrap();
+    }
+    let midway = screen.clone();
+    let lines: Vec<&str> = screen.lines().collect();
+    let top = lines
+        .iter()
+        .position(|l| l.starts_with("● Install"))
+        .unwrap_or_else(|| panic!("no operation line:\n{screen}"));
+    let overall = lines.get(top + 1).copied().unwrap_or_default();
+    assert!(overall.starts_with("  Overall  ["), "{screen}");
+    assert!(
+        overall.contains("MiB/") && overall.contains("MiB/s"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("    ▶ Write / to root-a"),
+        "phases indented under Overall:\n{screen}"
+    );
+
+    let status = tokio::task::spawn_blocking(move || install.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let screen = tmux.wait_for("the watch to end", |s| s.contains("install-exit="));
+    assert!(screen.contains("install-exit=0"), "{screen}");
+    assert!(screen.contains("✔ Install"), "{screen}");
+    let summary = screen
+        .lines()
+        .find(|l| l.starts_with("operation succeeded in"))
+        .unwrap_or_else(|| panic!("no closing summary:\n{screen}"));
+    assert!(
+        summary.contains(" average") && summary.contains("reboot required"),
+        "{summary}"
+    );
+    assert!(
+        !screen.contains("Overall"),
+        "the Overall line gives way to the summary:\n{screen}"
+    );
+    if let Some(path) = std::env::var_os(ENV_SCREEN_CAPTURE) {
+        std::fs::write(path, format!("{midway}\n--- at the end ---\n{screen}")).unwrap();
+    }
 }

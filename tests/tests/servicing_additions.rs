@@ -143,6 +143,13 @@ async fn a_default_stream_is_exactly_upstreams_and_each_name_adds_only_its_part(
         "`progress` adds progress: {:?}",
         with_progress.order
     );
+    assert!(
+        with_progress.order.contains(&"overall-progress")
+            && !with_ids.order.contains(&"overall-progress")
+            && !strict.order.contains(&"overall-progress"),
+        "overall progress comes with `progress` only: {:?}",
+        with_progress.order
+    );
     assert_eq!(with_progress.started.as_ref().unwrap(), &Started::default());
 }
 

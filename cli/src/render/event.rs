@@ -118,6 +118,11 @@ impl Event {
                 timestamp,
                 record: record.clone(),
             },
+            servicing_response::Response::OverallProgress(record) => Event::Overall {
+                cursor: None,
+                timestamp,
+                record: record.clone(),
+            },
             servicing_response::Response::Completed(done) => Event::Completed {
                 cursor: None,
                 timestamp,

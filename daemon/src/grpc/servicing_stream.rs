@@ -93,6 +93,9 @@ fn translate(
     let (message, last) = match rec.record? {
         record::Record::Log(log) => (servicing_response::Response::Log(log_of(log)), false),
         record::Record::Progress(p) => (servicing_response::Response::Progress(p), false),
+        record::Record::OverallProgress(o) => {
+            (servicing_response::Response::OverallProgress(o), false)
+        }
         record::Record::Error(report) => (servicing_response::Response::ErrorReport(report), false),
         record::Record::Operation(op)
             if op.operation_id == operation_id && op.event == OperationEvent::Completed as i32 =>

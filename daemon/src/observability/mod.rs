@@ -6,6 +6,8 @@
 pub mod compact;
 pub mod journal;
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::{
     EnvFilter, Layer, filter::LevelFilter, layer::SubscriberExt, util::SubscriberInitExt,
 };
@@ -113,6 +115,8 @@ pub fn init(config: &Config) -> Result<Observability, ObservabilityError> {
     let fmt = journald.is_none().then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
+            // Colours only on a terminal; pipes get plain text.
+            .with_ansi(std::io::stderr().is_terminal())
             .event_format(compact::CompactLine)
     });
     let bus = telemetry_bus(config);

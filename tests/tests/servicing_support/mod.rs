@@ -186,6 +186,9 @@ pub async fn collect(
                 out.order.push("error-report");
                 out.error_reports.push(r);
             }
+            Some(servicing_response::Response::OverallProgress(_)) => {
+                out.order.push("overall-progress");
+            }
             None => {}
         }
     }
