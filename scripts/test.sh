@@ -65,6 +65,7 @@ declare -A APT_FOR_COMMAND=(
     [umoci]=umoci                       # OCI image archive packing
     [unshare]=util-linux                # container image test (namespaces)
     [promtool]=prometheus               # dashboard/metrics checks
+    [chromium]=chromium                 # diagnose report.html opened headless (cli_report)
     [git]=git
     [npm]=npm
     [node]=nodejs
