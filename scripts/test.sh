@@ -66,6 +66,7 @@ declare -A APT_FOR_COMMAND=(
     [unshare]=util-linux                # container image test (namespaces)
     [mount]=mount                       # tmpfs of the full-disk fault tests
     [promtool]=prometheus               # dashboard/metrics checks
+    [chromium]=chromium                 # diagnose report.html opened headless (cli_report)
     [git]=git
     [npm]=npm
     [node]=nodejs

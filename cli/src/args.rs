@@ -351,9 +351,22 @@ pub struct TracesArgs {
     /// The operation whose spans to show (default: the most recent one).
     #[arg(long, value_name = "ID")]
     pub operation: Option<String>,
-    /// Output format (human or json).
+    /// Output format of the tree (human or json).
     #[arg(short = 'o', long, value_enum)]
     pub output: Option<OutputFormat>,
+    /// What to write: the span tree (default), or Chrome trace-event JSON
+    /// for Perfetto / chrome://tracing.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Tree)]
+    pub format: TraceFormat,
+}
+
+/// `trident traces --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// The span tree, in the --output format.
+    Tree,
+    /// Chrome trace-event JSON: one complete ("X") event per span.
+    Chrome,
 }
 
 /// completions arguments.

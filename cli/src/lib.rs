@@ -10,4 +10,5 @@ pub mod exit;
 pub mod live;
 pub mod output;
 pub mod render;
+pub mod report;
 pub mod servicing;

@@ -5,6 +5,9 @@
 //!   (from the daemon), or journal/ (the daemon's journal files, copied as
 //!   they are) when the daemon is down;
 //! - datastore.sqlite (+ -wal): the datastore, read directly;
+//! - report.html: the newest operation's span waterfall, phases with
+//!   throughput, error, recent logs and the Host Status, one self-contained
+//!   page (`crate::report::html`);
 //! - with `--journal`: system/journal.txt and system/dmesg.txt; with
 //!   `--selinux`: system/selinux-audit.log (see `diagnose_system`).
 //!
@@ -19,8 +22,8 @@ use trident_host::KebabName;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
-    GetBusStatusRequest, ListOperationsRequest, OperationSummary, VersionRequest, WatchOptions,
-    WatchRequest,
+    GetBusStatusRequest, ListOperationsRequest, OperationSummary, Record, VersionRequest,
+    WatchOptions, WatchRequest, stream_event,
 };
 
 use super::Ctx;
@@ -34,6 +37,8 @@ struct Bundle {
     report: serde_json::Map<String, Value>,
     not_collected: Vec<String>,
     files: Vec<(String, Vec<u8>)>,
+    /// The newest collected operation and its records (for report.html).
+    newest: Option<(String, Vec<Record>)>,
 }
 
 impl Bundle {
@@ -47,6 +52,7 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
         report: serde_json::Map::new(),
         not_collected: Vec::new(),
         files: Vec::new(),
+        newest: None,
     };
     bundle.report.insert(
         "generated_at".into(),
@@ -77,6 +83,8 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
     if args.selinux {
         super::diagnose_system::collect_selinux_audit(&mut bundle.files, &mut bundle.not_collected);
     }
+    let html = report_html(&bundle);
+    bundle.files.push(("report.html".into(), html.into_bytes()));
     let not_collected = std::mem::take(&mut bundle.not_collected);
     bundle
         .report
@@ -89,6 +97,25 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
         eprintln!("trident: not collected: {line}");
     }
     Ok(Exit::Success)
+}
+
+/// `report.html` from what the bundle already holds.
+fn report_html(bundle: &Bundle) -> String {
+    let (operation_id, records) = match &bundle.newest {
+        Some((id, records)) => (id.clone(), records.as_slice()),
+        None => (String::new(), &[][..]),
+    };
+    let generated_at = bundle.report["generated_at"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    crate::report::html::render(&crate::report::html::ReportInput {
+        generated_at,
+        operation_id,
+        records,
+        last_error: bundle.report.get("last_error"),
+        host_status: bundle.report.get("servicing"),
+    })
 }
 
 fn host_facts() -> Value {
@@ -230,14 +257,18 @@ async fn collect_records(
         kinds: Vec::new(),
     };
     let mut lines = String::new();
+    let mut records = Vec::new();
     match telemetry.watch(request).await {
         Ok(stream) => {
             let mut stream = stream.into_inner();
             while let Some(Ok(response)) = stream.next().await {
-                for event in &response.events {
-                    if let Some(e) = Event::from_stream(event) {
+                for event in response.events {
+                    if let Some(e) = Event::from_stream(&event) {
                         lines.push_str(&json::line(&e));
                         lines.push('\n');
+                    }
+                    if let Some(stream_event::Event::Record(rec)) = event.event {
+                        records.push(rec);
                     }
                 }
             }
@@ -250,6 +281,8 @@ async fn collect_records(
     bundle
         .files
         .push((format!("records/{operation_id}.jsonl"), lines.into_bytes()));
+    // Called oldest first: the last call is the newest operation.
+    bundle.newest = Some((operation_id.to_string(), records));
 }
 
 /// The datastore file itself, plus servicing state and history read from it.

@@ -1,5 +1,6 @@
-//! `trident traces [--operation ID]`: the span tree of an operation with
-//! durations and status, from the bus (and journal) span records.
+//! `trident traces [--operation ID] [--format chrome]`: the span tree of an
+//! operation with durations and status, from the bus (and journal) span
+//! records; or the same spans as Chrome trace-event JSON (`crate::report::chrome`).
 
 use std::collections::HashMap;
 use std::time::SystemTime;
@@ -13,11 +14,12 @@ use trident_proto::v1::{
 };
 
 use super::Ctx;
-use crate::args::{OutputFormat, TracesArgs};
+use crate::args::{OutputFormat, TraceFormat, TracesArgs};
 use crate::exit::{CliError, CliResult, Exit};
 use crate::output;
 use crate::render::event::system_time;
 use crate::render::format;
+use crate::report::{self, chrome};
 
 /// One span of the tree.
 #[derive(Debug, Clone, Serialize)]
@@ -67,6 +69,13 @@ pub async fn run(ctx: &Ctx, args: &TracesArgs) -> CliResult<Exit> {
                 spans.push(span);
             }
         }
+    }
+    if args.format == TraceFormat::Chrome {
+        let trace = chrome::trace(&operation_id, &report::spans::spans(&spans));
+        let text = serde_json::to_string_pretty(&trace)
+            .map_err(|e| CliError::Local(format!("cannot encode the trace: {e}")))?;
+        output::emit(&format!("{text}\n"), None)?;
+        return Ok(Exit::Success);
     }
     let roots = build_tree(&spans);
     let text = match ctx.format(args.output, OutputFormat::Human) {
