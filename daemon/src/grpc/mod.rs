@@ -3,6 +3,7 @@
 //! response stream built from the bus, and the one mapping of the daemon's
 //! errors to gRPC statuses. The transport that carries it is `crate::server`.
 
+pub mod decode_status;
 pub mod error_status;
 pub mod host_status;
 pub mod router;
