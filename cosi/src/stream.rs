@@ -8,6 +8,13 @@
 //! checked against its GPT entry — all before the first byte is written.
 //! A region whose compressed hash turns out wrong is detected at its end,
 //! after its bytes were written (streaming cannot know earlier).
+//!
+//! Partition tables last: before the first partition byte is written, both
+//! GPT headers already on the target are erased (and that is fsynced); the
+//! new backup and primary GPT are written only after every partition region
+//! was written and verified. So a stream that fails (truncated image, bad
+//! hash, I/O error, crash) never leaves a partition table that looks valid
+//! over half-written partitions.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
@@ -209,8 +216,7 @@ pub fn stream_to_target(
         // header at the new backup location so the table stays valid.
         on_target.patch_primary(&mut primary);
     }
-    file.write_all_at(&primary, 0)
-        .map_err(|e| target_err(target, "write primary GPT", e))?;
+    // Read and verified; written last (see the module docs).
     progress.on_bytes(primary.len() as u64);
     progress.on_region_done(&gpt_info);
     regions.push(RegionStats {
@@ -223,6 +229,7 @@ pub fn stream_to_target(
         elapsed: started.elapsed(),
     });
 
+    erase_gpt_headers(&file, target, disk.lba_size, target_size)?;
     while let Some(mut region) = source.next_region()? {
         let RegionKind::Partition { number } = region.info().kind else {
             continue;
@@ -244,9 +251,15 @@ pub fn stream_to_target(
         )?;
         regions.push(stats);
     }
+    // Every partition is written and verified: data durable first, then
+    // the tables, backup before primary.
+    file.sync_all()
+        .map_err(|e| target_err(target, "fsync", e))?;
     on_target
         .write_backup(&file)
         .map_err(|e| target_err(target, "write backup GPT", e))?;
+    file.write_all_at(&primary, 0)
+        .map_err(|e| target_err(target, "write primary GPT", e))?;
     file.sync_all()
         .map_err(|e| target_err(target, "fsync", e))?;
     Ok(StreamReport {
@@ -255,6 +268,23 @@ pub fn stream_to_target(
         target_size,
         regions,
     })
+}
+
+/// Zeroes both GPT headers of the target (LBA 1 and its last LBA) and
+/// fsyncs, so no table that was there before describes the partitions
+/// about to be overwritten.
+fn erase_gpt_headers(
+    file: &File,
+    target: &Path,
+    lba_size: u64,
+    target_size: u64,
+) -> Result<(), CosiError> {
+    let zeros = vec![0u8; lba_size as usize];
+    for offset in [lba_size, target_size.saturating_sub(lba_size)] {
+        file.write_all_at(&zeros, offset)
+            .map_err(|e| target_err(target, "erase old GPT header", e))?;
+    }
+    file.sync_data().map_err(|e| target_err(target, "fsync", e))
 }
 
 /// Every partition region must have a GPT entry it fits into; checked for

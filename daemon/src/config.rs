@@ -95,6 +95,11 @@ pub struct Config {
     #[arg(long, default_value = DEFAULT_SHUTDOWN_GRACE, value_parser = humantime::parse_duration, value_name = "DUR")]
     pub shutdown_grace: Duration,
 
+    /// At most one "denied RPC" warning per refused peer (uid, pid) per
+    /// this interval; the next warning counts the suppressed ones.
+    #[arg(long, default_value = crate::server::refusal_log::DEFAULT_REFUSED_PEER_LOG_INTERVAL, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub refused_peer_log_interval: Duration,
+
     /// Directory for the daemon's state (bus journal, datastore, reboot log).
     #[arg(long, env = ENV_STATE_DIR, default_value = DEFAULT_STATE_DIR, value_name = "DIR")]
     pub state_dir: PathBuf,

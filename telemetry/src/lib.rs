@@ -19,6 +19,7 @@ pub mod config;
 pub mod error;
 pub mod error_report;
 pub mod ids;
+pub mod interrupted;
 pub mod journal;
 pub mod layer;
 pub mod operation;

@@ -332,3 +332,102 @@ async fn stream_disk_from_an_http_url_writes_the_same_disk() {
     );
     assert_regions_equal(&s, &target);
 }
+
+/// Byte offsets in the COSI archive where a region's tar entry starts and
+/// where its data ends: the region boundaries a truncated download can stop at.
+fn region_boundaries(cosi: &Path) -> Vec<u64> {
+    let bytes = fs::read(cosi).unwrap();
+    let mut offset = 0usize;
+    let mut cuts = Vec::new();
+    while offset + 512 <= bytes.len() {
+        let header = &bytes[offset..offset + 512];
+        if header.iter().all(|&b| b == 0) {
+            break;
+        }
+        let name = String::from_utf8_lossy(&header[..100])
+            .trim_end_matches('\0')
+            .to_owned();
+        let size_field = String::from_utf8_lossy(&header[124..136]);
+        let size = u64::from_str_radix(size_field.trim_matches(|c: char| c == '\0' || c == ' '), 8)
+            .unwrap();
+        let data_end = offset as u64 + 512 + size;
+        if name.starts_with("images/") {
+            cuts.push(offset as u64);
+            cuts.push(data_end);
+        }
+        offset = (data_end as usize).div_ceil(512) * 512;
+    }
+    cuts.dedup();
+    cuts
+}
+
+/// "EFI PART" at the start of LBA 1 (primary header) or of the last LBA
+/// (backup header).
+fn gpt_headers_present(disk: &Path) -> (bool, bool) {
+    let bytes = fs::read(disk).unwrap();
+    let signature = b"EFI PART";
+    let primary = &bytes[512..520] == signature;
+    let backup = &bytes[bytes.len() - 512..bytes.len() - 504] == signature;
+    (primary, backup)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_image_cut_at_any_region_boundary_leaves_no_valid_partition_table() {
+    let s = setup(None);
+    let full = fs::read(&s.cosi.path).unwrap();
+    let cuts = region_boundaries(&s.cosi.path);
+    assert!(cuts.len() >= 4, "{cuts:?}");
+    for (i, cut) in cuts.iter().enumerate() {
+        fs::write(
+            s.dir.path().join(format!("cut-{i}.cosi")),
+            &full[..*cut as usize],
+        )
+        .unwrap();
+    }
+    let server = HttpServer::serve(s.dir.path());
+    for (i, cut) in cuts.iter().enumerate() {
+        let target = s.dir.path().join(format!("target-{i}.img"));
+        fs::write(&target, vec![0u8; DISK as usize]).unwrap();
+        let o = stream_disk(
+            &[&target],
+            format!("http://127.0.0.1:{}/cut-{i}.cosi", server.1),
+            None,
+        )
+        .await;
+        // Cut after the last region's data only the tar's end blocks are
+        // missing: the image may still be complete and verified.
+        let last = i + 1 == cuts.len();
+        if last && o.completed.status() == StatusCode::Success {
+            assert_eq!(gpt_headers_present(&target), (true, true));
+            continue;
+        }
+        assert_eq!(
+            o.completed.status(),
+            StatusCode::Failure,
+            "cut at {cut}: {:?}",
+            o.completed
+        );
+        assert_eq!(
+            gpt_headers_present(&target),
+            (false, false),
+            "cut at byte {cut} of {} left a GPT header",
+            full.len()
+        );
+    }
+    // The whole image over the same server still writes both tables.
+    let target = s.dir.path().join("target-full.img");
+    fs::write(&target, vec![0u8; DISK as usize]).unwrap();
+    let o = stream_disk(
+        &[&target],
+        format!("http://127.0.0.1:{}/image.cosi", server.1),
+        None,
+    )
+    .await;
+    assert_eq!(
+        o.completed.status(),
+        StatusCode::Success,
+        "{:?}",
+        o.completed
+    );
+    assert_eq!(gpt_headers_present(&target), (true, true));
+}

@@ -9,7 +9,10 @@
 use std::{
     fmt,
     pin::Pin,
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
     task::{Context, Poll},
     time::Duration,
 };
@@ -25,10 +28,15 @@ use tower::{Layer, Service};
 /// Two counts: everything (connections, requests, operations) decides idle
 /// exit; work (requests, operations, not idle connections) is what shutdown
 /// waits for before exiting.
+///
+/// Connections that have not sent a request yet are counted apart
+/// ([`Activity::handshaking`]): they keep nothing alive (see
+/// `listener::connection::HANDSHAKE_TIMEOUT`).
 #[derive(Clone)]
 pub struct Activity {
     all: Arc<watch::Sender<usize>>,
     work: Arc<watch::Sender<usize>>,
+    handshaking: Arc<AtomicUsize>,
 }
 
 impl fmt::Debug for Activity {
@@ -36,6 +44,7 @@ impl fmt::Debug for Activity {
         f.debug_struct("Activity")
             .field("active", &self.active())
             .field("working", &self.working())
+            .field("handshaking", &self.handshaking())
             .finish()
     }
 }
@@ -52,7 +61,23 @@ impl Activity {
         Self {
             all: Arc::new(watch::channel(0).0),
             work: Arc::new(watch::channel(0).0),
+            handshaking: Arc::default(),
         }
+    }
+
+    /// Marks a connection that has not sent its first request yet: counted
+    /// in [`Activity::handshaking`] only, so it neither keeps the daemon
+    /// from exiting as idle nor delays shutdown.
+    pub fn handshake_guard(&self) -> HandshakeGuard {
+        self.handshaking.fetch_add(1, Ordering::Relaxed);
+        HandshakeGuard {
+            handshaking: Arc::clone(&self.handshaking),
+        }
+    }
+
+    /// How many connections are open without having sent a request.
+    pub fn handshaking(&self) -> usize {
+        self.handshaking.load(Ordering::Relaxed)
     }
 
     /// Marks a piece of work (a request, a background servicing operation)
@@ -118,6 +143,18 @@ impl Activity {
                 }
             }
         }
+    }
+}
+
+/// Counts one connection still in its handshake while held.
+#[derive(Debug)]
+pub struct HandshakeGuard {
+    handshaking: Arc<AtomicUsize>,
+}
+
+impl Drop for HandshakeGuard {
+    fn drop(&mut self) {
+        self.handshaking.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

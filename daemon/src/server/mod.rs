@@ -4,6 +4,7 @@
 
 pub mod idle;
 pub mod listener;
+pub mod refusal_log;
 pub mod security;
 pub mod shutdown;
 
@@ -14,6 +15,7 @@ use tonic::service::Routes;
 use tonic::transport::Server;
 
 use crate::config::Config;
+use crate::grpc::decode_status::DecodeStatusLayer;
 use idle::{Activity, ActivityLayer};
 use listener::{Listening, StartMode};
 use security::PeerAuthLayer;
@@ -139,7 +141,8 @@ pub async fn serve(
     let incoming = listener::incoming(listeners, Arc::new(policy.clone()), ctx.activity.clone());
     let server = Server::builder()
         .layer(ActivityLayer::new(ctx.activity.clone()))
-        .layer(PeerAuthLayer)
+        .layer(PeerAuthLayer::new(ctx.config.refused_peer_log_interval))
+        .layer(DecodeStatusLayer)
         .add_routes(routes);
     let trigger = ctx.shutdown.clone();
     let serving = server.serve_with_incoming_shutdown(incoming, async move {

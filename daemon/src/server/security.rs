@@ -6,6 +6,10 @@
 use std::{
     fmt, fs,
     pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     task::{Context, Poll},
 };
 
@@ -14,6 +18,7 @@ use tonic::body::Body;
 use tower::{Layer, Service};
 
 use super::ServerError;
+use super::refusal_log::RefusalLog;
 
 /// Fails unless the effective user is root.
 pub fn require_root() -> Result<(), ServerError> {
@@ -128,6 +133,9 @@ pub struct PeerInfo {
     pub pid: Option<i32>,
     /// Whether this peer may call the API.
     pub access: PeerAccess,
+    /// Set by the first request on the connection: ends its handshake
+    /// (see `listener::connection::HANDSHAKE_TIMEOUT`).
+    pub request_seen: Arc<AtomicBool>,
 }
 
 impl fmt::Display for PeerInfo {
@@ -140,15 +148,30 @@ impl fmt::Display for PeerInfo {
     }
 }
 
-/// Tower layer answering PERMISSION_DENIED for peers that failed the check.
-#[derive(Debug, Clone, Default)]
-pub struct PeerAuthLayer;
+/// Tower layer answering PERMISSION_DENIED for peers that failed the check
+/// (the warning rate-limited by [`RefusalLog`]).
+#[derive(Debug, Clone)]
+pub struct PeerAuthLayer {
+    refusals: RefusalLog,
+}
+
+impl PeerAuthLayer {
+    /// Warns about a refused peer at most once per `log_interval`.
+    pub fn new(log_interval: std::time::Duration) -> Self {
+        Self {
+            refusals: RefusalLog::new(log_interval),
+        }
+    }
+}
 
 impl<S> Layer<S> for PeerAuthLayer {
     type Service = PeerAuthService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        PeerAuthService { inner }
+        PeerAuthService {
+            inner,
+            refusals: self.refusals.clone(),
+        }
     }
 }
 
@@ -156,6 +179,7 @@ impl<S> Layer<S> for PeerAuthLayer {
 #[derive(Debug, Clone)]
 pub struct PeerAuthService<S> {
     inner: S,
+    refusals: RefusalLog,
 }
 
 type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
@@ -174,6 +198,9 @@ where
     }
 
     fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
+        if let Some(peer) = request.extensions().get::<PeerInfo>() {
+            peer.request_seen.store(true, Ordering::Release);
+        }
         let denied = match request.extensions().get::<PeerInfo>() {
             Some(PeerInfo {
                 access: PeerAccess::Allowed,
@@ -185,7 +212,7 @@ where
                     ..
                 },
             ) => {
-                tracing::warn!(peer = %peer, path = %request.uri().path(), "denied RPC");
+                self.refusals.refused(peer, request.uri().path());
                 Some(message.clone())
             }
             // Fail closed: a connection we could not identify gets nothing.

@@ -99,7 +99,17 @@ impl Bus {
             }
             None => (None, None),
         };
-        Ok(Bus::assemble(run_id, config, journal, history))
+        let interrupted = history
+            .as_ref()
+            .map(JournalHistory::interrupted)
+            .unwrap_or_default();
+        let bus = Bus::assemble(run_id, config, journal, history);
+        // Before anything else is published: the journal, ListOperations
+        // and GetLastError all say these ended, failed, and why.
+        for op in &interrupted {
+            crate::interrupted::mark(&bus, op);
+        }
+        Ok(bus)
     }
 
     /// A bus without journal (whatever `journal_dir` says): records live in

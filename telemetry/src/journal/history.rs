@@ -20,6 +20,18 @@ pub struct JournalHistory {
     last_error: Option<ErrorReport>,
     /// Highest journaled sequence of each run.
     runs: HashMap<String, u64>,
+    /// Last progress phase (id) each operation reached.
+    last_phase: HashMap<String, String>,
+}
+
+/// An operation an earlier run started and never completed: the daemon
+/// stopped (crash, SIGKILL, power loss) in the middle of it.
+#[derive(Debug, Clone)]
+pub struct InterruptedOperation {
+    /// What the journal knew of it (still `running`).
+    pub summary: OperationSummary,
+    /// The last progress phase it reached, if any.
+    pub last_phase: Option<String>,
 }
 
 impl JournalHistory {
@@ -77,13 +89,17 @@ impl JournalHistory {
                 }
             }
             Some(record::Record::Error(report)) => self.last_error = Some(report),
+            Some(record::Record::Progress(progress)) if !progress.operation_id.is_empty() => {
+                self.last_phase
+                    .insert(progress.operation_id, progress.phase_id);
+            }
             _ => {}
         }
     }
 
     /// Operations of earlier runs, oldest first. One still "running" here
-    /// was cut short by the daemon's end: it is reported as not running,
-    /// with an unspecified result.
+    /// was cut short by the daemon's end: it is listed as not running, and
+    /// the bus then publishes its failed completion (`crate::interrupted`).
     pub fn operations(&self) -> Vec<OperationSummary> {
         self.operations
             .iter()
@@ -91,6 +107,18 @@ impl JournalHistory {
             .map(|mut op| {
                 op.running = false;
                 op
+            })
+            .collect()
+    }
+
+    /// Operations of earlier runs that never completed, oldest first.
+    pub fn interrupted(&self) -> Vec<InterruptedOperation> {
+        self.operations
+            .iter()
+            .filter(|op| op.running)
+            .map(|op| InterruptedOperation {
+                summary: op.clone(),
+                last_phase: self.last_phase.get(&op.operation_id).cloned(),
             })
             .collect()
     }

@@ -14,7 +14,7 @@ mod history;
 mod segments;
 mod writer;
 
-pub use history::JournalHistory;
+pub use history::{InterruptedOperation, JournalHistory};
 pub(crate) use history::{ReplayRequest, replay_step};
 
 use std::path::Path;

@@ -1,31 +1,98 @@
 //! Accepted connections: each carries its peer's credentials and access
-//! decision (made once, at accept) and holds the daemon alive while open.
+//! decision (made once, at accept). Once it has sent a request it holds
+//! the daemon alive while open; before that it is only "handshaking" and
+//! is closed after [`HANDSHAKE_TIMEOUT`].
 
 use std::{
+    future::Future,
     io,
     pin::Pin,
-    sync::Arc,
+    sync::{Arc, atomic::Ordering},
     task::{Context, Poll},
+    time::Duration,
 };
 
 use futures::{Stream, StreamExt, stream};
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::{UnixListener, UnixStream},
+    time::Sleep,
 };
 use tonic::transport::server::Connected;
 
 use crate::server::{
-    idle::{Activity, ActivityGuard},
+    idle::{Activity, ActivityGuard, HandshakeGuard},
     security::{AccessPolicy, PeerAccess, PeerInfo},
 };
+
+/// How long a new connection may take to send its first request (the
+/// HTTP/2 preface, SETTINGS and one HEADERS frame). A connection that
+/// sends only the preface, or nothing, is closed when it runs out. Until
+/// its first request it is counted in `Activity::handshaking`, apart from
+/// active connections, so it does not keep the daemon from exiting idle.
+/// Clients that connect before they call (tonic, grpcio) reconnect on
+/// their next call.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One accepted connection.
 #[derive(Debug)]
 pub struct PeerStream {
     inner: UnixStream,
     info: PeerInfo,
-    _active: ActivityGuard,
+    state: ConnectionState,
+    activity: Activity,
+}
+
+/// Where a connection is in its life.
+#[derive(Debug)]
+enum ConnectionState {
+    /// No request yet: closed when `deadline` fires.
+    Handshaking {
+        deadline: Pin<Box<Sleep>>,
+        _counted: HandshakeGuard,
+    },
+    /// Has sent a request: keeps the daemon alive while open.
+    Established { _active: ActivityGuard },
+    /// Timed out in its handshake; every further read or write fails.
+    TimedOut,
+}
+
+impl PeerStream {
+    /// Moves to `Established` once a request was seen, or fails the
+    /// connection once the handshake deadline has passed. Polled on every
+    /// read and write, so the deadline's timer wakes the connection task.
+    fn poll_handshake(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        let ConnectionState::Handshaking { deadline, .. } = &mut self.state else {
+            return match self.state {
+                ConnectionState::TimedOut => Err(handshake_timed_out()),
+                _ => Ok(()),
+            };
+        };
+        if self.info.request_seen.load(Ordering::Acquire) {
+            self.state = ConnectionState::Established {
+                _active: self.activity.connection_guard(),
+            };
+            return Ok(());
+        }
+        if deadline.as_mut().poll(cx).is_ready() {
+            self.state = ConnectionState::TimedOut;
+            tracing::info!(
+                uid = self.info.uid,
+                pid = self.info.pid,
+                timeout = %humantime::format_duration(HANDSHAKE_TIMEOUT),
+                "closing a connection that sent no request within the handshake timeout"
+            );
+            return Err(handshake_timed_out());
+        }
+        Ok(())
+    }
+}
+
+fn handshake_timed_out() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "no request within the handshake timeout",
+    )
 }
 
 impl Connected for PeerStream {
@@ -42,6 +109,7 @@ impl AsyncRead for PeerStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        self.poll_handshake(cx)?;
         Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
@@ -52,6 +120,7 @@ impl AsyncWrite for PeerStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        self.poll_handshake(cx)?;
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -60,6 +129,7 @@ impl AsyncWrite for PeerStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        self.poll_handshake(cx)?;
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 
@@ -85,6 +155,7 @@ fn identify(stream: &UnixStream, policy: &AccessPolicy) -> PeerInfo {
                 gid,
                 pid,
                 access: policy.check(uid, gid, pid),
+                request_seen: Arc::default(),
             }
         }
         // Fail closed; u32::MAX is the kernel's "no such id".
@@ -95,6 +166,7 @@ fn identify(stream: &UnixStream, policy: &AccessPolicy) -> PeerInfo {
             access: PeerAccess::Denied(format!(
                 "permission denied: cannot read peer credentials: {error}"
             )),
+            request_seen: Arc::default(),
         },
     }
 }
@@ -128,7 +200,11 @@ pub fn incoming(
                     PeerStream {
                         inner: stream,
                         info,
-                        _active: activity.connection_guard(),
+                        state: ConnectionState::Handshaking {
+                            deadline: Box::pin(tokio::time::sleep(HANDSHAKE_TIMEOUT)),
+                            _counted: activity.handshake_guard(),
+                        },
+                        activity: activity.clone(),
                     }
                 });
                 if let Err(error) = &accepted {
