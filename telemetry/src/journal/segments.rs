@@ -59,6 +59,9 @@ pub(crate) fn read_frames_from(
     mut visit: impl FnMut(&[u8]) -> bool,
 ) -> io::Result<(u64, bool)> {
     let mut file = std::fs::File::open(path)?;
+    // A length field is only believed up to what the file still holds, so
+    // a corrupt one cannot make us allocate up to MAX_FRAME for nothing.
+    let file_len = file.metadata()?.len();
     file.seek(SeekFrom::Start(offset))?;
     let mut reader = io::BufReader::with_capacity(256 * 1024, file);
     let mut position = offset;
@@ -71,7 +74,7 @@ pub(crate) fn read_frames_from(
             Err(e) => return Err(e),
         }
         let len = u32::from_le_bytes(len);
-        if len > MAX_FRAME {
+        if len > MAX_FRAME || position + 4 + u64::from(len) > file_len {
             return Ok((position, true));
         }
         buf.resize(len as usize, 0);
@@ -109,5 +112,28 @@ mod tests {
         assert_eq!(frames, [b"first".to_vec(), b"second".to_vec()]);
         assert_eq!(list(&dir).expect("list")[0].0, 7);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_length_field_beyond_the_end_of_the_file_is_a_torn_frame() {
+        // A 4-byte header claiming 60 MiB made the reader allocate 60 MiB
+        // before finding that the file ends; it now stops at the header,
+        // keeping the frames before it.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = segment_path(dir.path(), 1);
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(&2u32.to_le_bytes());
+        bytes.extend_from_slice(b"ok");
+        bytes.extend_from_slice(&(60u32 << 20).to_le_bytes());
+        bytes.extend_from_slice(b"short");
+        std::fs::write(&path, &bytes).expect("write");
+        let mut frames = Vec::new();
+        let (end, reached_end) = read_frames_from(&path, 0, |f| {
+            frames.push(f.to_vec());
+            true
+        })
+        .expect("read");
+        assert_eq!(frames, [b"ok".to_vec()]);
+        assert_eq!((end, reached_end), (6, true));
     }
 }
