@@ -38,12 +38,6 @@ const INSTALL_KILLS: usize = 4;
 /// Killed StreamDisks.
 const STREAM_DISK_KILLS: usize = 4;
 
-/// `trident get last-error` reads `TelemetryService.GetLastError`, which
-/// reports an interruption only with defects13's fix 1 (the start-up
-/// marking reaching the journal). Until that is merged the CLI's answer is
-/// only checked to be well-formed; flip this to check it says `interrupted`.
-const CLI_LAST_ERROR_REPORTS_INTERRUPTION: bool = false;
-
 /// What a restarted daemon must show after an operation was killed.
 struct AfterKill<'a> {
     /// States the flow may be in (the last committed one, or the next).
@@ -105,10 +99,11 @@ async fn check_after_kill(
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     let kebab = kebab(state);
     assert_eq!(status["servicingState"], kebab, "{status:#}");
-    // ...and `get last-error` answers with a report or null.
+    // ...and `get last-error` (TelemetryService.GetLastError) names the
+    // interruption as the StatusService does.
     let cli_error = trident_ok(socket, &["--output", "json", "get", "last-error"]);
     let cli_error: serde_json::Value = serde_json::from_str(&cli_error).unwrap();
-    if CLI_LAST_ERROR_REPORTS_INTERRUPTION && interrupted {
+    if interrupted {
         assert_eq!(cli_error["subkind"], "interrupted", "{cli_error:#}");
     }
     state
