@@ -178,7 +178,7 @@ fn shift_size(m: &mut Value, index: usize, field: &str, delta: i64) {
 }
 
 async fn stream_disk(
-    client: &mut StreamingServiceClient<tonic::transport::Channel>,
+    client: &mut StreamingServiceClient<trident_e2e::Channel>,
     cosi: &Path,
 ) -> Completed {
     let request = StreamDiskRequest {

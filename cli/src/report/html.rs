@@ -50,7 +50,9 @@ fn sort(records: &[Record]) -> Sorted<'_> {
             Some(record::Record::Log(l)) => sorted.logs.push((rec, l)),
             Some(record::Record::Error(e)) => sorted.error = Some(e),
             Some(record::Record::Operation(op)) => sorted.completed = Some(op),
-            None => {}
+            // The overall view is derived from the phases the report
+            // already shows one by one.
+            Some(record::Record::OverallProgress(_)) | None => {}
         }
     }
     sorted
