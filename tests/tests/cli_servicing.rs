@@ -580,6 +580,8 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
         .output()?;
     assert!(out.status.success());
     let disk = fx.path("cycle.img");
+    // A `--disk` candidate must exist when the daemon starts.
+    std::fs::File::create(fx.path("stream.img"))?.set_len(64 << 20)?;
     let daemon = Daemon::builder()
         .args(["--inactivity-timeout", "0", "--disk"])
         .arg(fx.path("stream.img"))
@@ -670,7 +672,6 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
     );
 
     // stream-disk onto the daemon's --disk candidate.
-    std::fs::File::create(fx.path("stream.img"))?.set_len(64 << 20)?;
     let url = format!("file://{}", fx.cosi.display());
     ok(s, &["stream-disk", &url, "--progress", "plain"], 0);
 

@@ -104,7 +104,7 @@ async fn check_after_kill(
     let cli_error = trident_ok(socket, &["--output", "json", "get", "last-error"]);
     let cli_error: serde_json::Value = serde_json::from_str(&cli_error).unwrap();
     if interrupted {
-        assert_eq!(cli_error["subkind"], "interrupted", "{cli_error:#}");
+        assert_eq!(cli_error["error"], "interrupted", "{cli_error:#}");
     }
     state
 }
