@@ -85,6 +85,11 @@ declare -A APT_FOR_COMMAND=(
     [mkswap]=util-linux
     [blkid]=util-linux
     [mkfs.xfs]=xfsprogs
+    # tridentd's new-root step and UEFI boot control (servicing_new_root).
+    [losetup]=mount
+    [resize2fs]=e2fsprogs
+    [dumpe2fs]=e2fsprogs
+    [mtype]=mtools
 )
 # file -> Debian package providing it (packages without a command)
 declare -A APT_FOR_FILE=(
