@@ -21,7 +21,9 @@ def _stream_disk(stubs, daemon, image, sha384):
         request = servicing_pb2.StreamDiskRequest(image_url=f"file://{image}", image_hash=f"sha384:{sha384}")
         operation_id = ""
         status = None
-        for message in client.StreamDisk(request, timeout=120):
+        # `ids`: Started carries the operation id (an opt-in addition).
+        metadata = (("trident-additions", "ids"),)
+        for message in client.StreamDisk(request, timeout=120, metadata=metadata):
             kind = message.WhichOneof("response")
             if kind == "started":
                 operation_id = message.started.operation_id

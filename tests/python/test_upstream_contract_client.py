@@ -4,7 +4,7 @@ Update and Commit against a real tridentd (reboot backend `record`, disk-image
 files as targets). By default every stream is exactly upstream's: one Started,
 Log messages, one Completed, with no field the contract does not know and no
 empty message. With the metadata header `trident-additions: progress` the same
-calls also carry progress, which this client sees only as unknown field 1000.
+calls also carry progress, which this client sees only as unknown fields 1000 (a phase) and 1002 (overall).
 """
 
 import importlib
@@ -23,6 +23,8 @@ from conftest import REPO, Daemon, bin_path  # noqa: E402
 CONTRACT_DIR = REPO / "proto" / "upstream-contract"
 # Our number of ServicingResponse.progress (proto/README.md: 1000 and up).
 PROGRESS_FIELD = 1000
+# ServicingResponse.overall_progress, sent with `progress` too.
+OVERALL_PROGRESS_FIELD = 1002
 CALL_TIMEOUT_S = 300
 PROGRESS = (("trident-additions", "progress"),)
 
@@ -120,10 +122,11 @@ def read_stream(stream, allow_progress: bool) -> dict:
     for message in stream:
         kind = message.WhichOneof("response")
         if kind is None:
-            # Not in upstream's oneof: only our progress, for a client that asked.
+            # Not in upstream's oneof: only our progress (a phase's or the
+            # overall one), for a client that asked.
             assert allow_progress, f"empty or unknown message in a default stream: {message}"
             numbers = [field.field_number for field in UnknownFieldSet(message)]
-            assert numbers == [PROGRESS_FIELD], numbers
+            assert numbers in ([PROGRESS_FIELD], [OVERALL_PROGRESS_FIELD]), numbers
             progress += 1
             continue
         assert unknown_numbers(message) == [], f"fields the contract does not know: {message}"
