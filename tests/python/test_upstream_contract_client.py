@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import grpc
-import pytest  # noqa: F401 (also imported by conftest)
+import pytest
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
