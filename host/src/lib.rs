@@ -8,6 +8,7 @@ pub mod convert;
 pub mod datastore;
 pub mod error;
 pub mod names;
+pub mod redact;
 pub mod status;
 pub mod time_util;
 

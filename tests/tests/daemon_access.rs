@@ -198,3 +198,42 @@ async fn refused_callers_cannot_flood_the_ring_one_warning_per_peer_with_a_count
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn supplementary_socket_group_member_may_call_and_leaving_the_group_is_refused()
+-> anyhow::Result<()> {
+    let daemon = Daemon::builder()
+        .args(["--socket-group", "nogroup"])
+        .spawn()
+        .await?;
+    open_socket_dir(&daemon)?;
+    let run = |groups: &[&str]| -> anyhow::Result<(Option<i32>, String)> {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=daemon", "--regid=daemon"]);
+        match groups {
+            [] => cmd.arg("--clear-groups"),
+            _ => cmd.arg(format!("--groups={}", groups.join(","))),
+        };
+        let output = cmd
+            .arg(bin_path("trident-e2e-probe"))
+            .arg(daemon.socket_path())
+            .output()?;
+        Ok((
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        ))
+    };
+    // Inside the group through a supplementary group: the socket file
+    // (0660 root:nogroup) and the peer check both let it in.
+    let (code, output) = run(&["nogroup"])?;
+    assert_eq!(code, Some(0), "{output}");
+    // The same user outside the group cannot even open the socket file.
+    let (code, output) = run(&[])?;
+    assert_eq!(code, Some(2), "{output}");
+    // And with the file made world-writable, the daemon still refuses it.
+    std::fs::set_permissions(daemon.socket_path(), std::fs::Permissions::from_mode(0o666))?;
+    let (code, output) = run(&[])?;
+    assert_eq!(code, Some(1), "{output}");
+    assert!(output.starts_with("status PermissionDenied"), "{output}");
+    Ok(())
+}

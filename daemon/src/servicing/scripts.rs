@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, Command};
 use trident_host::config::{HealthCheck, RunOn, Script};
+use trident_host::redact::Secrets;
 use trident_host::{ResultExt, Subkind, TridentError};
 
 use super::systemd_check;
@@ -179,7 +180,7 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
     let pgid = child.id();
     let mut tail: VecDeque<String> = VecDeque::new();
     let io = async {
-        log_output(&mut child, r.name, &mut tail).await;
+        log_output(&mut child, r.name, &Secrets::of_env(r.env), &mut tail).await;
         child.wait().await
     };
     let status = match r.timeout {
@@ -261,7 +262,10 @@ fn command(r: &Runnable<'_>, env: &ScriptEnv) -> Result<Command, TridentError> {
 
 /// Logs each output line of the script (target `script::<name>`) until
 /// both streams end, keeping the last stderr lines in `tail` for the error.
-async fn log_output(child: &mut Child, name: &str, tail: &mut VecDeque<String>) {
+/// Logs each output line of the script (secret environment values
+/// redacted: the line becomes a log record, a bus record, an OTLP log and,
+/// for stderr, part of the error message).
+async fn log_output(child: &mut Child, name: &str, secrets: &Secrets, tail: &mut VecDeque<String>) {
     let target = format!("script::{name}");
     let mut out = child.stdout.take().map(|s| BufReader::new(s).lines());
     let mut err = child.stderr.take().map(|s| BufReader::new(s).lines());
@@ -269,13 +273,17 @@ async fn log_output(child: &mut Child, name: &str, tail: &mut VecDeque<String>) 
         tokio::select! {
             line = next_line(&mut out), if out.is_some() => {
                 match line {
-                    Some(line) => tracing::info!(log.target = %target, stream = "stdout", "{line}"),
+                    Some(line) => {
+                        let line = secrets.redact(&line);
+                        tracing::info!(log.target = %target, stream = "stdout", "{line}");
+                    }
                     _ => out = None,
                 }
             }
             line = next_line(&mut err), if err.is_some() => {
                 match line {
                     Some(line) => {
+                        let line = secrets.redact(&line).into_owned();
                         tracing::warn!(log.target = %target, stream = "stderr", "{line}");
                         if tail.len() == STDERR_TAIL_LINES {
                             tail.pop_front();
