@@ -13,6 +13,7 @@ mod rcp;
 mod report;
 mod servicing;
 mod stream_disk;
+mod subscribers;
 mod uds;
 
 use anyhow::bail;
@@ -20,9 +21,9 @@ use anyhow::bail;
 /// Benchmarks `all` runs, in order.
 const ALL: &[&str] = &["hot-path", "end-to-end", "memory"];
 
-/// Usage line, naming every benchmark (the last four are run by name only:
-/// three need a few GB of disk, rcp starts a thousand agents).
-const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp]... [--quick]";
+/// Usage line, naming every benchmark (the last five are run by name only:
+/// four need a few GB of disk, rcp starts a thousand agents).
+const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp|subscribers]... [--quick]";
 
 fn main() -> anyhow::Result<()> {
     let mut quick = false;
@@ -56,6 +57,7 @@ fn main() -> anyhow::Result<()> {
             "otlp-export" => otlp_export::run(quick)?,
             "servicing" => servicing::run(quick)?,
             "rcp" => rcp::run(quick)?,
+            "subscribers" => subscribers::run(quick)?,
             other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
         }
     }

@@ -32,7 +32,7 @@ const RUNS: usize = 3;
 const ENV_WORK_DIR: &str = "TRIDENT_BENCH_DIR";
 const MIB: f64 = (1 << 20) as f64;
 
-fn host_config(image: &FixtureOutput, disk: &Path, volume_mib: u64) -> String {
+pub(crate) fn host_config(image: &FixtureOutput, disk: &Path, volume_mib: u64) -> String {
     format!(
         "image:\n  url: file://{}\n  sha384: {}\nstorage:\n  disks:\n  - id: os\n    device: {}\n    partitions:\n    \
          - {{ id: esp, type: esp, size: 8M }}\n    - {{ id: root-a, type: root, size: {volume_mib}M }}\n    \
@@ -46,7 +46,7 @@ fn host_config(image: &FixtureOutput, disk: &Path, volume_mib: u64) -> String {
 }
 
 /// Reads a servicing stream to Completed; fails unless it succeeded.
-async fn completed(
+pub(crate) async fn completed(
     response: Result<tonic::Response<tonic::Streaming<ServicingResponse>>, tonic::Status>,
 ) -> anyhow::Result<()> {
     let mut stream = response?.into_inner();
@@ -61,7 +61,7 @@ async fn completed(
     bail!("stream ended without Completed")
 }
 
-fn hc(text: &str) -> Option<v1::HostConfiguration> {
+pub(crate) fn hc(text: &str) -> Option<v1::HostConfiguration> {
     Some(v1::HostConfiguration {
         config: text.to_owned(),
     })
