@@ -152,6 +152,20 @@ install_node_packages() {
     fi
 }
 
+# cargo-fuzz (from crates.io) when a nightly toolchain is there: fuzzing
+# needs nightly's sanitizer flags; a nightly cannot be downloaded here, so
+# without one the fuzz section says it is skipped.
+have_nightly() { rustup run nightly rustc --version >/dev/null 2>&1; }
+install_cargo_fuzz() {
+    if ! have_nightly; then
+        echo "cargo-fuzz: no nightly toolchain, not installed (fuzz section will be skipped)"
+    elif cargo fuzz --version >/dev/null 2>&1; then
+        echo "cargo-fuzz: present"
+    else
+        cargo install cargo-fuzz --locked --quiet || echo "cargo-fuzz: install failed (fuzz section will be skipped)"
+    fi
+}
+
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
     section "install: system packages"
     install_system_packages
@@ -159,6 +173,8 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
     install_python_packages
     section "install: node packages (npm ci)"
     install_node_packages
+    section "install: cargo-fuzz"
+    install_cargo_fuzz
     # Other install steps the tests need go here (one function call each).
 fi
 
@@ -184,6 +200,29 @@ if have cargo-nextest; then
 else
     cargo test --workspace --no-fail-fast 2>&1 | tee "$TEST_LOG"
     awk '/^test result:/ { p += $4; f += $6 } END { printf "cargo test summary: %d passed, %d failed\n", p, f }' "$TEST_LOG"
+fi
+
+# ---------------------------------------------------------------------------
+# Fuzzing: a short run of every target in fuzz/ (README "Reliability" says
+# how to run them longer). New inputs go to a temp dir, not the seed corpus.
+# ---------------------------------------------------------------------------
+
+FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+if [ "${SKIP_FUZZ:-0}" = 1 ]; then
+    section "fuzz: skipped (SKIP_FUZZ=1)"
+elif ! have_nightly || ! cargo fuzz --version >/dev/null 2>&1; then
+    section "fuzz: SKIPPED, no nightly toolchain or cargo-fuzz could not be installed"
+else
+    section "fuzz: build every target (nightly, address sanitizer)"
+    (cd fuzz && cargo +nightly fuzz build --quiet)
+    for target in $(cd fuzz && cargo +nightly fuzz list); do
+        section "fuzz: $target for ${FUZZ_SECONDS}s"
+        mkdir -p "$LOG_DIR/fuzz/$target"
+        # -malloc_limit_mb: one allocation over 256 MiB from a small input is a finding.
+        (cd fuzz && cargo +nightly fuzz run "$target" "$LOG_DIR/fuzz/$target" "corpus/$target" -- \
+            -max_total_time="$FUZZ_SECONDS" -malloc_limit_mb=256 -rss_limit_mb=2048 \
+            -artifact_prefix="$LOG_DIR/fuzz/$target-" -print_final_stats=1 2>&1 | tail -n 25)
+    done
 fi
 
 # ---------------------------------------------------------------------------

@@ -47,6 +47,19 @@ impl Daemon {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        Daemon::start_with_reboot(dir, "none", extra).await
+    }
+
+    /// Like [`Daemon::start`] with `--reboot reboot` (`none`, `record`).
+    pub async fn start_with_reboot<I, S>(
+        dir: &Path,
+        reboot: &str,
+        extra: I,
+    ) -> anyhow::Result<Daemon>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let bin = tridentd();
         let socket = dir.join("tridentd.sock");
         let state = dir.join("state");
@@ -57,7 +70,7 @@ impl Daemon {
             .arg(&socket)
             .arg("--state-dir")
             .arg(&state)
-            .args(["--inactivity-timeout", "0", "--reboot", "none"])
+            .args(["--inactivity-timeout", "0", "--reboot", reboot])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -72,5 +85,10 @@ impl Daemon {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok(daemon)
+    }
+
+    /// Process id of the daemon (for /proc readings).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 }

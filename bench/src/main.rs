@@ -14,6 +14,7 @@ mod rcp;
 mod report;
 mod servicing;
 mod stream_disk;
+mod subscribers;
 mod uds;
 
 use anyhow::bail;
@@ -21,9 +22,10 @@ use anyhow::bail;
 /// Benchmarks `all` runs, in order.
 const ALL: &[&str] = &["hot-path", "end-to-end", "memory"];
 
-/// Usage line, naming every benchmark (the last four are run by name only:
-/// three need a few GB of disk, rcp starts a thousand agents).
-const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp|legacy-bridge]... [--quick]";
+/// Usage line, naming every benchmark (the last six are run by name only:
+/// four need a few GB of disk, rcp starts a thousand agents, legacy-bridge
+/// runs servicing against local HTTP endpoints).
+const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp|legacy-bridge|subscribers]... [--quick]";
 
 fn main() -> anyhow::Result<()> {
     let mut quick = false;
@@ -58,6 +60,7 @@ fn main() -> anyhow::Result<()> {
             "servicing" => servicing::run(quick)?,
             "rcp" => rcp::run(quick)?,
             "legacy-bridge" => legacy_bridge::run(quick)?,
+            "subscribers" => subscribers::run(quick)?,
             other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
         }
     }
