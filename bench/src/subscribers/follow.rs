@@ -96,6 +96,7 @@ fn operation_of(record: &Record) -> &str {
         Some(record::Record::Progress(r)) => &r.operation_id,
         Some(record::Record::Error(r)) => &r.operation_id,
         Some(record::Record::Operation(r)) => &r.operation_id,
+        Some(record::Record::OverallProgress(r)) => &r.operation_id,
         None => "",
     }
 }
