@@ -121,8 +121,9 @@ pub struct Config {
     pub agent_config: PathBuf,
 
     /// Disk (block device or image file) StreamDisk may write to. Repeatable.
-    /// Anything else (a directory, a character device, a missing path) is
-    /// refused when the flags are parsed.
+    /// Anything else that exists (a directory, a character device) is
+    /// refused when the flags are parsed; a path that does not exist yet is
+    /// checked when StreamDisk picks a disk.
     #[arg(long = "disk", value_name = "PATH", value_parser = parse_disk)]
     pub disks: Vec<PathBuf>,
 
@@ -186,9 +187,13 @@ pub struct Config {
 fn parse_disk(arg: &str) -> Result<PathBuf, String> {
     use std::os::unix::fs::FileTypeExt;
     let path = PathBuf::from(arg);
-    let file_type = std::fs::metadata(&path)
-        .map_err(|e| format!("cannot use '{arg}' as a disk: {e}"))?
-        .file_type();
+    let file_type = match std::fs::metadata(&path) {
+        Ok(metadata) => metadata.file_type(),
+        // Not there yet (an image file created later, a device that
+        // appears): StreamDisk reports it as unusable when it picks a disk.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(path),
+        Err(e) => return Err(format!("cannot use '{arg}' as a disk: {e}")),
+    };
     if file_type.is_block_device() || file_type.is_file() {
         return Ok(path);
     }
