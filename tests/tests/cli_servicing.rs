@@ -677,7 +677,6 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
 
     // stream-disk onto the daemon's --disk candidate.
     std::fs::File::create(fx.path("stream.img"))?.set_len(64 << 20)?;
-    std::fs::File::create(fx.path("stream.img"))?.set_len(64 << 20)?;
     let url = format!("file://{}", fx.cosi.display());
     ok(s, &["stream-disk", &url, "--progress", "plain"], 0);
 
