@@ -67,6 +67,11 @@ struct OperationProgress {
     planned_steps: u32,
     /// Top-level phases, in the order they started.
     steps: Vec<(String, Step)>,
+    /// Byte phases nested in another phase: (phase id, parent id, step).
+    /// Under a phase that counts items (install's region writes under
+    /// "Verify region hashes") they are the operation's byte work; under a
+    /// byte phase they are parts of its bytes and are not counted again.
+    nested: Vec<(String, String, Step)>,
     current_step: String,
     /// (time, bytes done) of the last rate sample.
     last_sample: Option<(Instant, u64)>,
@@ -84,6 +89,7 @@ impl OperationProgress {
             planned_bytes: None,
             planned_steps: 0,
             steps: Vec::new(),
+            nested: Vec::new(),
             current_step: String::new(),
             last_sample: None,
             weighted_bytes: 0.0,
@@ -94,11 +100,49 @@ impl OperationProgress {
     }
 
     fn bytes_done(&self) -> u64 {
-        self.steps
+        let top: u64 = self
+            .steps
             .iter()
             .filter(|(_, s)| s.bytes)
             .map(|(_, s)| s.current)
-            .sum()
+            .sum();
+        top + self.counted_nested().map(|s| s.current).sum::<u64>()
+    }
+
+    /// Nested byte phases whose parent does not count bytes itself.
+    fn counted_nested(&self) -> impl Iterator<Item = &Step> {
+        self.nested
+            .iter()
+            .filter(|(_, parent, _)| !self.steps.iter().any(|(id, s)| id == parent && s.bytes))
+            .map(|(_, _, s)| s)
+    }
+
+    fn has_byte_work(&self) -> bool {
+        self.steps.iter().any(|(_, s)| s.bytes) || self.counted_nested().next().is_some()
+    }
+
+    fn update_nested(&mut self, record: &ProgressRecord) {
+        if record.unit() != ProgressUnit::Bytes {
+            return;
+        }
+        let step = Step {
+            bytes: true,
+            current: record.current,
+            total: record.total,
+            done: record.state() == PhaseState::Done,
+        };
+        match self
+            .nested
+            .iter_mut()
+            .find(|(id, _, _)| *id == record.phase_id)
+        {
+            Some((_, _, slot)) => *slot = step,
+            None => self.nested.push((
+                record.phase_id.clone(),
+                record.parent_phase_id.clone(),
+                step,
+            )),
+        }
     }
 
     /// The plan's total, else the sum of the byte phases' totals when all
@@ -107,9 +151,15 @@ impl OperationProgress {
         if self.planned_bytes.is_some() {
             return self.planned_bytes;
         }
-        let mut byte_steps = self.steps.iter().filter(|(_, s)| s.bytes).peekable();
+        let mut byte_steps = self
+            .steps
+            .iter()
+            .filter(|(_, s)| s.bytes)
+            .map(|(_, s)| s)
+            .chain(self.counted_nested())
+            .peekable();
         byte_steps.peek()?;
-        byte_steps.map(|(_, s)| s.total).sum()
+        byte_steps.map(|s| s.total).sum()
     }
 
     fn update_step(&mut self, record: &ProgressRecord) {
@@ -135,7 +185,7 @@ impl OperationProgress {
     /// the same weight, so the rate is bytes per second of the recent past
     /// (no bias toward the first sample, unlike a plain EWMA of rates).
     fn sample_rate(&mut self, now: Instant) {
-        if !self.steps.iter().any(|(_, s)| s.bytes) {
+        if !self.has_byte_work() {
             return;
         }
         let done = self.bytes_done();
@@ -233,7 +283,8 @@ impl OverallTracker {
     }
 
     /// A phase record of the operation; returns the new overall view.
-    /// Child phases change nothing but still return the view (unchanged).
+    /// Child phases are not steps; a child byte phase adds its bytes when
+    /// its parent counts items.
     pub fn phase(
         &mut self,
         operation: &Arc<str>,
@@ -243,6 +294,8 @@ impl OverallTracker {
         let op = self.entry(operation, now);
         if record.parent_phase_id.is_empty() {
             op.update_step(record);
+        } else {
+            op.update_nested(record);
         }
         op.sample_rate(now);
         op.view(operation, now, false)
@@ -378,5 +431,28 @@ mod tests {
             tracker.finished(&op, t0).is_none(),
             "forgotten once finished"
         );
+    }
+
+    #[test]
+    fn byte_phases_nested_in_an_item_phase_are_the_operations_bytes() {
+        let op: Arc<str> = Arc::from("op");
+        let t0 = Instant::now();
+        let mut tracker = OverallTracker::default();
+        // Install: "verify" counts regions, its children write bytes.
+        tracker.phase(&op, &record("verify", "", ProgressUnit::Items, 0, 3), t0);
+        tracker.phase(
+            &op,
+            &record("write/a", "verify", ProgressUnit::Bytes, 300, 300),
+            t0 + Duration::from_secs(1),
+        );
+        let view = tracker.phase(
+            &op,
+            &record("write/b", "verify", ProgressUnit::Bytes, 50, 700),
+            t0 + Duration::from_secs(2),
+        );
+        assert_eq!(view.bytes_done, 350);
+        assert_eq!(view.bytes_total, Some(1000), "the children's totals");
+        assert_eq!(view.steps_done, 0, "children are not steps");
+        assert!(view.bytes_per_second.is_some(), "a rate from nested bytes");
     }
 }

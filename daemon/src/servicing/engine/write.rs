@@ -120,7 +120,7 @@ pub fn write_image(
                 tracing::debug!(region = %info.name(), "not a target: verifying without writing");
                 region.skip().cosi()?;
             }
-            Some(target) => write_region(&mut region, &info, target, &mut files)?,
+            Some(target) => write_region(&verify, &mut region, &info, target, &mut files)?,
         }
         verified += 1;
         verify.set(verified);
@@ -134,8 +134,10 @@ pub fn write_image(
 }
 
 /// Writes one region into its target partition (opening the device on
-/// first use) as a `write/<partition>` phase; hashes are checked on the way.
+/// first use) as a `write/<partition>` phase nested in `verify` (the
+/// region walk); hashes are checked on the way.
 fn write_region(
+    verify: &Phase,
     region: &mut RegionReader<'_>,
     info: &RegionInfo,
     t: &WriteTarget,
@@ -152,7 +154,8 @@ fn write_region(
     let file = files
         .get(device)
         .ok_or_else(|| TridentError::of(Subkind::WriteImage))?;
-    let phase = Phase::start(
+    let phase = Phase::child(
+        verify,
         format!("write/{}", t.partition_id),
         format!(
             "Write {} to {}",

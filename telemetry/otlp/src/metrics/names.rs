@@ -55,6 +55,7 @@ pub const ATTR_REASON: &str = "reason";
 /// data written to a disk.
 pub const WRITE_PHASE_PREFIXES: &[&str] = &["write"];
 /// First segment of a byte-counting phase id that means image data read
-/// (StreamDisk's `download`). A top-level `write/*` phase (Install, Update)
-/// also counts as read: it streams straight from the image.
+/// (StreamDisk's `download`). A `write/*` phase whose parent is not a byte
+/// phase (Install, Update) also counts as read: it streams straight from
+/// the image.
 pub const READ_PHASE_PREFIXES: &[&str] = &["download", "read", "fetch"];

@@ -119,9 +119,17 @@ impl OperationTracker {
                 if WRITE_PHASE_PREFIXES.contains(&first) {
                     out.push(Observation::BytesWritten(delta));
                 }
-                let top_level_write =
-                    progress.parent_phase_id.is_empty() && WRITE_PHASE_PREFIXES.contains(&first);
-                if READ_PHASE_PREFIXES.contains(&first) || top_level_write {
+                // A write streamed straight from the image is also a read,
+                // unless its parent phase already counts those bytes
+                // (StreamDisk's `download`); install's writes sit under an
+                // item phase (the region walk) or at the top.
+                let parent_counts_bytes = !progress.parent_phase_id.is_empty()
+                    && self.bytes_seen.contains_key(&(
+                        progress.operation_id.clone(),
+                        progress.parent_phase_id.clone(),
+                    ));
+                let streamed_write = !parent_counts_bytes && WRITE_PHASE_PREFIXES.contains(&first);
+                if READ_PHASE_PREFIXES.contains(&first) || streamed_write {
                     out.push(Observation::ImageBytesRead(delta));
                 }
             }
