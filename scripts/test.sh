@@ -300,7 +300,7 @@ elif [ $((SECONDS - STARTED_AT)) -gt "$FUZZ_START_BEFORE" ]; then
 else
     section "fuzz: build every target (nightly, address sanitizer; at most ${FUZZ_BUILD_LIMIT}s)"
     FUZZ_BUILD_RC=0
-    (cd fuzz && timeout "$FUZZ_BUILD_LIMIT" cargo +nightly fuzz build --quiet) || FUZZ_BUILD_RC=$?
+    (cd fuzz && timeout "$FUZZ_BUILD_LIMIT" cargo +nightly fuzz build) || FUZZ_BUILD_RC=$?
     if [ "$FUZZ_BUILD_RC" = 124 ]; then
         section "fuzz: SKIPPED, the build took longer than ${FUZZ_BUILD_LIMIT}s (raise FUZZ_BUILD_LIMIT)"
     elif [ "$FUZZ_BUILD_RC" != 0 ]; then
