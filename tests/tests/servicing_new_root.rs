@@ -154,20 +154,8 @@ async fn uefi_install_writes_systemd_boot_and_volume_a_entry_on_the_esp() {
     }
     let f = Fixture::new();
     let v1 = mini_os::build(f.dir.path(), "v1");
+    let d = mini_os::uefi_daemon(f.dir.path()).await;
     let efivars = f.dir.path().join("efivars");
-    std::fs::create_dir_all(&efivars).unwrap();
-    let d = trident_e2e::Daemon::builder()
-        .args([
-            "--inactivity-timeout",
-            "0",
-            "--boot-control",
-            "uefi",
-            "--efivars",
-        ])
-        .arg(&efivars)
-        .spawn()
-        .await
-        .unwrap();
     let mut c = Clients::new(&d).await;
     c.install(&f.config(&v1, "")).await.assert_success();
 

@@ -247,20 +247,7 @@ async fn extra_kernel_arguments_end_the_boot_entry_options() {
     }
     let f = Fixture::new();
     let v1 = mini_os::build(f.dir.path(), "v1");
-    let efivars = f.dir.path().join("efivars");
-    std::fs::create_dir_all(&efivars).unwrap();
-    let d = trident_e2e::Daemon::builder()
-        .args([
-            "--inactivity-timeout",
-            "0",
-            "--boot-control",
-            "uefi",
-            "--efivars",
-        ])
-        .arg(&efivars)
-        .spawn()
-        .await
-        .unwrap();
+    let d = mini_os::uefi_daemon(f.dir.path()).await;
     let mut c = Clients::new(&d).await;
     let extra = "os:\n  kernelCommandLine:\n    extraCommandLine: [console=ttyS1, audit=0]\n";
     c.install(&f.config(&v1, extra)).await.assert_success();

@@ -214,3 +214,22 @@ pub fn esp_file(disk: &Path, path: &str) -> Option<String> {
 pub fn loop_devices_on(disk: &Path) -> String {
     sh(Command::new("losetup").arg("-j").arg(disk))
 }
+
+/// A private tridentd with `--boot-control uefi`; its efivarfs stand-in is
+/// the directory `dir/efivars`.
+pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
+    let efivars = dir.join("efivars");
+    std::fs::create_dir_all(&efivars).unwrap();
+    trident_e2e::Daemon::builder()
+        .args([
+            "--inactivity-timeout",
+            "0",
+            "--boot-control",
+            "uefi",
+            "--efivars",
+        ])
+        .arg(&efivars)
+        .spawn()
+        .await
+        .unwrap()
+}
