@@ -161,10 +161,13 @@ async fn uefi_install_writes_systemd_boot_and_volume_a_entry_on_the_esp() {
 
     let root_a = mini_os::partition(&f.disk, "root-a");
     let esp = |p: &str| mini_os::esp_file(&f.disk, p).unwrap_or_else(|| panic!("ESP has no {p}"));
-    assert_eq!(esp("EFI/BOOT/BOOTX64.EFI"), mini_os::FAKE_SYSTEMD_BOOT);
+    assert_eq!(
+        esp("EFI/BOOT/BOOTX64.EFI"),
+        mini_os::fake_systemd_boot("v1")
+    );
     assert_eq!(
         esp("EFI/systemd/systemd-bootx64.efi"),
-        mini_os::FAKE_SYSTEMD_BOOT
+        mini_os::fake_systemd_boot("v1")
     );
     assert!(esp("loader/loader.conf").contains("default trident-volume-a.conf"));
     let entry = esp("loader/entries/trident-volume-a.conf");

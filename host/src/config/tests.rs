@@ -135,7 +135,6 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
             "os:\n  sysexts: [{url: 'http://x/e.raw', sha384: ignored}]\n",
             "os.sysexts",
         ),
-        ("os:\n  uefiFallback: disabled\n", "os.uefiFallback"),
         ("managementOs:\n  users: [{name: a}]\n", "managementOs"),
         ("internalParams: {}\n", "internalParams"),
     ] {
@@ -155,7 +154,8 @@ fn applied_os_keys_are_accepted() {
     let os = "os:\n  netplan: {version: 2}\n  users: [{name: a, sshMode: key-only}]\n  \
               selinux: {mode: enforcing}\n  hostname: edge-1\n  \
               additionalFiles: [{destination: /etc/x, content: y, permissions: '0600'}]\n  \
-              modules: [{name: m, loadMode: always}]\n  services: {enable: [a.service]}\n";
+              modules: [{name: m, loadMode: always}]\n  services: {enable: [a.service]}\n  \
+              uefiFallback: optimistic\n";
     let hc = parse(&format!("{}{os}", good())).unwrap();
     assert_eq!(hc.os.hostname.as_deref(), Some("edge-1"));
     assert_eq!(hc.os.users[0].ssh_mode, SshMode::KeyOnly);

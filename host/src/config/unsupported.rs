@@ -4,9 +4,7 @@
 //! there is one, what to use instead. When the engine learns to apply a
 //! feature, delete its rule here (and update the README's key table).
 
-use super::{
-    FileSystemType, FilesystemSource, HostConfiguration, OverrideEspMount, UefiFallbackMode, spans,
-};
+use super::{FileSystemType, FilesystemSource, HostConfiguration, OverrideEspMount, spans};
 use crate::error::{Subkind, TridentError};
 
 /// One refused feature.
@@ -140,17 +138,6 @@ pub const RULES: &[Rule] = &[
         what: "configuration extensions (runtime updates)",
         instead: None,
         used: |hc| when(!hc.os.confexts.is_empty(), "os.confexts"),
-    },
-    Rule {
-        key: "os.uefiFallback: optimistic | disabled",
-        what: "changing the UEFI fallback mode",
-        instead: Some("leave it out or use 'conservative'"),
-        used: |hc| {
-            when(
-                hc.os.uefi_fallback != UefiFallbackMode::Conservative,
-                "os.uefiFallback",
-            )
-        },
     },
     Rule {
         key: "managementOs",

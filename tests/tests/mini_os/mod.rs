@@ -19,8 +19,14 @@ use trident_cosi::writer::{self, FixtureOutput, ImagePartition, ImagesSpec};
 
 pub const KERNEL_RELEASE: &str = "6.1.0-mini";
 pub const CMDLINE: &str = "console=ttyS0 quiet";
-/// Content of the fake systemd-boot EFI binary in the image.
+/// Content of the fake systemd-boot EFI binary in the image (followed by
+/// the image's version: [`fake_systemd_boot`]).
 pub const FAKE_SYSTEMD_BOOT: &str = "fake systemd-boot efi binary";
+
+/// The fake systemd-boot of version `version` of the mini OS.
+pub fn fake_systemd_boot(version: &str) -> String {
+    format!("{FAKE_SYSTEMD_BOOT} {version}")
+}
 
 /// What a real OS has and the OS configuration edits: account databases
 /// (`useradd --root`), sshd's config, a unit to enable.
@@ -87,7 +93,7 @@ pub fn build(dir: &Path, version: &str) -> FixtureOutput {
     .unwrap();
     std::fs::write(
         tree.join("usr/lib/systemd/boot/efi/systemd-bootx64.efi"),
-        FAKE_SYSTEMD_BOOT,
+        fake_systemd_boot(version),
     )
     .unwrap();
     let root = dir.join(format!("{version}-root.img"));
@@ -213,6 +219,35 @@ pub fn esp_file(disk: &Path, path: &str) -> Option<String> {
 /// Loop devices still attached to `disk`.
 pub fn loop_devices_on(disk: &Path) -> String {
     sh(Command::new("losetup").arg("-j").arg(disk))
+}
+
+/// Says, as systemd-boot does in `LoaderEntrySelected`, which entry the
+/// "firmware" booted: the uefi backend's booted volume where the root is
+/// on no partition (this test machine).
+pub fn set_booted_entry(dir: &Path, entry: &str) {
+    let mut data = 7u32.to_le_bytes().to_vec();
+    for unit in entry.encode_utf16().chain(std::iter::once(0)) {
+        data.extend_from_slice(&unit.to_le_bytes());
+    }
+    std::fs::write(
+        dir.join("efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"),
+        data,
+    )
+    .unwrap();
+}
+
+/// An EFI variable of systemd-boot the daemon wrote (`None`: absent).
+pub fn loader_var(dir: &Path, name: &str) -> Option<String> {
+    let bytes = std::fs::read(dir.join(format!(
+        "efivars/{name}-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"
+    )))
+    .ok()?;
+    let units: Vec<u16> = bytes[4..]
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .take_while(|u| *u != 0)
+        .collect();
+    Some(String::from_utf16(&units).unwrap())
 }
 
 /// A private tridentd with `--boot-control uefi`; its efivarfs stand-in is

@@ -17,7 +17,9 @@
 //!   filesystem (`/proc/self/mountinfo` + sysfs).
 
 pub mod booted;
+pub mod efivars;
 pub mod esp;
+pub mod fallback;
 pub mod record;
 pub mod uefi;
 pub mod uefi_entry;

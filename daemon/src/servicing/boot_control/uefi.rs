@@ -1,23 +1,22 @@
 //! The UEFI backend: systemd-boot Type 1 entries on the ESP, one per
-//! volume, `loader.conf`'s default for the committed volume and the
-//! one-shot `LoaderEntryOneShot` EFI variable for a trial boot.
+//! volume, the one-shot `LoaderEntryOneShot` EFI variable for a trial
+//! boot, and `loader.conf`'s default plus the fallback loader
+//! `EFI/BOOT/BOOTX64.EFI` as `os.uefiFallback` says (`fallback`).
 
 use std::path::{Path, PathBuf};
 
 use trident_host::config::{HostConfiguration, PartitionType};
 use trident_host::status::{AbVolume, HostStatus, PartitionLayout};
-use trident_host::{ResultExt, Subkind, TridentError};
+use trident_host::{Subkind, TridentError};
 
 use super::BootControl;
 use super::booted::root_partition;
+use super::efivars;
 use super::esp::Esp;
+use super::fallback::{self, Moment};
 use crate::servicing::new_root::NewRoot;
 use crate::servicing::new_root::partitions::partition_for;
 
-/// systemd-boot's vendor GUID for its EFI variables.
-const LOADER_GUID: &str = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f";
-/// EFI_VARIABLE_NON_VOLATILE | BOOTSERVICE_ACCESS | RUNTIME_ACCESS.
-const EFI_VAR_ATTRIBUTES: u32 = 0x7;
 /// Where images ship systemd-boot (Debian's systemd-boot-efi).
 const SYSTEMD_BOOT_EFI: &str = "usr/lib/systemd/boot/efi/systemd-bootx64.efi";
 
@@ -26,10 +25,17 @@ pub fn entry_id(volume: AbVolume) -> String {
     format!("trident-{volume}.conf")
 }
 
+/// The volume of a Trident entry id (`trident-volume-b.conf`).
+fn volume_of_entry(entry: &str) -> Option<AbVolume> {
+    [AbVolume::VolumeA, AbVolume::VolumeB]
+        .into_iter()
+        .find(|v| entry_id(*v) == entry)
+}
+
 /// `loader/loader.conf` booting `volume` by default.
 pub fn loader_conf(volume: AbVolume) -> String {
     format!(
-        "# Written by Trident: the committed volume boots by default.\n\
+        "# Written by Trident: the volume booted without EFI variables.\n\
          default {}\ntimeout 0\neditor no\n",
         entry_id(volume)
     )
@@ -48,48 +54,36 @@ impl UefiBootControl {
         }
     }
 
-    fn one_shot_path(&self) -> PathBuf {
-        self.efivars
-            .join(format!("LoaderEntryOneShot-{LOADER_GUID}"))
-    }
-
-    /// Sets `LoaderEntryOneShot`: systemd-boot boots `entry` once, then
-    /// deletes the variable.
-    fn set_one_shot(&self, entry: &str) -> Result<(), TridentError> {
-        self.clear_one_shot()?;
-        let mut data = EFI_VAR_ATTRIBUTES.to_le_bytes().to_vec();
-        for unit in entry.encode_utf16().chain(std::iter::once(0)) {
-            data.extend_from_slice(&unit.to_le_bytes());
+    /// Applies `os.uefiFallback`'s plan for `moment` (see `fallback`).
+    fn apply_plan(&self, status: &HostStatus, moment: Moment) -> Result<(), TridentError> {
+        let hc = spec(status)?;
+        let plan = fallback::plan(hc.os.uefi_fallback, moment);
+        if let Some(var) = plan.default_var {
+            match var {
+                Some(volume) => efivars::set(&self.efivars, efivars::DEFAULT, &entry_id(volume))?,
+                None => efivars::clear(&self.efivars, efivars::DEFAULT)?,
+            }
         }
-        std::fs::write(self.one_shot_path(), data).structured_msg(
-            Subkind::BootControl,
-            format!(
-                "Cannot set LoaderEntryOneShot in {}",
-                self.efivars.display()
-            ),
-        )?;
-        tracing::info!(entry, "one-shot trial boot set (LoaderEntryOneShot)");
-        Ok(())
-    }
-
-    fn clear_one_shot(&self) -> Result<(), TridentError> {
-        let path = self.one_shot_path();
-        if !path.exists() {
+        if plan.loader.is_none() && plan.loader_conf.is_none() {
             return Ok(());
         }
-        // efivarfs files are immutable until told otherwise.
-        let _ = std::process::Command::new("chattr")
-            .arg("-i")
-            .arg(&path)
-            .status();
-        std::fs::remove_file(&path)
-            .structured_msg(Subkind::BootControl, "Cannot clear LoaderEntryOneShot")
-    }
-
-    fn set_default(&self, status: &HostStatus, volume: AbVolume) -> Result<(), TridentError> {
-        let esp = Esp::open(&esp_layout(spec(status)?, &status.layout)?)?;
-        esp.write("loader/loader.conf", loader_conf(volume).as_bytes())?;
-        tracing::info!(entry = %entry_id(volume), "default boot entry set (loader.conf)");
+        let esp = Esp::open(&esp_layout(hc, &status.layout)?)?;
+        if let Some(volume) = plan.loader_conf {
+            esp.write("loader/loader.conf", loader_conf(volume).as_bytes())?;
+            tracing::info!(entry = %entry_id(volume), "loader.conf default set");
+        }
+        if let Some(volume) = plan.loader {
+            match esp.read(&fallback::volume_loader(volume))? {
+                Some(loader) => {
+                    esp.write(fallback::FALLBACK_LOADER, &loader)?;
+                    tracing::info!(%volume, mode = ?hc.os.uefi_fallback,
+                        "UEFI fallback loader is the volume's systemd-boot");
+                }
+                // A volume written before loaders were kept per volume.
+                None => tracing::warn!(%volume,
+                    "the volume has no systemd-boot on the ESP: UEFI fallback loader left as it is"),
+            }
+        }
         Ok(())
     }
 }
@@ -158,9 +152,13 @@ impl BootControl for UefiBootControl {
             entry.as_bytes(),
         )?;
         tracing::info!(volume = %root.volume, kernel = %kernel.release, "boot entry written on the ESP");
+        // The volume's own systemd-boot, for the UEFI fallback path.
+        let loader = systemd_boot_of(&root.path)?;
+        esp.copy_in(&loader, &fallback::volume_loader(root.volume))?;
         if install {
-            install_systemd_boot(&esp, &root.path)?;
+            esp.copy_in(&loader, "EFI/systemd/systemd-bootx64.efi")?;
             esp.write("loader/loader.conf", loader_conf(root.volume).as_bytes())?;
+            tracing::info!(source = %loader.display(), "systemd-boot installed on the ESP");
         }
         Ok(())
     }
@@ -172,10 +170,20 @@ impl BootControl for UefiBootControl {
         _operation_id: &str,
     ) -> Result<(), TridentError> {
         match status.ab_active_volume {
-            // Install: nothing older to fall back to; loader.conf already
-            // names the new volume.
-            None => self.set_default(status, volume),
-            Some(_) => self.set_one_shot(&entry_id(volume)),
+            // Install: nothing older to fall back to.
+            None => self.apply_plan(status, Moment::InstallFinalize),
+            Some(active) => {
+                self.apply_plan(
+                    status,
+                    Moment::TrialFinalize {
+                        active,
+                        target: volume,
+                    },
+                )?;
+                efivars::set(&self.efivars, efivars::ONE_SHOT, &entry_id(volume))?;
+                tracing::info!(entry = %entry_id(volume), "one-shot trial boot set (LoaderEntryOneShot)");
+                Ok(())
+            }
         }
     }
 
@@ -185,13 +193,20 @@ impl BootControl for UefiBootControl {
         volume: AbVolume,
         _operation_id: &str,
     ) -> Result<(), TridentError> {
-        self.clear_one_shot()?;
-        self.set_default(status, volume)
+        efivars::clear(&self.efivars, efivars::ONE_SHOT)?;
+        self.apply_plan(status, Moment::PointBack { volume })
     }
 
     fn booted(&self, status: &HostStatus) -> Result<Option<AbVolume>, TridentError> {
-        let (Some(running), Some(hc)) = (root_partition()?, status.spec.as_ref()) else {
-            return Ok(None); // not on a partition, or nothing installed
+        let Some(hc) = status.spec.as_ref() else {
+            return Ok(None); // nothing installed
+        };
+        let Some(running) = root_partition()? else {
+            // The root is no partition (a container, a test on a
+            // disk-image file): the entry systemd-boot says it booted.
+            return Ok(efivars::get(&self.efivars, efivars::SELECTED)
+                .as_deref()
+                .and_then(volume_of_entry));
         };
         let on_root = |volume| {
             hc.storage
@@ -216,63 +231,44 @@ impl BootControl for UefiBootControl {
     }
 
     fn commit(&self, status: &HostStatus, volume: AbVolume) -> Result<(), TridentError> {
-        self.set_default(status, volume)?;
-        self.clear_one_shot()
+        self.apply_plan(status, Moment::Commit { volume })?;
+        efivars::clear(&self.efivars, efivars::ONE_SHOT)
     }
 }
 
-/// systemd-boot from the new root (else this host) as the removable-media
-/// default loader and under EFI/systemd.
-fn install_systemd_boot(esp: &Esp, new_root: &Path) -> Result<(), TridentError> {
+/// The systemd-boot binary of the new root, else this host's.
+fn systemd_boot_of(new_root: &Path) -> Result<PathBuf, TridentError> {
     let from_image = new_root.join(SYSTEMD_BOOT_EFI);
-    let source = if from_image.exists() {
-        from_image
-    } else {
-        Path::new("/").join(SYSTEMD_BOOT_EFI)
-    };
-    if !source.exists() {
-        return Err(TridentError::new(
-            Subkind::BootControl,
-            format!(
-                "No systemd-boot to install: neither the image nor this host has /{SYSTEMD_BOOT_EFI}"
-            ),
-        ));
+    if from_image.exists() {
+        return Ok(from_image);
     }
-    esp.copy_in(&source, "EFI/BOOT/BOOTX64.EFI")?;
-    esp.copy_in(&source, "EFI/systemd/systemd-bootx64.efi")?;
-    tracing::info!(source = %source.display(), "systemd-boot installed on the ESP");
-    Ok(())
+    let from_host = Path::new("/").join(SYSTEMD_BOOT_EFI);
+    if from_host.exists() {
+        return Ok(from_host);
+    }
+    Err(TridentError::new(
+        Subkind::BootControl,
+        format!(
+            "No systemd-boot to install: neither the image nor this host has /{SYSTEMD_BOOT_EFI}"
+        ),
+    ))
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
     #[test]
-    fn one_shot_is_the_entry_id_in_utf16_after_the_attributes_and_clears() {
-        let dir = std::env::temp_dir().join(format!("efivars-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let uefi = UefiBootControl::new(&dir);
-        uefi.set_one_shot(&entry_id(AbVolume::VolumeB)).unwrap();
-        let bytes = std::fs::read(uefi.one_shot_path()).unwrap();
-        assert_eq!(&bytes[..4], &[7, 0, 0, 0]);
-        let units: Vec<u16> = bytes[4..]
-            .chunks(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect();
-        assert_eq!(
-            String::from_utf16(&units).unwrap(),
-            "trident-volume-b.conf\0"
-        );
-        uefi.clear_one_shot().unwrap();
-        assert!(!uefi.one_shot_path().exists());
-        uefi.clear_one_shot().unwrap();
-        std::fs::remove_dir_all(dir).unwrap();
+    fn loader_conf_names_the_committed_volume() {
+        assert!(loader_conf(AbVolume::VolumeA).contains("\ndefault trident-volume-a.conf\n"));
     }
 
     #[test]
-    fn loader_conf_names_the_committed_volume() {
-        assert!(loader_conf(AbVolume::VolumeA).contains("\ndefault trident-volume-a.conf\n"));
+    fn entry_ids_name_their_volume() {
+        assert_eq!(
+            volume_of_entry("trident-volume-b.conf"),
+            Some(AbVolume::VolumeB)
+        );
+        assert_eq!(volume_of_entry("debian.conf"), None);
     }
 }
