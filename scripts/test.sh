@@ -90,6 +90,7 @@ declare -A APT_FOR_COMMAND=(
     [resize2fs]=e2fsprogs
     [dumpe2fs]=e2fsprogs
     [mtype]=mtools
+    [busybox]=busybox-static            # the mini OS's /bin/sh (chrooted postConfigure)
 )
 # file -> Debian package providing it (packages without a command)
 declare -A APT_FOR_FILE=(

@@ -1,8 +1,9 @@
 //! The new-root step on a disk-image file, through the real daemon: after
 //! writing, the serviced volume is mounted (loop devices over the disk
 //! file), ext4 grown to its partition, /etc/fstab written from the Host
-//! Configuration by PARTUUID, postProvision / postConfigure scripts run
-//! with TARGET_ROOT, then everything unmounted and detached. Needs root.
+//! Configuration by PARTUUID, postProvision scripts run with TARGET_ROOT,
+//! postConfigure scripts chrooted into it, then everything unmounted and
+//! detached. Needs root.
 
 #![allow(clippy::unwrap_used)]
 
@@ -19,7 +20,7 @@ const SCRIPTS: &str = r#"scripts:
   postConfigure:
   - name: check-fstab
     runOn: [all]
-    content: 'grep -q "^PARTUUID=.* / ext4" "$TARGET_ROOT/etc/fstab" && mountpoint -q "$TARGET_ROOT"'
+    content: 'grep -q "^PARTUUID=.* / ext4" "$TARGET_ROOT/etc/fstab" && test "$TARGET_ROOT" = / && test -d /proc/self'
 "#;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -126,7 +127,8 @@ async fn a_failing_script_still_unmounts_and_detaches_the_new_root() {
     let v1 = mini_os::build(f.dir.path(), "v1");
     let d = daemon().await;
     let mut c = Clients::new(&d).await;
-    let failing = "scripts:\n  postProvision:\n  - name: fail\n    runOn: [all]\n    content: 'echo boom >&2; exit 3'\n";
+    // Chrooted, with /dev, /proc and /sys mounted inside: all undone.
+    let failing = "scripts:\n  postConfigure:\n  - name: fail\n    runOn: [all]\n    content: 'echo boom >&2; exit 3'\n";
     let run = c.install(&f.config(&v1, failing)).await;
     assert!(!run.succeeded());
     assert_eq!(run.error().subkind, "script-failed", "{:?}", run.error());
@@ -192,6 +194,92 @@ async fn uefi_install_writes_systemd_boot_and_volume_a_entry_on_the_esp() {
     assert!(
         std::fs::read_dir(&efivars).unwrap().next().is_none(),
         "install sets no one-shot: loader.conf's default is volume A"
+    );
+    assert_eq!(mini_os::loop_devices_on(&f.disk), "");
+}
+
+/// postConfigure runs as upstream runs it: chrooted into the mounted new
+/// root (`TARGET_ROOT=/`) with `/dev`, `/proc` and `/sys` mounted inside,
+/// its arguments and environment beside upstream's and our variables; a
+/// `path` script is read on this host. What it writes at `/` paths lands
+/// in the new root, not on the machine running the test, and nothing
+/// stays mounted or staged afterwards.
+#[tokio::test(flavor = "multi_thread")]
+async fn post_configure_runs_chrooted_in_the_new_root() {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: the new-root step needs root (loop devices, mount, chroot)");
+        return;
+    }
+    let f = Fixture::new();
+    let v1 = mini_os::build(f.dir.path(), "v1");
+    let marker = format!("trident-chroot-marker-{}", std::process::id());
+    let from_path = f.dir.path().join("from-path.sh");
+    std::fs::write(&from_path, "echo \"path $1\" > /etc/from-path\n").unwrap();
+    let scripts = format!(
+        r#"scripts:
+  postConfigure:
+  - name: inside
+    runOn: [all]
+    arguments: [argOne]
+    environmentVariables: {{ MY_VAR: hello }}
+    content: |
+      set -e
+      echo "$TARGET_ROOT $SERVICING_TYPE $TRIDENT_SERVICING_TYPE $TRIDENT_TARGET_VOLUME $MY_VAR $1" > /etc/post-configure
+      test -e /proc/self/status
+      test -d /sys/class
+      test -c /dev/null
+      touch /{marker}
+  - name: from-path
+    runOn: [clean-install]
+    path: {path}
+    arguments: [two]
+"#,
+        path = from_path.display()
+    );
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    c.install(&f.config(&v1, &scripts)).await.assert_success();
+
+    let file = |p: &str| mini_os::ext4_file(&f.disk, "root-a", p);
+    assert_eq!(
+        file("/etc/post-configure").trim(),
+        "/ clean_install clean-install volume-a hello argOne"
+    );
+    assert_eq!(file("/etc/from-path").trim(), "path two");
+    let root_listing = mini_os::sh(
+        std::process::Command::new("debugfs")
+            .arg("-R")
+            .arg("ls /")
+            .arg(format!(
+                "{}?offset={}",
+                f.disk.display(),
+                mini_os::partition(&f.disk, "root-a").offset
+            )),
+    );
+    assert!(root_listing.contains(&marker), "{root_listing}");
+    assert!(
+        !root_listing.contains("proc") && !root_listing.contains("sys"),
+        "the /proc and /sys made for the chroot are removed: {root_listing}"
+    );
+    let tmp_listing = mini_os::sh(
+        std::process::Command::new("debugfs")
+            .arg("-R")
+            .arg("ls /tmp")
+            .arg(format!(
+                "{}?offset={}",
+                f.disk.display(),
+                mini_os::partition(&f.disk, "root-a").offset
+            )),
+    );
+    assert!(!tmp_listing.contains("trident-script-"), "{tmp_listing}");
+    assert!(
+        !std::path::Path::new("/").join(&marker).exists(),
+        "the machine running the test is untouched"
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(&d.state_dir().display().to_string()),
+        "nothing left mounted under the state dir"
     );
     assert_eq!(mini_os::loop_devices_on(&f.disk), "");
 }

@@ -77,6 +77,10 @@ pub struct ScriptEnv {
     pub target_volume: Option<String>,
     /// The mounted new root (`TARGET_ROOT`), while it is mounted.
     pub target_root: Option<std::path::PathBuf>,
+    /// Run chrooted into `target_root` (postConfigure, as upstream: then
+    /// `TARGET_ROOT` is `/`, and `/dev`, `/proc`, `/sys` are the caller's
+    /// to mount).
+    pub chrooted: bool,
 }
 
 /// Whether a failure is a script failure or a health-check failure.
@@ -174,7 +178,8 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
         Role::Script => (Subkind::ScriptFailed, Subkind::ScriptFailed),
         Role::HealthCheck => (Subkind::HealthCheckFailed, Subkind::HealthCheckTimedOut),
     };
-    let mut child = command(r, env)?
+    let (mut cmd, _staged) = command(r, env)?;
+    let mut child = cmd
         .spawn()
         .structured_msg(failed, format!("Cannot start script '{}'", r.name))?;
     let pgid = child.id();
@@ -217,25 +222,49 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
     ))
 }
 
-/// The script's command line and environment, in its own process group.
-fn command(r: &Runnable<'_>, env: &ScriptEnv) -> Result<Command, TridentError> {
-    let mut cmd = Command::new(r.interpreter.unwrap_or(DEFAULT_INTERPRETER));
-    match (r.content, r.path) {
-        (Some(content), _) => {
+/// The script's command line and environment, in its own process group;
+/// chrooted, the copy of a `path` script inside the new root (kept until
+/// the script ends).
+fn command(
+    r: &Runnable<'_>,
+    env: &ScriptEnv,
+) -> Result<(Command, Option<StagedScript>), TridentError> {
+    let interpreter = r.interpreter.unwrap_or(DEFAULT_INTERPRETER);
+    let chroot = env.target_root.as_deref().filter(|_| env.chrooted);
+    let mut cmd = match chroot {
+        Some(root) => {
+            let mut cmd = Command::new("chroot");
+            cmd.arg(root).arg(interpreter).env(ENV_TARGET_ROOT, "/");
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(interpreter);
+            if let Some(root) = &env.target_root {
+                cmd.env(ENV_TARGET_ROOT, root);
+            }
+            cmd
+        }
+    };
+    let mut staged = None;
+    match (r.content, r.path, chroot) {
+        (Some(content), _, _) => {
             cmd.arg("-c").arg(content).arg(r.name);
         }
-        (None, Some(path)) => {
+        // The path names a file of this host, as upstream reads it.
+        (None, Some(path), Some(root)) => {
+            let copy = StagedScript::copy_into(root, path, r.name)?;
+            cmd.arg(&copy.inside);
+            staged = Some(copy);
+        }
+        (None, Some(path), None) => {
             cmd.arg(path);
         }
-        (None, None) => {
+        (None, None, _) => {
             return Err(TridentError::new(
                 Subkind::InvalidHostConfiguration,
                 format!("script '{}' has neither content nor path", r.name),
             ));
         }
-    }
-    if let Some(root) = &env.target_root {
-        cmd.env(ENV_TARGET_ROOT, root);
     }
     cmd.args(r.arguments)
         .envs(r.env)
@@ -257,7 +286,37 @@ fn command(r: &Runnable<'_>, env: &ScriptEnv) -> Result<Command, TridentError> {
         // Own process group: a timeout kills the script and its children.
         .process_group(0)
         .kill_on_drop(true);
-    Ok(cmd)
+    Ok((cmd, staged))
+}
+
+/// A host script file copied into the new root's `/tmp` for a chrooted
+/// run; removed when dropped.
+#[derive(Debug)]
+struct StagedScript {
+    /// The copy, seen from the host.
+    outside: std::path::PathBuf,
+    /// The copy, seen from inside the chroot.
+    inside: String,
+}
+
+impl StagedScript {
+    fn copy_into(root: &std::path::Path, path: &str, name: &str) -> Result<Self, TridentError> {
+        let inside = format!("/tmp/trident-script-{}", uuid::Uuid::new_v4());
+        let outside = root.join(inside.trim_start_matches('/'));
+        std::fs::create_dir_all(root.join("tmp"))
+            .and_then(|()| std::fs::copy(path, &outside))
+            .structured_msg(
+                Subkind::ScriptFailed,
+                format!("Cannot copy script '{name}' ({path}) into the new root"),
+            )?;
+        Ok(StagedScript { outside, inside })
+    }
+}
+
+impl Drop for StagedScript {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.outside);
+    }
 }
 
 /// Logs each output line of the script (target `script::<name>`) until
@@ -340,6 +399,7 @@ mod tests {
             target_disks: vec!["/tmp/a.img".to_owned()],
             target_volume: Some("volume-b".to_owned()),
             target_root: None,
+            chrooted: false,
         }
     }
 

@@ -1,6 +1,6 @@
 //! A tiny "OS" with real filesystems for servicing tests that mount what
 //! they write: an ext4 root (os-release, a fake kernel and initrd, a fake
-//! systemd-boot binary) and a vfat ESP, packed as a COSI; and readers of
+//! systemd-boot binary, a static busybox as /bin/sh) and a vfat ESP, packed as a COSI; and readers of
 //! the target disk that need no mount (debugfs, mtools).
 
 #![allow(dead_code, clippy::unwrap_used)]
@@ -96,6 +96,7 @@ pub fn build(dir: &Path, version: &str) -> FixtureOutput {
         fake_systemd_boot(version),
     )
     .unwrap();
+    add_busybox(&tree);
     let root = dir.join(format!("{version}-root.img"));
     sh(Command::new("mkfs.ext4")
         .args(["-q", "-F", "-d"])
@@ -150,6 +151,23 @@ pub fn build(dir: &Path, version: &str) -> FixtureOutput {
         },
     };
     writer::pack_images(&spec, &dir.join(format!("{version}.cosi"))).unwrap()
+}
+
+/// Applets of the image's shell (chrooted postConfigure scripts).
+const BUSYBOX_APPLETS: [&str; 5] = ["sh", "cat", "grep", "ls", "touch"];
+
+/// A static busybox as the image's `/bin/sh` and a few tools, so scripts
+/// run chrooted into the new root have a shell (busybox-static).
+fn add_busybox(tree: &Path) {
+    let busybox = ["/usr/bin/busybox", "/bin/busybox"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("busybox-static is needed (scripts/test.sh installs it)");
+    std::fs::create_dir_all(tree.join("bin")).unwrap();
+    std::fs::copy(busybox, tree.join("bin/busybox")).unwrap();
+    for applet in BUSYBOX_APPLETS {
+        std::os::unix::fs::symlink("busybox", tree.join("bin").join(applet)).unwrap();
+    }
 }
 
 /// A partition of the target disk, by GPT name.

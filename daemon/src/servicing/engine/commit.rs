@@ -149,6 +149,7 @@ async fn health_checks(
             .collect(),
         target_volume: Some(exp.volume.to_string()),
         target_root: None,
+        chrooted: false,
     };
     let selected = spec
         .health

@@ -48,6 +48,7 @@ async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), Tr
         target_disks: hc.storage.disks.iter().map(|d| d.device.clone()).collect(),
         target_volume: Some(AbVolume::VolumeA.to_string()),
         target_root: None,
+        chrooted: false,
     };
     script_phase("preServicing", &hc.scripts.pre_servicing, &env).await?;
 

@@ -111,6 +111,7 @@ async fn stage(
         target_disks: hc.storage.disks.iter().map(|d| d.device.clone()).collect(),
         target_volume: Some(inactive.to_string()),
         target_root: None,
+        chrooted: false,
     };
     script_phase("preServicing", &hc.scripts.pre_servicing, &env).await?;
     let targets =

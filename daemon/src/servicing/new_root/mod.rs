@@ -1,9 +1,10 @@
 //! The new root: after the images are written, the serviced volume's
 //! filesystems are mounted under one directory, ext4 is grown to its
 //! partition (before mounting), the configure steps run on it ([`CONFIGURE_STEPS`]: fstab,
-//! and the OS configuration steps), then postProvision / postConfigure
-//! scripts run with `TARGET_ROOT` set to it, and everything is unmounted
-//! (guards unmount and detach on every path, errors included).
+//! and the OS configuration steps), then postProvision scripts run on this
+//! host with `TARGET_ROOT` set to it and postConfigure scripts chrooted
+//! into it (`chroot`), and everything is unmounted (guards unmount and
+//! detach on every path, errors included).
 //!
 //! Mounting goes through loop devices over each partition's byte range of
 //! its disk, so a disk-image file and a block device are handled alike.
@@ -11,6 +12,7 @@
 //! fixtures) are not mounted; when the root is one of them the step is
 //! skipped with a warning and scripts run without `TARGET_ROOT`.
 
+pub mod chroot;
 pub mod fstab;
 pub mod partitions;
 pub mod probe;
@@ -20,7 +22,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use trident_host::config::HostConfiguration;
+use trident_host::config::{HostConfiguration, Script};
 use trident_host::status::{AbVolume, PartitionLayout};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
@@ -273,7 +275,7 @@ pub async fn service_new_root(
     env.target_root = mounted.as_ref().map(|r| r.path.clone());
     let scripts_result = async {
         script_phase("postProvision", &scripts.post_provision, &env).await?;
-        script_phase("postConfigure", &scripts.post_configure, &env).await
+        post_configure(&scripts.post_configure, &env).await
     }
     .await;
     let Some(root) = mounted else {
@@ -288,6 +290,31 @@ pub async fn service_new_root(
         prepared.and(unmounted)
     })
     .await
+}
+
+/// postConfigure as upstream runs it: chrooted into the mounted new root
+/// (`TARGET_ROOT=/`), with `/dev`, `/proc` and `/sys` mounted inside for the
+/// time of the scripts and unmounted whatever they did. Without a mounted
+/// root (a volume holding no known filesystem) on this host, without
+/// `TARGET_ROOT`.
+async fn post_configure(scripts: &[Script], env: &ScriptEnv) -> Result<(), TridentError> {
+    let Some(root) = env.target_root.clone() else {
+        return script_phase("postConfigure", scripts, env).await;
+    };
+    if !scripts
+        .iter()
+        .any(|s| env.servicing_type.selected_by(&s.run_on))
+    {
+        return Ok(());
+    }
+    let special = blocking(move || chroot::SpecialMounts::mount(&root)).await?;
+    let chrooted = ScriptEnv {
+        chrooted: true,
+        ..env.clone()
+    };
+    let ran = script_phase("postConfigure", scripts, &chrooted).await;
+    let released = blocking(move || special.release()).await;
+    ran.and(released)
 }
 
 /// The boot-control phase: the volume's boot files (and, on install, the
