@@ -13,7 +13,9 @@
 //!   sets the one-shot `LoaderEntryOneShot` EFI variable, so the firmware
 //!   tries the new volume once and any later boot (crash, failed health
 //!   check, reset) comes back on the old default; Commit alone switches
-//!   the default. The booted volume is the partition of the running root
+//!   the default. What boots without EFI variables (the UEFI fallback
+//!   loader and `loader.conf`) follows `os.uefiFallback` ([`fallback`]).
+//!   The booted volume is the partition of the running root
 //!   filesystem (`/proc/self/mountinfo` + sysfs).
 
 pub mod booted;
