@@ -122,3 +122,35 @@ async fn disabled_never_writes_the_fallback_loader() {
     assert_eq!(finalized, state(None, "volume-a", None, true));
     assert_eq!(committed, state(None, "volume-b", None, false));
 }
+
+/// optimistic, and the trial boot did not come up on the new volume (the
+/// firmware says it booted volume A): the failed commit points the
+/// fallback, `loader.conf` and the EFI variables back at volume A.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_optimistic_commit_points_the_fallback_back() {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: needs root (loop devices, mount)");
+        return;
+    }
+    let f = Fixture::new();
+    let v1 = mini_os::build(f.dir.path(), "v1");
+    let v2 = mini_os::build(f.dir.path(), "v2");
+    let d = mini_os::uefi_daemon(f.dir.path()).await;
+    let mut c = Clients::new(&d).await;
+    let os = "os:\n  uefiFallback: optimistic\n";
+    c.install(&f.config(&v1, os)).await.assert_success();
+    mini_os::set_booted_entry(f.dir.path(), "trident-volume-a.conf");
+    c.commit().await.assert_success();
+    c.update_stage(&f.config(&v2, os)).await.assert_success();
+    c.update_finalize().await.assert_success();
+    assert_eq!(
+        boot_state(&f),
+        state(Some("v2"), "volume-b", Some("volume-a"), true)
+    );
+
+    // Still on volume A after the "reboot".
+    let failed = c.commit().await;
+    assert!(!failed.succeeded());
+    assert_eq!(failed.error().subkind, "booted-wrong-volume");
+    assert_eq!(boot_state(&f), state(Some("v1"), "volume-a", None, false));
+}

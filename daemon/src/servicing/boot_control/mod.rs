@@ -16,7 +16,8 @@
 //!   the default. What boots without EFI variables (the UEFI fallback
 //!   loader and `loader.conf`) follows `os.uefiFallback` ([`fallback`]).
 //!   The booted volume is the partition of the running root
-//!   filesystem (`/proc/self/mountinfo` + sysfs).
+//!   filesystem (`/proc/self/mountinfo` + sysfs); where the root is on no
+//!   partition, the entry systemd-boot booted (`LoaderEntrySelected`).
 
 pub mod booted;
 pub mod efivars;
