@@ -1,11 +1,20 @@
-//! Secret redaction: the values of Host Configuration script environment
-//! variables whose names look secret (`*PASSWORD*`, `*TOKEN*`, `*SECRET*`,
-//! any case) are replaced by [`REDACTED`] in text that leaves the daemon
-//! (script output lines, which become log records, bus records, OTLP logs
-//! and error messages).
+//! Secret redaction. Secrets are the values of Host Configuration script
+//! and health-check environment variables whose names look secret
+//! (`*PASSWORD*`, `*TOKEN*`, `*SECRET*`, any case) and the body of any PEM
+//! private key block ([`pem`]). They are replaced by [`REDACTED`] where
+//! text leaves the daemon: script output lines (log, bus, OTLP records and
+//! error messages), the Host Status and Host Configuration as served
+//! ([`document`]), the OTLP export ([`known`]) and the datastore copy of a
+//! diagnose bundle (`Datastore::export_redacted`).
+
+pub mod document;
+pub mod known;
+pub mod pem;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+use crate::config::HostConfiguration;
 
 /// What a secret value is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
@@ -30,17 +39,50 @@ impl Secrets {
     /// The values of the secret-named variables of `env` (empty values
     /// are not secrets: replacing "" would garble every line).
     pub fn of_env(env: &BTreeMap<String, String>) -> Self {
-        let mut values: Vec<String> = env
+        let values: Vec<String> = env
             .iter()
             .filter(|(name, value)| is_secret_name(name) && !value.is_empty())
             .map(|(_, value)| value.clone())
             .collect();
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        Self::of_values(values)
+    }
+
+    /// The secret environment values of every script and health check of
+    /// `hc`.
+    pub fn of_config(hc: &HostConfiguration) -> Self {
+        let scripts = &hc.scripts;
+        let envs = (scripts.pre_servicing.iter())
+            .chain(&scripts.post_provision)
+            .chain(&scripts.post_configure)
+            .map(|s| &s.environment_variables)
+            .chain(hc.health.checks.iter().map(|c| &c.environment_variables));
+        let mut secrets = Self::default();
+        for env in envs {
+            secrets.extend(&Self::of_env(env));
+        }
+        secrets
+    }
+
+    fn of_values(mut values: Vec<String>) -> Self {
+        // Longest first; equal values adjacent for dedup.
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         values.dedup();
         Self { values }
     }
 
-    /// `text` with every secret value replaced by [`REDACTED`].
+    /// Adds the values of `other`.
+    pub fn extend(&mut self, other: &Secrets) {
+        let mut values = std::mem::take(&mut self.values);
+        values.extend(other.values.iter().cloned());
+        *self = Self::of_values(values);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `text` with every secret value and every PEM private key body
+    /// replaced by [`REDACTED`].
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for value in &self.values {
@@ -48,7 +90,10 @@ impl Secrets {
                 out = Cow::Owned(out.replace(value.as_str(), REDACTED));
             }
         }
-        out
+        match pem::redact_private_keys(&out) {
+            Cow::Borrowed(_) => out,
+            Cow::Owned(redacted) => Cow::Owned(redacted),
+        }
     }
 }
 
