@@ -97,6 +97,37 @@ impl Secrets {
     }
 }
 
+/// Redacts a stream line by line (a script's output): [`Secrets::redact`]
+/// on each line, and every line inside a PEM private key block (whose BEGIN
+/// and END arrive as separate lines) replaced whole.
+#[derive(Debug)]
+pub struct LineRedactor<'a> {
+    secrets: &'a Secrets,
+    in_private_key: bool,
+}
+
+impl<'a> LineRedactor<'a> {
+    pub fn new(secrets: &'a Secrets) -> Self {
+        Self {
+            secrets,
+            in_private_key: false,
+        }
+    }
+
+    /// The next line, redacted.
+    pub fn line<'l>(&mut self, line: &'l str) -> Cow<'l, str> {
+        if self.in_private_key {
+            if pem::closes_private_key(line) {
+                self.in_private_key = false;
+                return self.secrets.redact(line);
+            }
+            return Cow::Borrowed(REDACTED);
+        }
+        self.in_private_key = pem::opens_private_key(line);
+        self.secrets.redact(line)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -126,5 +157,32 @@ mod tests {
             "pw=[REDACTED] tok=[REDACTED] region=eu-west"
         );
         assert!(matches!(secrets.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_key_printed_line_by_line_is_redacted_between_its_edges() {
+        let secrets = Secrets::default();
+        let mut lines = LineRedactor::new(&secrets);
+        let out: Vec<String> = [
+            "before",
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "MIIEpAIBAAKCAQEAsecret",
+            "-----END RSA PRIVATE KEY-----",
+            "after",
+        ]
+        .into_iter()
+        .map(|l| lines.line(l).into_owned())
+        .collect();
+        assert_eq!(
+            out,
+            [
+                "before",
+                // A BEGIN line without its END is a cut block: redacted to its end.
+                "-----BEGIN RSA PRIVATE KEY-----[REDACTED]",
+                REDACTED,
+                "-----END RSA PRIVATE KEY-----",
+                "after"
+            ]
+        );
     }
 }
