@@ -180,7 +180,11 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
     let pgid = child.id();
     let mut tail: VecDeque<String> = VecDeque::new();
     let io = async {
-        log_output(&mut child, r.name, &Secrets::of_env(r.env), &mut tail).await;
+        // Its own secrets and every other known one (a script may print
+        // another script's token).
+        let mut secrets = Secrets::of_env(r.env);
+        secrets.extend(&trident_host::redact::known::snapshot());
+        log_output(&mut child, r.name, &secrets, &mut tail).await;
         child.wait().await
     };
     let status = match r.timeout {

@@ -21,6 +21,16 @@ pub fn remember(secrets: &Secrets) {
     known.get_or_insert_with(Secrets::default).extend(secrets);
 }
 
+/// The known secrets (e.g. to redact a script's output with the secrets of
+/// every script, not only its own environment's).
+pub fn snapshot() -> Secrets {
+    KNOWN
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+        .unwrap_or_default()
+}
+
 /// `text` with every known secret value and every PEM private key body
 /// replaced by [`super::REDACTED`].
 pub fn redact_known(text: &str) -> Cow<'_, str> {
