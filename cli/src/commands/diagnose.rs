@@ -4,7 +4,9 @@
 //! - records/<operation>.jsonl: the bus records of the last operations
 //!   (from the daemon), or journal/ (the daemon's journal files, copied as
 //!   they are) when the daemon is down;
-//! - datastore.sqlite (+ -wal): the datastore, read directly;
+//! - datastore.sqlite: a redacted copy of the datastore, read directly
+//!   (`Datastore::export_redacted`: SQLite's own snapshot, WAL included,
+//!   secrets of every row redacted in the copy, never in the live file);
 //! - report.html: the newest operation's span waterfall, phases with
 //!   throughput, error, recent logs and the Host Status, one self-contained
 //!   page (`crate::report::html`);
@@ -12,13 +14,20 @@
 //!   `--selinux`: system/selinux-audit.log (see `diagnose_system`).
 //!
 //! Works with the daemon down: everything it can read from files it reads.
+//!
+//! Secrets never enter the bundle: before the archive is written
+//! ([`redact_bundle`]), the report and every text file are redacted with
+//! the secrets of the stored Host Configurations and every PEM private key
+//! body is removed (`trident_host::redact`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::client::Channel;
 use serde_json::{Value, json};
 use tokio_stream::StreamExt;
 use trident_host::KebabName;
+use trident_host::redact::Secrets;
+use trident_host::redact::document::redact_value;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
@@ -39,6 +48,8 @@ struct Bundle {
     files: Vec<(String, Vec<u8>)>,
     /// The newest collected operation and its records (for report.html).
     newest: Option<(String, Vec<Record>)>,
+    /// The secrets of the stored Host Configurations (from the datastore).
+    secrets: Secrets,
 }
 
 impl Bundle {
@@ -53,6 +64,7 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
         not_collected: Vec::new(),
         files: Vec::new(),
         newest: None,
+        secrets: Secrets::default(),
     };
     bundle.report.insert(
         "generated_at".into(),
@@ -83,12 +95,14 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
     if args.selinux {
         super::diagnose_system::collect_selinux_audit(&mut bundle.files, &mut bundle.not_collected);
     }
-    let html = report_html(&bundle);
-    bundle.files.push(("report.html".into(), html.into_bytes()));
     let not_collected = std::mem::take(&mut bundle.not_collected);
     bundle
         .report
         .insert("not_collected".into(), json!(not_collected));
+    redact_bundle(&mut bundle);
+    // Rendered from the redacted report; its records are redacted as text.
+    let html = bundle.secrets.redact(&report_html(&bundle)).into_owned();
+    bundle.files.push(("report.html".into(), html.into_bytes()));
     let report = serde_json::to_vec_pretty(&Value::Object(bundle.report))
         .map_err(|e| CliError::Local(format!("cannot encode the report: {e}")))?;
     write_archive(&args.output, &report, &bundle.files)?;
@@ -97,6 +111,28 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
         eprintln!("trident: not collected: {line}");
     }
     Ok(Exit::Success)
+}
+
+/// The bundle's one redaction boundary: the report (Host Status, last
+/// error, operation errors) as a document, every text file as text. The
+/// datastore copy is redacted when it is made; the journal segments (daemon
+/// down) are binary and hold only bus records, redacted at their source.
+fn redact_bundle(bundle: &mut Bundle) {
+    let mut report = Value::Object(std::mem::take(&mut bundle.report));
+    redact_value(&mut report, &bundle.secrets);
+    if let Value::Object(map) = report {
+        bundle.report = map;
+    }
+    for (name, data) in &mut bundle.files {
+        if name.starts_with("journal/") || name == DATASTORE_FILE {
+            continue;
+        }
+        if let Ok(text) = std::str::from_utf8(data)
+            && let std::borrow::Cow::Owned(redacted) = bundle.secrets.redact(text)
+        {
+            *data = redacted.into_bytes();
+        }
+    }
 }
 
 /// `report.html` from what the bundle already holds.
@@ -285,22 +321,29 @@ async fn collect_records(
     bundle.newest = Some((operation_id.to_string(), records));
 }
 
-/// The datastore file itself, plus servicing state and history read from it.
+/// Name of the datastore copy in the archive.
+const DATASTORE_FILE: &str = "datastore.sqlite";
+
+/// A redacted copy of the datastore, plus servicing state and history read
+/// from it, and the secrets the rest of the bundle is redacted with. A
+/// datastore that cannot be opened is not shipped raw: it would carry
+/// every secret.
 fn collect_datastore(path: &Path, bundle: &mut Bundle) {
-    for (suffix, name) in [("", "datastore.sqlite"), ("-wal", "datastore.sqlite-wal")] {
-        let mut file = path.as_os_str().to_owned();
-        file.push(suffix);
-        match std::fs::read(PathBuf::from(&file)) {
-            Ok(bytes) => bundle.files.push((name.to_string(), bytes)),
-            Err(e) if suffix.is_empty() => {
-                bundle.missing(&format!("datastore {}", path.display()), e)
-            }
-            Err(_) => {}
+    let store = match trident_host::datastore::Datastore::open_read_only(path) {
+        Ok(store) => store,
+        Err(e) => {
+            bundle.missing(&format!("datastore {}", path.display()), e);
+            return;
         }
-    }
-    let Ok(store) = trident_host::datastore::Datastore::open_read_only(path) else {
-        return;
     };
+    match store.host_status() {
+        Ok(hs) => bundle.secrets.extend(&hs.secrets()),
+        Err(e) => bundle.missing("secrets to redact from the datastore", e),
+    }
+    match store.export_redacted() {
+        Ok(bytes) => bundle.files.push((DATASTORE_FILE.to_string(), bytes)),
+        Err(e) => bundle.missing(&format!("redacted copy of datastore {}", path.display()), e),
+    }
     if !bundle.report.contains_key("servicing") {
         match store.host_status() {
             Ok(hs) => {

@@ -1,7 +1,9 @@
 //! `trident.v1.HostStatusService` (our addition): the full Host Status as
 //! YAML with upstream's keys, for `trident get status` and `-s FILE`.
 //! `diskUuids` is read from the GPT of each disk in the layout when asked,
-//! so it always names what is on the disk now.
+//! so it always names what is on the disk now. Served redacted: the
+//! secrets of `spec` and `specOld` never leave the daemon
+//! (`trident_host::redact::document`); the datastore keeps them.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -49,7 +51,11 @@ impl HostStatusService for HostStatusApi {
             .map_err(|error| Status::internal(format!("reading disk GPTs: {error}")))?;
         status.disk_uuids.extend(uuids);
         Ok(Response::new(GetHostStatusResponse {
-            host_status: status.to_yaml().map_err(to_status)?,
+            host_status: status
+                .redacted()
+                .map_err(to_status)?
+                .to_yaml()
+                .map_err(to_status)?,
         }))
     }
 }

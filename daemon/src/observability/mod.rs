@@ -120,11 +120,16 @@ pub fn init(config: &Config) -> Result<Observability, ObservabilityError> {
             .event_format(compact::CompactLine)
     });
     let bus = telemetry_bus(config);
-    let otlp =
-        trident_otlp::OtlpExport::from_flags(&config.otlp_flags(), env!("CARGO_PKG_VERSION"), &bus)
-            .map_err(|error| eprintln!("tridentd: OTLP export off: {error}"))
-            .ok()
-            .flatten();
+    let otlp = trident_otlp::OtlpExport::from_flags(
+        &config.otlp_flags(),
+        env!("CARGO_PKG_VERSION"),
+        &bus,
+        // Known Host Configuration secrets and PEM private key bodies.
+        trident_host::redact::known::redact_known,
+    )
+    .map_err(|error| eprintln!("tridentd: OTLP export off: {error}"))
+    .ok()
+    .flatten();
     // Per-layer filters: the stderr verbosity must not decide what the bus
     // (and so every subscriber and the journal) receives.
     tracing_subscriber::registry()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, Command};
 use trident_host::config::{HealthCheck, RunOn, Script};
-use trident_host::redact::Secrets;
+use trident_host::redact::{LineRedactor, Secrets};
 use trident_host::{ResultExt, Subkind, TridentError};
 
 use super::systemd_check;
@@ -185,7 +185,11 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
     let pgid = child.id();
     let mut tail: VecDeque<String> = VecDeque::new();
     let io = async {
-        log_output(&mut child, r.name, &Secrets::of_env(r.env), &mut tail).await;
+        // Its own secrets and every other known one (a script may print
+        // another script's token).
+        let mut secrets = Secrets::of_env(r.env);
+        secrets.extend(&trident_host::redact::known::snapshot());
+        log_output(&mut child, r.name, &secrets, &mut tail).await;
         child.wait().await
     };
     let status = match r.timeout {
@@ -321,11 +325,12 @@ impl Drop for StagedScript {
 
 /// Logs each output line of the script (target `script::<name>`) until
 /// both streams end, keeping the last stderr lines in `tail` for the error.
-/// Logs each output line of the script (secret environment values
-/// redacted: the line becomes a log record, a bus record, an OTLP log and,
-/// for stderr, part of the error message).
+/// Lines are redacted (secret environment values, PEM private key blocks
+/// printed line by line): a line becomes a log record, a bus record, an
+/// OTLP log and, for stderr, part of the error message.
 async fn log_output(child: &mut Child, name: &str, secrets: &Secrets, tail: &mut VecDeque<String>) {
     let target = format!("script::{name}");
+    let (mut out_lines, mut err_lines) = (LineRedactor::new(secrets), LineRedactor::new(secrets));
     let mut out = child.stdout.take().map(|s| BufReader::new(s).lines());
     let mut err = child.stderr.take().map(|s| BufReader::new(s).lines());
     while out.is_some() || err.is_some() {
@@ -333,7 +338,7 @@ async fn log_output(child: &mut Child, name: &str, secrets: &Secrets, tail: &mut
             line = next_line(&mut out), if out.is_some() => {
                 match line {
                     Some(line) => {
-                        let line = secrets.redact(&line);
+                        let line = out_lines.line(&line);
                         tracing::info!(log.target = %target, stream = "stdout", "{line}");
                     }
                     _ => out = None,
@@ -342,7 +347,7 @@ async fn log_output(child: &mut Child, name: &str, secrets: &Secrets, tail: &mut
             line = next_line(&mut err), if err.is_some() => {
                 match line {
                     Some(line) => {
-                        let line = secrets.redact(&line).into_owned();
+                        let line = err_lines.line(&line).into_owned();
                         tracing::warn!(log.target = %target, stream = "stderr", "{line}");
                         if tail.len() == STDERR_TAIL_LINES {
                             tail.pop_front();

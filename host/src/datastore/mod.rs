@@ -6,6 +6,7 @@
 //! Used by the daemon (read-write) and by the CLI's `offline-initialize`
 //! (read-write) and `diagnose` (read-only, [`Datastore::open_read_only`]).
 
+mod export;
 mod operations;
 mod schema;
 

@@ -115,3 +115,53 @@ fn a_damaged_file_is_refused_at_open_naming_it() {
         err.report()
     );
 }
+
+/// A configuration with one secret script variable holding `token`.
+fn secret_config(token: &str) -> crate::config::HostConfiguration {
+    serde_json::from_value(serde_json::json!({
+        "scripts": {"postConfigure": [{
+            "name": "enrol",
+            "environmentVariables": {"API_TOKEN": token, "REGION": "eu-west-9"},
+            "content": "true"
+        }]}
+    }))
+    .unwrap()
+}
+
+#[test]
+fn the_exported_copy_holds_no_secret_of_any_row_and_the_live_file_is_untouched() {
+    let (_dir, path) = temp();
+    let mut ds = Datastore::open(&path).unwrap();
+    for token in ["tok-old-5e4d", "tok-new-9c8b"] {
+        let status = HostStatus {
+            spec_old: ds.host_status().unwrap().spec,
+            spec: Some(secret_config(token)),
+            ..HostStatus::default()
+        };
+        ds.save_status(&status, None).unwrap();
+    }
+    // The daemon's connection stays open: the rows are still in the WAL.
+    let export = Datastore::open_read_only(&path)
+        .unwrap()
+        .export_redacted()
+        .unwrap();
+    let text = String::from_utf8_lossy(&export);
+    for secret in ["tok-old-5e4d", "tok-new-9c8b"] {
+        assert!(!text.contains(secret), "{secret} in the export");
+    }
+    let copy_dir = tempfile::tempdir().unwrap();
+    let copy = copy_dir.path().join("copy.sqlite");
+    std::fs::write(&copy, &export).unwrap();
+    let copied = Datastore::open_read_only(&copy).unwrap();
+    let rows = copied.history(10).unwrap();
+    assert_eq!(rows.len(), 2, "every row is in the copy");
+    let env =
+        &rows[0].status.spec.as_ref().unwrap().scripts.post_configure[0].environment_variables;
+    assert_eq!(env["API_TOKEN"], crate::redact::REDACTED);
+    assert_eq!(env["REGION"], "eu-west-9");
+    let live = ds.host_status().unwrap().spec.unwrap();
+    assert_eq!(
+        live.scripts.post_configure[0].environment_variables["API_TOKEN"],
+        "tok-new-9c8b"
+    );
+}

@@ -9,6 +9,8 @@
 //!   network I/O runs on a dedicated one-thread Tokio runtime, so a collector
 //!   that is down or slow never touches the servicing path;
 //! - losses are counted (`trident.export.drops`) and told once per outage;
+//! - every string of a span or log record passes the export's [`Redact`]
+//!   function before it is queued ([`redact`]);
 //! - shutdown flushes from a helper thread with a bounded wait.
 //!
 //! Integration: [`OtlpExport::from_flags`] once at startup (it attaches the
@@ -26,6 +28,7 @@ mod logs;
 pub mod metrics;
 mod pipeline;
 mod providers;
+pub mod redact;
 pub mod resource;
 #[cfg(test)]
 mod tests;
@@ -47,6 +50,7 @@ use tracing_subscriber::registry::LookupSpan;
 pub use config::{OtlpConfig, OtlpFlags, OtlpProtocol};
 pub use health::{DropReason, ExportHealth, Signal};
 pub use ids::link_operation_span;
+pub use redact::Redact;
 pub use resource::ServiceIdentity;
 
 use trident_telemetry::{Bus, OperationSpanLink};
@@ -87,10 +91,19 @@ pub struct OtlpExport {
 }
 
 impl OtlpExport {
-    /// Starts exporting per `config`. Nothing is sent until the subscriber
-    /// carries [`Self::layer`]; connections are made lazily, so a collector
-    /// that is down does not fail the start.
+    /// Starts exporting per `config`, redacting nothing. Nothing is sent
+    /// until the subscriber carries [`Self::layer`]; connections are made
+    /// lazily, so a collector that is down does not fail the start.
     pub fn start(config: OtlpConfig, identity: &ServiceIdentity) -> Result<Self, OtlpError> {
+        Self::start_redacted(config, identity, redact::nothing)
+    }
+
+    /// [`Self::start`], with every exported string passed through `redact`.
+    pub fn start_redacted(
+        config: OtlpConfig,
+        identity: &ServiceIdentity,
+        redact: Redact,
+    ) -> Result<Self, OtlpError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("otlp-export")
@@ -102,7 +115,7 @@ impl OtlpExport {
         // Channels and clients bind to the runtime they are built in.
         let built = {
             let _context = runtime.enter();
-            build_providers(&config, resource, &health, runtime.handle())
+            build_providers(&config, resource, &health, runtime.handle(), redact)
         };
         let (tracer_provider, logger_provider, meter_provider) = match built {
             Ok(providers) => providers,
@@ -133,12 +146,14 @@ impl OtlpExport {
 
     /// What the daemon does at startup: settings from its flags and the
     /// process environment; when an endpoint is set, starts the export with
-    /// the bus's run id as `service.instance.id` and metrics fed from `bus`.
+    /// the bus's run id as `service.instance.id` and metrics fed from `bus`,
+    /// every exported string passed through `redact`.
     /// `Ok(None)`: export is off.
     pub fn from_flags(
         flags: &OtlpFlags,
         service_version: &str,
         bus: &Bus,
+        redact: Redact,
     ) -> Result<Option<Self>, OtlpError> {
         let Some(config) = OtlpConfig::resolve(flags, |name| std::env::var(name).ok())? else {
             return Ok(None);
@@ -148,7 +163,7 @@ impl OtlpExport {
             service_version: service_version.to_string(),
             instance_id: bus.run_id().to_string(),
         };
-        let mut export = Self::start(config, &identity)?;
+        let mut export = Self::start_redacted(config, &identity, redact)?;
         export.attach_bus(bus);
         Ok(Some(export))
     }

@@ -1,7 +1,8 @@
 //! Building the three SDK providers of an export: one OTLP exporter per
 //! signal (gRPC or HTTP/protobuf), each wrapped so its losses are counted,
 //! behind a bounded batch processor (traces, logs) or a periodic reader
-//! (metrics).
+//! (metrics). Traces and logs pass the redaction boundary ([`crate::redact`])
+//! before anything else.
 
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ use crate::health::{ExportHealth, Signal};
 use crate::http_client::RuntimeHttpClient;
 use crate::ids::HintedIdGenerator;
 use crate::pipeline::{AccountedExporter, BoundedLogProcessor, BoundedSpanProcessor, QueueGauge};
+use crate::redact::{Redact, RedactingLogProcessor, RedactingSpanProcessor};
 
 pub(crate) type Providers = (SdkTracerProvider, SdkLoggerProvider, SdkMeterProvider);
 
@@ -29,12 +31,13 @@ pub(crate) fn build_providers(
     resource: Resource,
     health: &Arc<ExportHealth>,
     runtime: &tokio::runtime::Handle,
+    redact: Redact,
 ) -> Result<Providers, OtlpError> {
     // Every exporter first: a bad setting fails before any pipeline starts.
     let exporters = Exporters { config, runtime };
     let (spans, logs, metrics) = (exporters.spans()?, exporters.logs()?, exporters.metrics()?);
-    let tracer_provider = tracer_provider(config, spans, resource.clone(), health);
-    let logger_provider = logger_provider(config, logs, resource.clone(), health);
+    let tracer_provider = tracer_provider(config, spans, resource.clone(), health, redact);
+    let logger_provider = logger_provider(config, logs, resource.clone(), health, redact);
     let meter_provider = meter_provider(config, metrics, resource, health);
     Ok((tracer_provider, logger_provider, meter_provider))
 }
@@ -131,6 +134,7 @@ fn tracer_provider(
     exporter: SpanExporter,
     resource: Resource,
     health: &Arc<ExportHealth>,
+    redact: Redact,
 ) -> SdkTracerProvider {
     let batch = BatchConfigBuilder::default()
         .with_max_queue_size(config.span_queue)
@@ -150,6 +154,10 @@ fn tracer_provider(
         queue,
         health: Arc::clone(health),
     };
+    let processor = RedactingSpanProcessor {
+        inner: processor,
+        redact,
+    };
     SdkTracerProvider::builder()
         .with_span_processor(processor)
         .with_sampler(config.sampler.to_sampler())
@@ -164,6 +172,7 @@ fn logger_provider(
     exporter: LogExporter,
     resource: Resource,
     health: &Arc<ExportHealth>,
+    redact: Redact,
 ) -> SdkLoggerProvider {
     let queue = QueueGauge::new(config.log_queue);
     let batch = opentelemetry_sdk::logs::BatchConfigBuilder::default()
@@ -183,6 +192,7 @@ fn logger_provider(
         queue,
         health: Arc::clone(health),
     };
+    let processor = RedactingLogProcessor::new(processor, redact);
     SdkLoggerProvider::builder()
         .with_log_processor(processor)
         .with_resource(resource)

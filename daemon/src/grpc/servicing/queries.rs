@@ -15,12 +15,14 @@ use crate::grpc::additions::Additions;
 use crate::grpc::error_status::to_status;
 use crate::servicing::engine::query;
 
+/// A stored configuration as served: its secrets redacted
+/// (`trident_host::redact::document`).
 fn config_response(
     config: Option<&HostConfiguration>,
 ) -> Result<Response<v1preview::GetConfigResponse>, Status> {
     let config = match config {
         Some(hc) => Some(v1::HostConfiguration {
-            config: config::to_yaml(hc).map_err(to_status)?,
+            config: config::to_yaml(&hc.redacted().map_err(to_status)?).map_err(to_status)?,
         }),
         None => None,
     };

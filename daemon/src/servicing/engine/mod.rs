@@ -130,6 +130,11 @@ impl Engine {
                     "operation of a previous daemon run was interrupted; marked failed"
                 );
             }
+            // The OTLP export redacts the stored configurations' secrets
+            // from the first record on, not only after the next operation.
+            if let Ok(status) = ds.host_status() {
+                trident_host::redact::known::remember(&status.secrets());
+            }
             *slot = Some(ds);
         }
         match slot.as_mut() {
@@ -246,6 +251,7 @@ pub fn validate_phase(
         Some(1),
     );
     let hc = trident_host::config::parse(yaml)?;
+    trident_host::redact::known::remember(&trident_host::redact::Secrets::of_config(&hc));
     phase.set(1);
     phase.done();
     let engine = ctx.engine.clone();
@@ -253,7 +259,7 @@ pub fn validate_phase(
         &hc,
         &ctx.operation_id,
         ctx.rpc,
-        Arc::new(move || engine.host_status().ok()?.to_yaml().ok()),
+        Arc::new(move || engine.host_status().ok()?.redacted().ok()?.to_yaml().ok()),
     );
     Ok(hc)
 }

@@ -1,0 +1,162 @@
+//! Redacted copies of the Host Status and Host Configuration, for every
+//! way they leave the daemon (GetHostStatus, GetProvisionedConfig /
+//! GetServicingConfig, the legacy phonehome report, a diagnose bundle).
+//! The stored originals stay whole: servicing needs the real values.
+//!
+//! What is redacted, everywhere in the document (any string, any key):
+//! - the value of a script or health-check environment variable whose name
+//!   looks secret ([`super::is_secret_name`]);
+//! - that same value wherever else it appears (a script body, an
+//!   `additionalFiles` content, an error message);
+//! - the body of any PEM private key block (e.g. an `additionalFiles`
+//!   content installing a key).
+//!
+//! The rest of an `additionalFiles` content stays, as upstream keeps it in
+//! its Host Status and diagnose bundle: an operator reading the status
+//! needs to see which configuration files were written.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{REDACTED, Secrets, is_secret_name};
+use crate::config::HostConfiguration;
+use crate::error::{ResultExt, Subkind, TridentError};
+use crate::status::HostStatus;
+
+/// The key holding environment variables in scripts and health checks.
+const ENVIRONMENT_KEY: &str = "environmentVariables";
+
+impl HostStatus {
+    /// The secrets of `spec` and `specOld`.
+    pub fn secrets(&self) -> Secrets {
+        let mut secrets = Secrets::default();
+        for hc in [&self.spec, &self.spec_old].into_iter().flatten() {
+            secrets.extend(&Secrets::of_config(hc));
+        }
+        secrets
+    }
+
+    /// This status with the secrets of both configurations redacted
+    /// everywhere in it (the last error included).
+    pub fn redacted(&self) -> Result<HostStatus, TridentError> {
+        redact_document(self, &self.secrets(), Subkind::SerializeHostStatus)
+    }
+}
+
+impl HostConfiguration {
+    /// This configuration with its secrets redacted.
+    pub fn redacted(&self) -> Result<HostConfiguration, TridentError> {
+        redact_document(
+            self,
+            &Secrets::of_config(self),
+            Subkind::SerializeHostStatus,
+        )
+    }
+}
+
+/// `doc` through JSON with [`redact_value`] applied.
+fn redact_document<T: Serialize + DeserializeOwned>(
+    doc: &T,
+    secrets: &Secrets,
+    subkind: Subkind,
+) -> Result<T, TridentError> {
+    let mut value = serde_json::to_value(doc).structured(subkind)?;
+    redact_value(&mut value, secrets);
+    serde_json::from_value(value).structured(subkind)
+}
+
+/// Redacts a JSON document in place: secret-named environment variables
+/// by name, then every string by value and PEM block.
+pub fn redact_value(value: &mut Value, secrets: &Secrets) {
+    match value {
+        Value::String(text) => {
+            if let std::borrow::Cow::Owned(redacted) = secrets.redact(text) {
+                *text = redacted;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, secrets)),
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                if key == ENVIRONMENT_KEY
+                    && let Value::Object(env) = item
+                {
+                    for (name, env_value) in env.iter_mut() {
+                        if is_secret_name(name) {
+                            *env_value = Value::String(REDACTED.to_owned());
+                        }
+                    }
+                }
+                redact_value(item, secrets);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse;
+
+    const CONFIG: &str = r#"
+image: {url: "file:///img.cosi", sha384: ignored}
+storage:
+  disks:
+  - id: os
+    device: /dev/sda
+    partitions:
+    - {id: root, type: root, size: 1G}
+  filesystems:
+  - {deviceId: root, mountPoint: /}
+scripts:
+  postConfigure:
+  - name: enrol
+    environmentVariables: {API_TOKEN: tok-9a8b7c, REGION: eu-west-9, EMPTY_SECRET: ""}
+    content: "curl -H 'x: tok-9a8b7c' https://enrol"
+health:
+  checks:
+  - name: ping
+    environmentVariables: {db_password: pw-1f2e3d}
+    content: "true"
+os:
+  additionalFiles:
+  - destination: /etc/app/key.pem
+    content: "-----BEGIN PRIVATE KEY-----\nMIIEvQkeybody\n-----END PRIVATE KEY-----\n"
+  - destination: /etc/app/app.conf
+    content: "region=eu-west-9\n"
+"#;
+
+    #[test]
+    fn secrets_are_redacted_and_the_rest_is_kept() {
+        let hc = parse(CONFIG).unwrap();
+        let status = HostStatus {
+            spec_old: Some(hc.clone()),
+            spec: Some(hc),
+            ..HostStatus::default()
+        };
+        let yaml = status.redacted().unwrap().to_yaml().unwrap();
+        for secret in ["tok-9a8b7c", "pw-1f2e3d", "MIIEvQkeybody"] {
+            assert!(!yaml.contains(secret), "{secret} in\n{yaml}");
+        }
+        for kept in [
+            "eu-west-9",
+            "region=eu-west-9",
+            "/etc/app/key.pem",
+            "-----BEGIN PRIVATE KEY-----",
+            "curl -H 'x: [REDACTED]' https://enrol",
+        ] {
+            assert!(yaml.contains(kept), "{kept} missing in\n{yaml}");
+        }
+        let served = status.spec.as_ref().unwrap().redacted().unwrap();
+        let env = &served.scripts.post_configure[0].environment_variables;
+        assert_eq!(env["API_TOKEN"], REDACTED);
+        assert_eq!(env["REGION"], "eu-west-9");
+        assert_eq!(env["EMPTY_SECRET"], REDACTED);
+        assert_eq!(
+            status.spec.unwrap().scripts.post_configure[0].environment_variables["API_TOKEN"],
+            "tok-9a8b7c",
+            "the original stays whole"
+        );
+    }
+}

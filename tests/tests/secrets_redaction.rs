@@ -1,0 +1,217 @@
+//! Host Configuration secrets and PEM private keys never leave the daemon
+//! unredacted: a provisioned host whose configuration carries secret
+//! script and health-check variables, a private key in a variable and a
+//! script that prints another script's password; then every way out is
+//! read through real parts (GetHostStatus, `trident get status` and
+//! `get configuration`, a `trident diagnose` bundle unpacked and every file
+//! searched, the datastore copy included, a real OTLP receiver's payloads,
+//! the daemon's log). The secret values appear nowhere; the non-secret
+//! values still do; the live datastore keeps the secrets servicing needs.
+//!
+//! Needs `npm ci` at the repo root (the OTLP receiver).
+
+#![allow(clippy::unwrap_used)]
+
+mod otlp_support;
+#[path = "servicing_support/mod.rs"]
+mod servicing_support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use otlp_support::{Receiver, exporting_daemon};
+use servicing_support::{Clients, Fixture};
+use trident_e2e::bin_path;
+use trident_proto::v1::GetHostStatusRequest;
+use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
+
+const PASSWORD: &str = "hunter2-pw-5a1b";
+const TOKEN: &str = "tok-8c2d-secret";
+const CHECK_TOKEN: &str = "svc-tok-3e4f";
+/// The base64 body of the private key (its BEGIN/END lines may stay).
+const KEY_BODY: &str = "MIIEvQkeybody7f3e";
+const SECRETS: [&str; 4] = [PASSWORD, TOKEN, CHECK_TOKEN, KEY_BODY];
+/// A non-secret variable's value: it must stay visible.
+const REGION: &str = "eu-west-9";
+
+fn secret_config_extra() -> String {
+    format!(
+        r#"scripts:
+  preServicing:
+  - name: enrol
+    environmentVariables:
+      DB_PASSWORD: {PASSWORD}
+      api_token: {TOKEN}
+      REGION: {REGION}
+      TLS_KEY: "-----BEGIN PRIVATE KEY-----\n{KEY_BODY}\n-----END PRIVATE KEY-----"
+    content: "echo pw=$DB_PASSWORD region=$REGION; echo tok=$api_token >&2; printf '%s\n' \"$TLS_KEY\""
+  - name: other
+    content: "echo other sees {PASSWORD}"
+health:
+  checks:
+  - name: ping
+    environmentVariables: {{ SERVICE_TOKEN: {CHECK_TOKEN} }}
+    content: "true"
+"#
+    )
+}
+
+fn trident(socket: &Path, args: &[&str]) -> Output {
+    Command::new(bin_path("trident"))
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .env_remove("TRIDENT_SOCKET")
+        .env_remove("TRACEPARENT")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run trident")
+}
+
+fn stdout_of(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "trident failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn assert_no_secret(place: &str, text: &str) {
+    for secret in SECRETS {
+        assert!(!text.contains(secret), "{secret} in {place}:\n{text}");
+    }
+}
+
+/// Every file of the unpacked bundle (bytes, lossily as text).
+fn bundle_files(bundle: &Path, into: &Path) -> Vec<(String, String)> {
+    let out = Command::new("tar")
+        .arg("-xf")
+        .arg(bundle)
+        .arg("-C")
+        .arg(into)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut files = Vec::new();
+    let mut dirs = vec![into.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                let name = path.strip_prefix(into).unwrap().display().to_string();
+                files.push((name, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log() {
+    let receiver = Receiver::start().unwrap();
+    let fixture = Fixture::new();
+    let image = fixture.image("v1", 1, None);
+    let config = fixture.config(&image, &secret_config_extra());
+    let daemon = exporting_daemon(&receiver.grpc, &["--inactivity-timeout", "0"], &[])
+        .await
+        .unwrap();
+    let mut clients = Clients::new(&daemon).await;
+    clients.provision(&config).await;
+
+    // GetHostStatus: spec redacted, the rest kept.
+    let served = HostStatusServiceClient::new(daemon.channel().await.unwrap())
+        .get_host_status(GetHostStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .host_status;
+    assert_no_secret("GetHostStatus", &served);
+    for kept in [
+        REGION,
+        r#"DB_PASSWORD: "[REDACTED]""#,
+        "-----BEGIN PRIVATE KEY-----",
+    ] {
+        assert!(served.contains(kept), "{kept} missing in\n{served}");
+    }
+
+    // The CLI's views.
+    let socket = daemon.socket_path();
+    for args in [
+        &["get", "status"][..],
+        &["--output", "json", "get", "status"],
+        &["get", "configuration"],
+    ] {
+        let text = stdout_of(&trident(socket, args));
+        assert_no_secret(&format!("trident {args:?}"), &text);
+        assert!(text.contains(REGION), "trident {args:?}:\n{text}");
+    }
+
+    // A diagnose bundle: every file, the datastore copy included.
+    let work = tempfile::tempdir().unwrap();
+    let bundle = work.path().join("bundle.tar");
+    let state_dir = daemon.state_dir().display().to_string();
+    stdout_of(&trident(
+        socket,
+        &[
+            "diagnose",
+            "-o",
+            bundle.to_str().unwrap(),
+            "--state-dir",
+            &state_dir,
+        ],
+    ));
+    let unpacked = work.path().join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    let files = bundle_files(&bundle, &unpacked);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"datastore.sqlite"), "{names:?}");
+    for (name, text) in &files {
+        assert_no_secret(&format!("bundle file {name}"), text);
+    }
+    let report = &files.iter().find(|(n, _)| n == "report.json").unwrap().1;
+    assert!(report.contains(REGION), "{report}");
+    let copy =
+        trident_host::datastore::Datastore::open_read_only(unpacked.join("datastore.sqlite"))
+            .unwrap();
+    let copied = copy.host_status().unwrap().spec.unwrap();
+    let env = &copied.scripts.pre_servicing[0].environment_variables;
+    assert_eq!(env["DB_PASSWORD"], "[REDACTED]");
+    assert_eq!(env["REGION"], REGION);
+
+    // The live datastore keeps what servicing needs.
+    let live = trident_host::datastore::Datastore::open_read_only(
+        daemon.state_dir().join("datastore.sqlite"),
+    )
+    .unwrap();
+    let live_env = live
+        .host_status()
+        .unwrap()
+        .spec
+        .unwrap()
+        .scripts
+        .pre_servicing[0]
+        .environment_variables
+        .clone();
+    assert_eq!(live_env["DB_PASSWORD"], PASSWORD);
+
+    // OTLP: the script's output arrived, redacted; no payload holds a secret.
+    let body = format!("pw=[REDACTED] region={REGION}");
+    let received = receiver
+        .wait_for(Duration::from_secs(60), |r| {
+            r.has_log_body(&body) && r.has_log_body("other sees [REDACTED]")
+        })
+        .unwrap();
+    for request in &received.requests {
+        assert_no_secret("an OTLP request", &request.to_string());
+    }
+
+    // The daemon's own log.
+    let log = daemon.stderr();
+    assert!(log.contains(&body), "script output not in the daemon log");
+    assert_no_secret("the daemon log", &log);
+}
