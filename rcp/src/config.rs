@@ -46,13 +46,13 @@ pub struct AgentArgs {
     #[arg(long, value_name = "NAME")]
     pub server_name: Option<String>,
     /// CA certificate (PEM) that signs both sides' certificates.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub ca: Option<PathBuf>,
     /// This host's certificate (PEM).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub cert: Option<PathBuf>,
     /// This host's private key (PEM, mode 0600).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub key: Option<PathBuf>,
     /// tridentd's Unix socket [default: /run/trident/listen.sock].
     #[arg(long, env = "TRIDENT_SOCKET", value_name = "PATH")]
@@ -107,7 +107,28 @@ fn load_file(path: &Path, explicit: bool) -> Result<FileConfig, RcpError> {
     if text.trim().is_empty() {
         return Ok(FileConfig::default());
     }
-    serde_saphyr::from_str(&text).map_err(|e| RcpError::Config(format!("{}: {e}", path.display())))
+    serde_saphyr::from_str(&text).map_err(|e| {
+        // The parser's message quotes the file around the error: not when
+        // the file holds a private key (pasted where a path belongs).
+        let detail = if text.contains("PRIVATE KEY") {
+            format!(
+                "{} (the file holds a private key block, so its text is not shown; a key belongs in its own file named by `key:`)",
+                location_only(&e.to_string())
+            )
+        } else {
+            e.to_string()
+        };
+        RcpError::Config(format!("{}: {detail}", path.display()))
+    })
+}
+
+/// `line N column M` of a parser message, without the message itself.
+fn location_only(message: &str) -> String {
+    message
+        .find("line ")
+        .map(|at| &message[at..])
+        .and_then(|rest| rest.split(':').next())
+        .map_or_else(|| "invalid".to_owned(), |loc| format!("invalid at {loc}"))
 }
 
 fn duration(
@@ -122,6 +143,19 @@ fn duration(
             .map_err(|e| RcpError::Config(format!("{key}: {text:?}: {e}"))),
         (None, None) => Ok(default),
     }
+}
+
+/// A PEM file's path. A value holding PEM content (a key pasted where its
+/// path belongs) is refused without echoing it: the error reaches the log.
+fn pem_path(key: &str, value: Option<PathBuf>) -> Result<PathBuf, RcpError> {
+    let path = required(key, value)?;
+    let text = path.to_string_lossy();
+    if text.contains("-----BEGIN") || text.contains('\n') {
+        return Err(RcpError::Config(format!(
+            "{key}: expects the path of a PEM file, not PEM content (the value is not shown)"
+        )));
+    }
+    Ok(path)
 }
 
 fn required<T>(key: &str, value: Option<T>) -> Result<T, RcpError> {
@@ -152,9 +186,9 @@ impl AgentArgs {
             connect: required("connect", self.connect.or(file.connect))?,
             server_name: required("server-name", self.server_name.or(file.server_name))?,
             tls: TlsFiles {
-                ca: required("ca", self.ca.or(file.ca))?,
-                cert: required("cert", self.cert.or(file.cert))?,
-                key: required("key", self.key.or(file.key))?,
+                ca: pem_path("ca", self.ca.or(file.ca))?,
+                cert: pem_path("cert", self.cert.or(file.cert))?,
+                key: pem_path("key", self.key.or(file.key))?,
             },
             socket: self
                 .socket
@@ -240,5 +274,30 @@ mod tests {
         };
         let err = args.resolve().expect_err("server-name missing").to_string();
         assert!(err.contains("--server-name"), "{err}");
+    }
+
+    /// A private key body pasted into the file (where a path belongs, or
+    /// under a mistyped key) never appears in the error the agent logs.
+    #[test]
+    fn pem_content_in_the_file_is_refused_without_being_shown() {
+        const BODY: &str = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ";
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("rcp.yaml");
+        let pem =
+            format!("|\n  -----BEGIN PRIVATE KEY-----\n  {BODY}\n  -----END PRIVATE KEY-----\n");
+        let base = "connect: a:1\nserver-name: orch\nca: /ca.pem\ncert: /c.pem\n";
+        for text in [
+            format!("{base}key: {pem}"),
+            format!("{base}key: /k.pem\nkee: {pem}"),
+        ] {
+            std::fs::write(&path, &text).expect("write");
+            let args = AgentArgs {
+                config: Some(path.clone()),
+                ..AgentArgs::default()
+            };
+            let err = args.resolve().expect_err("refused").to_string();
+            assert!(!err.contains(BODY), "key material in: {err}");
+            assert!(err.contains("key"), "the error names the key: {err}");
+        }
     }
 }

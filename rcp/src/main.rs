@@ -8,7 +8,10 @@ use trident_rcp::config::AgentArgs;
 use trident_rcp::state_file;
 
 fn main() -> ExitCode {
-    let args = AgentArgs::parse();
+    let args = match AgentArgs::try_parse() {
+        Ok(args) => args,
+        Err(err) => return refuse_arguments(&err),
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -46,6 +49,20 @@ fn main() -> ExitCode {
         state_file::write_stopped(&state_file, agent.identity(), &config.connect);
     });
     ExitCode::SUCCESS
+}
+
+/// Prints clap's error and exits with its code, unless the error quotes a
+/// private key (pasted where a path belongs): clap echoes the offending
+/// argument, and stderr ends in the journal.
+fn refuse_arguments(err: &clap::Error) -> ExitCode {
+    let rendered = err.to_string();
+    if !rendered.contains("PRIVATE KEY") {
+        err.exit();
+    }
+    eprintln!(
+        "trident-rcp: error: invalid arguments: one holds a private key block (not shown); --key takes the path of the key file"
+    );
+    ExitCode::from(2)
 }
 
 /// SIGTERM (systemd) or SIGINT.
