@@ -137,6 +137,59 @@ def unit(u, **defaults):
     return {"fieldConfig": {"defaults": dict(unit=u, **defaults), "overrides": []}}
 
 
+# Overall progress gauges (the newest operation's figures, as the daemon
+# derived them for the CLI and the Python client too). A figure the daemon
+# does not know (no byte total, no measured rate, no honest ETA, no plan) is
+# absent, so its panel shows no value rather than a made-up one.
+PROGRESS_PERCENT = "trident_servicing_progress_done_bytes{sel} / trident_servicing_progress_planned_bytes{sel}"
+
+
+def progress_panels(lay, sel, by=""):
+    """Percent, bytes, rate, ETA and steps n of m of the newest operation.
+    `sel` selects hosts; `by` groups by host for the fleet view."""
+    agg = (lambda e: f"max by ({by}) ({e})") if by else (lambda e: e)
+    legend = "{{host_name}}" if by else "{{kind}}"
+    pct = agg(PROGRESS_PERCENT.format(sel=f"{{{sel}}}"))
+    return [
+        lay.panel(
+            "Overall progress", "bargauge" if by else "gauge",
+            [prom(pct, legend, instant=True)],
+            6, 6, "Share of the newest operation's bytes done (bytes from the image metadata).",
+            **unit("percentunit", min=0, max=1),
+        ),
+        lay.panel(
+            "Bytes done of planned", "stat",
+            [
+                prom(agg(f"trident_servicing_progress_done_bytes{{{sel}}}"), "done " + legend, instant=True),
+                prom(agg(f"trident_servicing_progress_planned_bytes{{{sel}}}"), "planned " + legend, instant=True),
+            ],
+            6, 6, "Bytes the newest operation moved, and the total it moves in all.",
+            **unit("bytes"),
+        ),
+        lay.panel(
+            "Rate and ETA", "stat",
+            [
+                prom(agg(f"trident_servicing_progress_rate_bytes_per_second{{{sel}}}"), "rate " + legend, instant=True),
+                prom(agg(f"trident_servicing_progress_eta_seconds{{{sel}}}"), "ETA " + legend, instant=True),
+            ],
+            6, 6, "The daemon's smoothed transfer rate (over bytes, time constant 5 s) and time left; no ETA while it cannot be honest or once the operation finished.",
+            fieldConfig={"defaults": {"unit": "short"}, "overrides": [
+                {"matcher": {"id": "byFrameRefID", "options": "A"}, "properties": [{"id": "unit", "value": "Bps"}]},
+                {"matcher": {"id": "byFrameRefID", "options": "B"}, "properties": [{"id": "unit", "value": "s"}]},
+            ]},
+        ),
+        lay.panel(
+            "Steps done of planned", "stat",
+            [
+                prom(agg(f"trident_servicing_progress_steps_done{{{sel}}}"), "done " + legend, instant=True),
+                prom(agg(f"trident_servicing_progress_steps_planned{{{sel}}}"), "planned " + legend, instant=True),
+            ],
+            6, 6, "Top-level phases the newest operation finished, of those it planned (SWUpdate's step n of m).",
+            **unit("short"),
+        ),
+    ]
+
+
 def fleet_overview():
     lay = Layout()
     rate = "$__rate_interval"
@@ -225,6 +278,7 @@ def fleet_overview():
             **unit("short"),
             links=[{"title": "Host drill-down", "url": "/d/trident-host?var-host=${__field.labels.host_name}"}],
         ),
+        *progress_panels(lay, HOSTS, by="host_name"),
     ]
     return {
         "uid": "trident-fleet",
@@ -278,6 +332,13 @@ def host_drilldown():
             ],
             8, 5, "Telemetry this host lost in the time range (export, bus).",
             **unit("short"),
+        ),
+        *progress_panels(lay, ONE_HOST),
+        lay.panel(
+            "Overall progress over time", "timeseries",
+            [prom(PROGRESS_PERCENT.format(sel=f"{{{ONE_HOST}}}"), "{{kind}}")],
+            24, 6, "The newest operation's share of bytes done over time: a flat line while it waits (a slow source, scripts).",
+            **unit("percentunit", min=0, max=1),
         ),
         lay.panel(
             "Operations by kind and result", "timeseries",

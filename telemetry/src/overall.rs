@@ -4,10 +4,12 @@
 //! dashboards all show the same figures.
 //!
 //! - Bytes: the operation's byte work, counted once. The total comes from
-//!   the plan ([`plan`], called by the engine once the image metadata is
-//!   read); bytes done are the sum of the top-level byte phases (a child
+//!   the plan ([`plan_bytes`], called by the engine once the image metadata
+//!   is read); bytes done are the sum of the top-level byte phases (a child
 //!   phase's bytes are already in its parent's).
-//! - Steps: top-level phases done, of the planned count when the plan says.
+//! - Steps: top-level phases done, of the planned count ([`plan_steps`],
+//!   declared by the engine when the operation knows its plan; declared
+//!   again when the plan changes, the newest count wins).
 //! - Rate: exponentially weighted over bytes (never items: items of very
 //!   different sizes make an item rate meaningless): decayed bytes over
 //!   decayed seconds, time constant [`RATE_TIME_CONSTANT`], sampled at most
@@ -42,12 +44,17 @@ pub(crate) mod fields {
     pub const STEPS_PLANNED: &str = "steps_planned";
 }
 
-/// Declares the current operation's byte total (from the image metadata)
-/// and, when known, how many top-level phases it runs in all. Call inside
-/// the operation's span, before its byte phases start.
-pub fn plan(bytes_total: u64, steps_planned: Option<u32>) {
-    let steps = u64::from(steps_planned.unwrap_or(0));
-    tracing::info!(target: PLAN_TARGET, bytes_total, steps_planned = steps, "overall plan");
+/// Declares the current operation's byte total (from the image metadata).
+/// Call inside the operation's span, before its byte phases start.
+pub fn plan_bytes(bytes_total: u64) {
+    tracing::info!(target: PLAN_TARGET, bytes_total, "overall plan: bytes");
+}
+
+/// Declares how many top-level phases the current operation runs in all
+/// ("step n of m"). Call inside the operation's span, as early as the plan
+/// is known; call again if the plan changes (a step found not to apply).
+pub fn plan_steps(steps_planned: u32) {
+    tracing::info!(target: PLAN_TARGET, steps_planned, "overall plan: steps");
 }
 
 /// One top-level phase as counted.
@@ -267,18 +274,22 @@ impl OverallTracker {
             .insert(operation.clone(), OperationProgress::new(now));
     }
 
-    /// The operation declared its byte total and step count.
-    /// Returns the new overall view.
+    /// The operation declared its byte total and/or its step count (what
+    /// it did not declare stays as it was). Returns the new overall view.
     pub fn plan(
         &mut self,
         operation: &Arc<str>,
-        bytes_total: u64,
-        steps: u32,
+        bytes_total: Option<u64>,
+        steps: Option<u32>,
         now: Instant,
     ) -> OverallProgress {
         let op = self.entry(operation, now);
-        op.planned_bytes = Some(bytes_total);
-        op.planned_steps = steps;
+        if bytes_total.is_some() {
+            op.planned_bytes = bytes_total;
+        }
+        if let Some(steps) = steps {
+            op.planned_steps = steps;
+        }
         op.view(operation, now, false)
     }
 
@@ -380,7 +391,8 @@ mod tests {
         let t0 = Instant::now();
         let mut tracker = OverallTracker::default();
         tracker.started(&op, t0);
-        tracker.plan(&op, 1000, 3, t0);
+        tracker.plan(&op, None, Some(3), t0);
+        tracker.plan(&op, Some(1000), None, t0);
         let mut view = OverallProgress::default();
         // 10 bytes per 500 ms = 20 B/s, steady; a child repeats the bytes.
         for i in 1..=20u64 {

@@ -49,8 +49,9 @@ fn the_bus_derives_overall_progress_from_the_plan_and_top_level_byte_phases() {
         );
         {
             let _in_op = op.span().enter();
+            trident_telemetry::overall::plan_steps(3);
             Phase::start("validate", "Validate", Unit::Items, Some(1)).done();
-            trident_telemetry::overall::plan(1000, Some(3));
+            trident_telemetry::overall::plan_bytes(1000);
             let download = Phase::start("download", "Download", Unit::Bytes, Some(1000));
             let region = Phase::child(&download, "write/a", "Write a", Unit::Bytes, Some(1000));
             download.set(400);
@@ -78,11 +79,14 @@ fn the_bus_derives_overall_progress_from_the_plan_and_top_level_byte_phases() {
         })
         .collect();
     assert!(overall.iter().all(|o| o.operation_id == id));
-    let planned = overall
-        .iter()
-        .position(|o| o.bytes_total == Some(1000))
-        .expect("the plan's total reaches the wire");
-    assert!(overall[planned..].iter().all(|o| o.steps_planned == 3));
+    assert!(
+        overall.iter().any(|o| o.bytes_total == Some(1000)),
+        "the plan's total reaches the wire"
+    );
+    assert!(
+        overall.iter().all(|o| o.steps_planned == 3),
+        "the step plan, declared first, is on every record: {overall:?}"
+    );
     assert!(
         overall.iter().all(|o| o.bytes_done <= 1000),
         "a child's bytes are not counted twice: {overall:?}"

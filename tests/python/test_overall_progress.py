@@ -71,6 +71,8 @@ def test_python_client_and_cli_see_the_same_overall_progress(stubs, tmp_path):
         assert last.finished and last.operation_id == operation_id
         assert last.HasField("bytes_total") and last.bytes_done == last.bytes_total > 0
         assert (last.steps_done, last.steps_planned) == (3, 3)
+        # The plan (validate, download, verify) is declared before the first step.
+        assert all(r.steps_planned == 3 for r in records), [r.steps_planned for r in records]
         assert all(r.bytes_done <= last.bytes_total for r in records)
 
         cli = subprocess.run(

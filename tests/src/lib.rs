@@ -14,6 +14,7 @@
 
 pub mod test_os;
 pub mod throttled_http;
+pub mod tmux;
 pub mod vm;
 
 use std::{

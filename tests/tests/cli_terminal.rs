@@ -3,85 +3,13 @@
 //! that NO_COLOR turns the colours off on a real terminal.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
 
+use trident_e2e::tmux::Tmux;
+
+/// Terminal size of the panes (columns, rows).
+const SIZE: (u16, u16) = (120, 30);
 use trident_e2e::{Daemon, bin_path};
-
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A private tmux server (own socket name), killed on drop.
-struct Tmux {
-    server: String,
-}
-
-impl Tmux {
-    fn new() -> Self {
-        Tmux {
-            server: format!("trident-e2e-{}", std::process::id()),
-        }
-    }
-
-    fn cmd(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-u")
-            .arg("-L")
-            .arg(&self.server)
-            .args(args)
-            .output()
-            .expect("run tmux")
-    }
-
-    /// Starts `command` in a detached 120x30 session.
-    fn start(&self, session: &str, command: &str) {
-        let out = self.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            session,
-            "-x",
-            "120",
-            "-y",
-            "30",
-            command,
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    /// The visible screen; with `escapes`, including colour sequences.
-    fn screen(&self, session: &str, escapes: bool) -> String {
-        let mut args = vec!["capture-pane", "-p", "-t", session];
-        if escapes {
-            args.push("-e");
-        }
-        String::from_utf8_lossy(&self.cmd(&args).stdout).into_owned()
-    }
-
-    fn wait_for(&self, session: &str, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let screen = self.screen(session, false);
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
-    }
-}
 
 fn fixture(dir: &Path) -> PathBuf {
     let cosi = dir.join("img.cosi");
@@ -150,7 +78,7 @@ async fn watch_in_a_real_terminal_draws_bars_the_operation_line_and_log_lines() 
         .args(["--inactivity-timeout", "0"])
         .spawn()
         .await?;
-    let tmux = Tmux::new();
+    let tmux = Tmux::new("watch");
     let watch = format!(
         "{} --socket {} watch --wait --progress tty; echo watch-exit=$?; sleep 60",
         bin_path("trident").display(),
@@ -158,10 +86,16 @@ async fn watch_in_a_real_terminal_draws_bars_the_operation_line_and_log_lines() 
     );
     tmux.start(
         "color",
+        SIZE,
         &format!("env -u NO_COLOR TERM=xterm-256color {watch}"),
     );
-    tmux.start("plain", &format!("env NO_COLOR=1 {watch}"));
-    std::thread::sleep(Duration::from_millis(500));
+    tmux.start("plain", SIZE, &format!("env NO_COLOR=1 {watch}"));
+    // Both watches are waiting before the install starts (no fixed sleep).
+    for session in ["color", "plain"] {
+        tmux.wait_for(session, "watch to wait", |s| {
+            s.contains("waiting for the next servicing operation")
+        });
+    }
     let mut install = spawn_install(daemon.socket_path(), &config);
 
     // While the script runs: the operation line with elapsed time, the

@@ -45,7 +45,7 @@ impl OverallView {
         self.record.bytes_per_second.filter(|r| r.is_finite())
     }
 
-    /// "105 MiB/250 MiB  5.0 MiB/s  ETA 29.0s  step 2/3" (`sep` between).
+    /// "105 MiB/250 MiB  5.0 MiB/s  ETA 29.0s  step 3 of 9" (`sep` between).
     pub fn figures(&self, now: SystemTime, sep: &str) -> String {
         let bytes = ProgressUnit::Bytes;
         let mut parts = Vec::new();
@@ -64,23 +64,31 @@ impl OverallView {
         parts.join(sep)
     }
 
-    /// "step 2/3", or "2 steps done" when the plan did not say.
+    /// SWUpdate's "step n of m": the step running now counts (two done,
+    /// the third running: "step 3 of 9"); once finished, [`Self::steps_done`].
     pub fn steps(&self) -> String {
         let r = &self.record;
-        if r.steps_planned > 0 {
-            format!(
-                "step {}/{}",
-                r.steps_done.min(r.steps_planned),
-                r.steps_planned
-            )
-        } else {
+        if r.steps_planned == 0 || r.finished {
+            return self.steps_done();
+        }
+        let running = u32::from(!r.current_step.is_empty());
+        let step = r.steps_done.saturating_add(running).min(r.steps_planned);
+        format!("step {step} of {}", r.steps_planned)
+    }
+
+    /// "7 of 9 steps", or "7 steps done" when the plan did not say.
+    pub fn steps_done(&self) -> String {
+        let r = &self.record;
+        if r.steps_planned == 0 {
             format!("{} steps done", r.steps_done)
+        } else {
+            format!("{} of {} steps", r.steps_done, r.steps_planned)
         }
     }
 }
 
 /// The closing summary: "succeeded in 52.3s: 250 MiB at 4.8 MiB/s average,
-/// 3/3 steps; reboot required". Bytes and rate only when the operation
+/// 9 of 9 steps; reboot required". Bytes and rate only when the operation
 /// moved bytes.
 pub fn summary(model: &Model, outcome: &Outcome) -> String {
     let verdict = if outcome.status == trident_proto::v1::StatusCode::Success {
@@ -112,7 +120,7 @@ pub fn summary(model: &Model, outcome: &Outcome) -> String {
                 format::amount(ProgressUnit::Bytes, bytes)
             ));
         }
-        figures.push(overall.steps());
+        figures.push(overall.steps_done());
         text.push_str(&format!(": {}", figures.join(", ")));
     }
     text.push_str(&format!(

@@ -82,7 +82,7 @@ impl PlainView {
         ));
     }
 
-    /// "overall: 42% 105 MiB/250 MiB 5.0 MiB/s ETA 29.0s step 2/3", at most
+    /// "overall: 42% 105 MiB/250 MiB 5.0 MiB/s ETA 29.0s step 3 of 9", at most
     /// every [`PROGRESS_INTERVAL`] or [`PROGRESS_STEP`] (the first one at
     /// once), never after the operation finished (the summary says it).
     fn overall_line(&mut self, model: &Model, clock: &str, out: &mut Vec<String>) {

@@ -188,7 +188,7 @@ fn operation_line(model: &Model, now: SystemTime, style: &TtyStyle) -> String {
     )
 }
 
-/// "  Overall  [####>---]  42%  105 MiB/250 MiB  5.0 MiB/s  ETA 29.0s  step 2/3"
+/// "  Overall  [####>---]  42%  105 MiB/250 MiB  5.0 MiB/s  ETA 29.0s  step 3 of 9"
 /// while the operation runs and the daemon reported overall progress.
 fn overall_line(model: &Model, now: SystemTime, style: &TtyStyle) -> Option<String> {
     let overall = model.overall.as_ref()?;

@@ -64,6 +64,15 @@ impl ServicingType {
             RunOn::RuntimeUpdate => false,
         })
     }
+
+    /// How many of `scripts` this servicing runs (their group is a
+    /// progress phase, and a planned step, only when some are).
+    pub fn selected(self, scripts: &[Script]) -> usize {
+        scripts
+            .iter()
+            .filter(|s| self.selected_by(&s.run_on))
+            .count()
+    }
 }
 
 /// What the scripts of one operation share.

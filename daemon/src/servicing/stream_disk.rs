@@ -21,6 +21,7 @@ use trident_host::{Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
+use super::engine::plan::StepPlan;
 use super::engine::{self, write::CosiResultExt};
 use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 
@@ -51,6 +52,7 @@ fn stream_disk(
     hash: Option<&str>,
     disks: &[PathBuf],
 ) -> Result<(String, PathBuf), TridentError> {
+    StepPlan::stream_disk().declare();
     let (mut source, target) = validate(url, hash, disks)?;
     tracing::info!(
         url,
@@ -60,8 +62,7 @@ fn stream_disk(
         "streaming image to disk"
     );
 
-    // validate, download, verify: the operation's top-level phases.
-    trident_telemetry::overall::plan(source.total_uncompressed(), Some(3));
+    trident_telemetry::overall::plan_bytes(source.total_uncompressed());
     let download = Phase::start(
         "download",
         "Download and write image",

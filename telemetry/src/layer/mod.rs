@@ -353,17 +353,17 @@ impl BusLayer {
         }
     }
 
-    /// The operation's plan (byte total, step count): an overall record.
+    /// The operation's plan (byte total and/or step count): an overall
+    /// record.
     fn plan_overall(&self, collected: &Collected, operation: Option<Arc<str>>) {
         use crate::overall::fields;
-        let (Some(operation), Some(bytes)) = (operation, collected.unsigned(fields::BYTES_TOTAL))
-        else {
-            return;
-        };
+        let bytes = collected.unsigned(fields::BYTES_TOTAL);
         let steps = collected
             .unsigned(fields::STEPS_PLANNED)
-            .and_then(|s| u32::try_from(s).ok())
-            .unwrap_or(0);
+            .and_then(|s| u32::try_from(s).ok());
+        let Some(operation) = operation.filter(|_| bytes.is_some() || steps.is_some()) else {
+            return;
+        };
         self.bus.derive_overall(&operation, |tracker, now| {
             Some(tracker.plan(&operation, bytes, steps, now))
         });

@@ -8,6 +8,7 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::next_status;
+use super::plan::StepPlan;
 use crate::servicing::runner::{RebootRequest, StepContext, StepError, StepOutcome, StepResult};
 use crate::servicing::scripts::{ScriptEnv, ServicingType, run_health_checks};
 
@@ -69,6 +70,7 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
     let Some(exp) = expectation(&current)? else {
         return Ok(nothing_expected(&current, booted));
     };
+    StepPlan::commit().declare();
     if let Err(error) = check_booted(booted, &exp) {
         return Err(roll_back(&ctx, &current, error, handling));
     }

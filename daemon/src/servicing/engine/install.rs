@@ -9,6 +9,7 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::layout::{self, Targets};
+use super::plan::{Halves, StepPlan};
 use super::{blocking, handoff, next_status, script_phase, validate_phase, write};
 use crate::servicing::new_root::{NewRootRequest, service_new_root};
 use crate::servicing::new_storage;
@@ -25,9 +26,16 @@ fn may_install(state: ServicingState) -> bool {
     )
 }
 
-/// Stages a clean install; returns the staged Host Status and image hash.
-async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), TridentError> {
+/// Stages a clean install (the first of `halves`, whose steps it
+/// declares); returns the staged Host Status and image hash.
+async fn stage(
+    ctx: &StepContext,
+    yaml: &str,
+    halves: Halves,
+) -> Result<(HostStatus, String), TridentError> {
     let hc = validate_phase(ctx, yaml)?;
+    let mut plan = StepPlan::servicing(&hc, ServicingType::CleanInstall, halves);
+    plan.declare();
     let current = ctx.engine.host_status()?;
     if !may_install(current.servicing_state) {
         return Err(TridentError::new(
@@ -82,7 +90,7 @@ async fn stage(ctx: &StepContext, yaml: &str) -> Result<(HostStatus, String), Tr
         path: ctx.engine.new_root_dir(&ctx.operation_id),
         install: true,
     };
-    service_new_root(ctx.engine.clone(), new_root, &env).await?;
+    service_new_root(ctx.engine.clone(), new_root, &env, &mut plan).await?;
 
     let mut status = next_status(&current);
     status.partition_paths = layout
@@ -145,7 +153,7 @@ async fn finalize(
 
 /// InstallStage.
 pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
-    let (status, image_hash) = stage(&ctx, &yaml).await?;
+    let (status, image_hash) = stage(&ctx, &yaml, Halves::Stage).await?;
     Ok(StepOutcome {
         status: Some(status),
         reboot: None,
@@ -156,13 +164,14 @@ pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
 
 /// InstallFinalize.
 pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
+    StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
     Ok(finalize(&ctx, &current, handling).await?)
 }
 
 /// Install: stage, commit the staged state, finalize.
 pub async fn install_step(ctx: StepContext, yaml: String, handling: RebootHandling) -> StepResult {
-    let (staged, _) = stage(&ctx, &yaml).await?;
+    let (staged, _) = stage(&ctx, &yaml, Halves::StageAndFinalize).await?;
     ctx.commit_status(&staged).await?;
     Ok(finalize(&ctx, &staged, handling).await?)
 }

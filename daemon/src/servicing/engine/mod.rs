@@ -5,6 +5,7 @@ pub mod commit;
 pub mod handoff;
 pub mod install;
 pub mod layout;
+pub mod plan;
 pub mod query;
 pub mod rollback;
 pub mod update;
@@ -216,10 +217,7 @@ pub async fn script_phase(
     scripts: &[trident_host::config::Script],
     env: &super::scripts::ScriptEnv,
 ) -> Result<(), TridentError> {
-    let selected = scripts
-        .iter()
-        .filter(|s| env.servicing_type.selected_by(&s.run_on))
-        .count();
+    let selected = env.servicing_type.selected(scripts);
     if selected == 0 {
         return Ok(());
     }

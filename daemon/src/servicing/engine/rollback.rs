@@ -8,6 +8,7 @@ use trident_proto::v1preview::{CheckRollbackKind, ManualRollbackKind};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::next_status;
+use super::plan::StepPlan;
 use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 
 /// The volume an A/B rollback would boot, if one is available.
@@ -131,6 +132,7 @@ pub async fn stage_step(ctx: StepContext, kind: ManualRollbackKind) -> StepResul
 
 /// RollbackFinalize.
 pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
+    StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
     Ok(finalize(&ctx, &current, handling)?)
 }
@@ -141,6 +143,7 @@ pub async fn rollback_step(
     kind: ManualRollbackKind,
     handling: RebootHandling,
 ) -> StepResult {
+    StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
     let staged = stage(&current, kind)?;
     ctx.commit_status(&staged).await?;

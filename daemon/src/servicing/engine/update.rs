@@ -9,6 +9,7 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::layout::{self, Targets};
+use super::plan::{Halves, StepPlan};
 use super::{blocking, next_status, script_phase, validate_phase, write};
 use crate::servicing::new_root::{NewRootRequest, service_new_root};
 use crate::servicing::new_storage;
@@ -75,10 +76,12 @@ fn provisioned(current: &HostStatus) -> Result<(AbVolume, &HostConfiguration), T
     Ok((active, running))
 }
 
-/// UpdateStage (and the first half of Update). `Ok(None)`: nothing to do.
+/// UpdateStage (and the first half of Update, as `halves` says: the plan
+/// it declares). `Ok(None)`: nothing to do.
 async fn stage(
     ctx: &StepContext,
     yaml: &str,
+    halves: Halves,
 ) -> Result<Option<(HostStatus, String)>, TridentError> {
     let hc = validate_phase(ctx, yaml)?;
     let current = ctx.engine.host_status()?;
@@ -98,6 +101,8 @@ async fn stage(
         }
         Change::AbUpdate => {}
     }
+    let mut plan = StepPlan::servicing(&hc, ServicingType::AbUpdate, halves);
+    plan.declare();
     if serde_json::to_value(&running.storage).ok() != serde_json::to_value(&hc.storage).ok() {
         return Err(TridentError::new(
             Subkind::UnsupportedFeature,
@@ -140,7 +145,7 @@ async fn stage(
         path: ctx.engine.new_root_dir(&ctx.operation_id),
         install: false,
     };
-    service_new_root(ctx.engine.clone(), new_root, &env).await?;
+    service_new_root(ctx.engine.clone(), new_root, &env, &mut plan).await?;
 
     let mut status = next_status(&current);
     status.spec_old = Some(running);
@@ -199,7 +204,7 @@ fn nothing_to_do() -> StepOutcome {
 
 /// UpdateStage.
 pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
-    Ok(match stage(&ctx, &yaml).await? {
+    Ok(match stage(&ctx, &yaml, Halves::Stage).await? {
         Some((status, hash)) => StepOutcome {
             status: Some(status),
             reboot: None,
@@ -212,13 +217,14 @@ pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
 
 /// UpdateFinalize.
 pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
+    StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
     Ok(finalize(&ctx, &current, handling)?)
 }
 
 /// Update: stage, commit the staged state, finalize.
 pub async fn update_step(ctx: StepContext, yaml: String, handling: RebootHandling) -> StepResult {
-    let Some((staged, _)) = stage(&ctx, &yaml).await? else {
+    let Some((staged, _)) = stage(&ctx, &yaml, Halves::StageAndFinalize).await? else {
         return Ok(nothing_to_do());
     };
     ctx.commit_status(&staged).await?;

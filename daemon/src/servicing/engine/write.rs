@@ -101,7 +101,7 @@ pub fn write_image(
         .filter(|fs| targets.contains_key(&fs.mount_point))
         .map(|fs| fs.image.uncompressed_size)
         .sum();
-    trident_telemetry::overall::plan(bytes_total, None);
+    trident_telemetry::overall::plan_bytes(bytes_total);
 
     let mut files: HashMap<String, File> = HashMap::new();
     let mut verified = 0u64;

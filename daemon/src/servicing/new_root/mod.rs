@@ -31,6 +31,7 @@ use self::partitions::PartitionInfo;
 use self::probe::FsKind;
 use self::tools::{LoopDevice, MountGuard, run_tool};
 use super::engine::layout::WriteTarget;
+use super::engine::plan::{BOOT_FILES, StepPlan};
 use super::engine::{Engine, blocking, script_phase};
 use super::scripts::ScriptEnv;
 
@@ -251,10 +252,12 @@ pub struct NewRootRequest {
 /// Mount, grow, configure, postProvision and postConfigure scripts, the
 /// volume's boot files (boot control), unmount: the whole new-root step of
 /// install and A/B update.
+/// Without a mounted new root, the boot-files step leaves `plan`.
 pub async fn service_new_root(
     engine: Arc<Engine>,
     req: NewRootRequest,
     env: &ScriptEnv,
+    plan: &mut StepPlan,
 ) -> Result<(), TridentError> {
     let scripts = req.hc.scripts.clone();
     let install = req.install;
@@ -271,6 +274,9 @@ pub async fn service_new_root(
     .await?;
     phase.set(1);
     phase.done();
+    if mounted.is_none() {
+        plan.skip(BOOT_FILES);
+    }
     let mut env = env.clone();
     env.target_root = mounted.as_ref().map(|r| r.path.clone());
     let scripts_result = async {
@@ -320,7 +326,7 @@ async fn post_configure(scripts: &[Script], env: &ScriptEnv) -> Result<(), Tride
 /// The boot-control phase: the volume's boot files (and, on install, the
 /// bootloader) from the mounted new root.
 fn boot_files(engine: &Engine, root: &NewRoot, install: bool) -> Result<(), TridentError> {
-    let phase = Phase::start("boot-files", "Write boot files", Unit::Items, Some(1));
+    let phase = Phase::start(BOOT_FILES, "Write boot files", Unit::Items, Some(1));
     engine.boot.prepare_volume(root, install)?;
     phase.set(1);
     phase.done();

@@ -8,6 +8,7 @@
 
 pub mod bus_observer;
 pub mod names;
+mod progress;
 mod state;
 
 use std::sync::{Arc, Mutex};
@@ -51,6 +52,7 @@ pub struct ServicingMetrics {
     image_bytes_read: Counter<u64>,
     errors: Counter<u64>,
     bus_records: Counter<u64>,
+    progress: progress::LatestProgress,
     tracker: Mutex<OperationTracker>,
     _observers: Vec<Observer>,
 }
@@ -71,6 +73,8 @@ impl ServicingMetrics {
     ) -> Self {
         let mut observers = bus.map(|bus| bus_gauges(meter, bus)).unwrap_or_default();
         observers.extend(export.map(|health| export_drops(meter, health)));
+        let progress = progress::LatestProgress::default();
+        observers.extend(progress.gauges(meter));
         Self {
             operations: meter
                 .u64_counter(OPERATIONS)
@@ -114,6 +118,7 @@ impl ServicingMetrics {
                 .with_unit("{record}")
                 .with_description("Records published on the telemetry bus by kind")
                 .build(),
+            progress,
             tracker: Mutex::new(OperationTracker::default()),
             _observers: observers,
         }
@@ -174,12 +179,13 @@ impl ServicingMetrics {
                 self.errors
                     .add(1, &[KeyValue::new(ATTR_CATEGORY, category)]);
             }
+            Observation::Overall { kind, progress } => self.progress.set(kind, progress),
         }
     }
 }
 
 /// Keeps an observable instrument (and so its callback) registered.
-type Observer = Box<dyn std::any::Any + Send + Sync>;
+pub(crate) type Observer = Box<dyn std::any::Any + Send + Sync>;
 
 /// The bus's drops by record kind and its subscriber count, read from `bus`
 /// at collection time.

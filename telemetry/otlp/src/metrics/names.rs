@@ -27,6 +27,22 @@ pub const BUS_DROPS: &str = "trident.bus.drops";
 pub const BUS_SUBSCRIBERS: &str = "trident.bus.subscribers";
 /// Counter, `{record}`, attrs `signal`, `reason`: telemetry the OTLP export lost.
 pub const EXPORT_DROPS: &str = "trident.export.drops";
+/// Gauges of the newest operation's overall progress (the bus's
+/// `OverallProgress`, kept after it finished until the next operation's),
+/// attr `kind`. Each is absent while the daemon does not know it (no total,
+/// no measured rate, no honest ETA).
+/// Gauge, `By`: bytes done.
+pub const PROGRESS_DONE: &str = "trident.servicing.progress.done";
+/// Gauge, `By`: bytes the operation moves in all.
+pub const PROGRESS_PLANNED: &str = "trident.servicing.progress.planned";
+/// Gauge, `By/s`: smoothed transfer rate.
+pub const PROGRESS_RATE: &str = "trident.servicing.progress.rate";
+/// Gauge, `s`: time left (absent once finished).
+pub const PROGRESS_ETA: &str = "trident.servicing.progress.eta";
+/// Gauge, `{step}`: top-level phases done.
+pub const PROGRESS_STEPS_DONE: &str = "trident.servicing.progress.steps.done";
+/// Gauge, `{step}`: top-level phases planned (absent without a plan).
+pub const PROGRESS_STEPS_PLANNED: &str = "trident.servicing.progress.steps.planned";
 
 /// Every metric the daemon exports, with its unit (the dashboards check uses this list).
 pub const ALL: &[(&str, &str)] = &[
@@ -41,6 +57,12 @@ pub const ALL: &[(&str, &str)] = &[
     (BUS_DROPS, "{record}"),
     (BUS_SUBSCRIBERS, "{subscriber}"),
     (EXPORT_DROPS, "{record}"),
+    (PROGRESS_DONE, "By"),
+    (PROGRESS_PLANNED, "By"),
+    (PROGRESS_RATE, "By/s"),
+    (PROGRESS_ETA, "s"),
+    (PROGRESS_STEPS_DONE, "{step}"),
+    (PROGRESS_STEPS_PLANNED, "{step}"),
 ];
 
 pub const ATTR_KIND: &str = "kind";

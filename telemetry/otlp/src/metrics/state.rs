@@ -33,12 +33,19 @@ pub enum Observation {
     Error {
         category: String,
     },
+    /// The operation's overall progress as the bus derived it.
+    Overall {
+        kind: String,
+        progress: v1::OverallProgress,
+    },
 }
 
 /// Operations and byte phases seen so far (forgotten when they end).
 #[derive(Debug, Default)]
 pub struct OperationTracker {
     started: HashMap<String, SystemTime>,
+    /// Servicing kind of each running operation (labels its overall progress).
+    kinds: HashMap<String, String>,
     /// Last `current` of each byte phase, by (operation, phase).
     bytes_seen: HashMap<(String, String), u64>,
 }
@@ -63,7 +70,15 @@ impl OperationTracker {
                     "",
                 ),
             }),
-            Body::Log(_) | Body::Span(_) | Body::OverallProgress(_) => {}
+            Body::OverallProgress(overall) => out.push(Observation::Overall {
+                kind: self
+                    .kinds
+                    .get(&overall.operation_id)
+                    .cloned()
+                    .unwrap_or_else(|| servicing_kind(0)),
+                progress: overall.clone(),
+            }),
+            Body::Log(_) | Body::Span(_) => {}
         }
         out
     }
@@ -80,6 +95,7 @@ impl OperationTracker {
                 if let Some(at) = at {
                     self.started.insert(op.operation_id.clone(), at);
                 }
+                self.kinds.insert(op.operation_id.clone(), kind.clone());
                 out.push(Observation::OperationStarted { kind });
             }
             Ok(v1::OperationEvent::Completed) => {
@@ -90,6 +106,7 @@ impl OperationTracker {
                     .and_then(|(start, end)| end.duration_since(start).ok())
                     .map(|d| d.as_secs_f64());
                 self.bytes_seen.retain(|(id, _), _| id != &op.operation_id);
+                self.kinds.remove(&op.operation_id);
                 let result = label(
                     v1::StatusCode::try_from(op.result)
                         .map(|c| c.as_str_name())
@@ -248,6 +265,27 @@ mod tests {
             seconds: Some(42.0),
         }));
         assert!(done.contains(&Observation::Record { kind: "operation" }));
+    }
+
+    #[test]
+    fn overall_progress_is_labelled_with_its_operations_kind() {
+        let mut tracker = OperationTracker::default();
+        tracker.observe(&record(
+            100,
+            operation(v1::OperationEvent::Started, v1::StatusCode::Unspecified),
+        ));
+        let overall = v1::OverallProgress {
+            operation_id: "op-1".into(),
+            bytes_done: 5,
+            steps_planned: 7,
+            ..Default::default()
+        };
+        let seen = tracker.observe(&record(101, Body::OverallProgress(overall.clone())));
+        assert!(seen.contains(&Observation::Overall {
+            kind: "clean_install".into(),
+            progress: overall,
+        }));
+        assert!(seen.contains(&Observation::Record { kind: "progress" }));
     }
 
     #[test]

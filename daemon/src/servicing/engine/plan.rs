@@ -1,0 +1,196 @@
+//! The steps an operation plans: its top-level progress phases, in order,
+//! derived in this one place from the operation's kind and its Host
+//! Configuration, and declared to the telemetry bus up front so the
+//! overall view says "step 3 of 9" (SWUpdate's "step n of m").
+//!
+//! Each flow declares its plan once it knows it (after the Host
+//! Configuration parsed, i.e. with `validate` done) and drops a step that
+//! turns out not to apply (boot files when no new root could be mounted),
+//! which declares the new count. A step is a phase id the flow starts
+//! with `Phase::start`; the ids here must match those (the e2e tests check
+//! that an operation ends with every planned step done).
+
+use trident_host::config::HostConfiguration;
+
+use crate::servicing::scripts::ServicingType;
+
+/// The planned top-level phases of one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepPlan {
+    steps: Vec<String>,
+}
+
+/// What an install or A/B update runs of its stage and finalize halves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halves {
+    /// InstallStage / UpdateStage.
+    Stage,
+    /// Install / Update: stage, then finalize.
+    StageAndFinalize,
+}
+
+impl StepPlan {
+    fn of(steps: &[&str]) -> StepPlan {
+        StepPlan {
+            steps: steps.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    /// Install (clean install into volume A) or A/B update (into the
+    /// inactive volume): validate, preServicing scripts, partition (install
+    /// only), image download and region writes, the new root (mount,
+    /// postProvision and postConfigure scripts, boot files), finalize.
+    /// Script groups count only when a script of the group is selected.
+    pub fn servicing(hc: &HostConfiguration, kind: ServicingType, halves: Halves) -> StepPlan {
+        let scripts = &hc.scripts;
+        let group =
+            |group: &str, selected: usize| (selected > 0).then(|| format!("scripts/{group}"));
+        let mut steps = vec!["validate".to_owned()];
+        steps.extend(group("preServicing", kind.selected(&scripts.pre_servicing)));
+        if kind == ServicingType::CleanInstall {
+            steps.push("partition".to_owned());
+        }
+        steps.extend(["download", "verify", "mount"].map(str::to_owned));
+        steps.extend(group(
+            "postProvision",
+            kind.selected(&scripts.post_provision),
+        ));
+        steps.extend(group(
+            "postConfigure",
+            kind.selected(&scripts.post_configure),
+        ));
+        steps.push(BOOT_FILES.to_owned());
+        if halves == Halves::StageAndFinalize {
+            steps.push("finalize".to_owned());
+        }
+        StepPlan { steps }
+    }
+
+    /// InstallFinalize, UpdateFinalize, Rollback, RollbackFinalize: one
+    /// step that points the next boot at another volume.
+    pub fn finalize() -> StepPlan {
+        StepPlan::of(&["finalize"])
+    }
+
+    /// Commit of a finalized servicing: the booted volume, health checks.
+    pub fn commit() -> StepPlan {
+        StepPlan::of(&["check-root", "health-checks"])
+    }
+
+    /// StreamDisk: request and metadata, download and write, GPT check.
+    pub fn stream_disk() -> StepPlan {
+        StepPlan::of(&["validate", "download", "verify"])
+    }
+
+    /// The planned phase ids, in order.
+    pub fn steps(&self) -> impl Iterator<Item = &str> {
+        self.steps.iter().map(String::as_str)
+    }
+
+    /// Declares the plan to the telemetry bus (inside the operation's span).
+    pub fn declare(&self) {
+        trident_telemetry::overall::plan_steps(u32::try_from(self.steps.len()).unwrap_or(u32::MAX));
+    }
+
+    /// Drops step `id`, found not to apply, and declares the new count.
+    pub fn skip(&mut self, id: &str) {
+        let before = self.steps.len();
+        self.steps.retain(|s| s != id);
+        if self.steps.len() != before {
+            tracing::debug!(step = id, "planned step does not apply");
+            self.declare();
+        }
+    }
+}
+
+/// The boot-files step: it runs only when the new root is mounted.
+pub const BOOT_FILES: &str = "boot-files";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hc(yaml: &str) -> HostConfiguration {
+        trident_host::config::parse(yaml).expect("valid Host Configuration")
+    }
+
+    const STORAGE: &str = r#"
+image: { url: "file:///img.cosi", sha384: ignored }
+storage:
+  disks:
+  - id: os
+    device: /dev/null
+    partitions:
+    - { id: root, type: root, size: 1G }
+  filesystems:
+  - { deviceId: root, mountPoint: / }
+"#;
+
+    #[test]
+    fn an_install_plans_its_phases_in_order() {
+        let plan = StepPlan::servicing(
+            &hc(STORAGE),
+            ServicingType::CleanInstall,
+            Halves::StageAndFinalize,
+        );
+        assert_eq!(
+            plan.steps().collect::<Vec<_>>(),
+            [
+                "validate",
+                "partition",
+                "download",
+                "verify",
+                "mount",
+                "boot-files",
+                "finalize"
+            ]
+        );
+    }
+
+    #[test]
+    fn script_groups_are_steps_only_when_this_servicing_selects_a_script() {
+        let yaml = format!(
+            "{STORAGE}scripts:\n  preServicing:\n  - {{ name: a, runOn: [ab-update], content: 'true' }}\n  postConfigure:\n  - {{ name: b, runOn: [all], content: 'true' }}\n"
+        );
+        let config = hc(&yaml);
+        let install = StepPlan::servicing(&config, ServicingType::CleanInstall, Halves::Stage);
+        assert_eq!(
+            install.steps().collect::<Vec<_>>(),
+            [
+                "validate",
+                "partition",
+                "download",
+                "verify",
+                "mount",
+                "scripts/postConfigure",
+                "boot-files"
+            ]
+        );
+        let update =
+            StepPlan::servicing(&config, ServicingType::AbUpdate, Halves::StageAndFinalize);
+        assert_eq!(
+            update.steps().collect::<Vec<_>>(),
+            [
+                "validate",
+                "scripts/preServicing",
+                "download",
+                "verify",
+                "mount",
+                "scripts/postConfigure",
+                "boot-files",
+                "finalize"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_skipped_step_leaves_the_plan() {
+        let mut plan = StepPlan::servicing(&hc(STORAGE), ServicingType::AbUpdate, Halves::Stage);
+        plan.skip(BOOT_FILES);
+        plan.skip("not-planned");
+        assert_eq!(
+            plan.steps().collect::<Vec<_>>(),
+            ["validate", "download", "verify", "mount"]
+        );
+    }
+}
