@@ -154,3 +154,53 @@ async fn a_failed_optimistic_commit_points_the_fallback_back() {
     assert_eq!(failed.error().subkind, "booted-wrong-volume");
     assert_eq!(boot_state(&f), state(Some("v1"), "volume-a", None, false));
 }
+
+/// conservative, after a committed A/B update to volume B, a manual
+/// rollback: its finalize moves the fallback to the rollback target
+/// (volume A) as upstream does, the NVRAM default staying on B until the
+/// rollback's commit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_manual_rollback_moves_the_fallback_at_finalize() {
+    use trident_proto::v1preview::{ManualRollbackKind, RollbackRequest};
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: needs root (loop devices, mount)");
+        return;
+    }
+    let f = Fixture::new();
+    let v1 = mini_os::build(f.dir.path(), "v1");
+    let v2 = mini_os::build(f.dir.path(), "v2");
+    let d = mini_os::uefi_daemon(f.dir.path()).await;
+    let mut c = Clients::new(&d).await;
+    c.install(&f.config(&v1, "")).await.assert_success();
+    mini_os::set_booted_entry(f.dir.path(), "trident-volume-a.conf");
+    c.commit().await.assert_success();
+    c.update_stage(&f.config(&v2, "")).await.assert_success();
+    c.update_finalize().await.assert_success();
+    mini_os::set_booted_entry(f.dir.path(), "trident-volume-b.conf");
+    c.commit().await.assert_success();
+    assert_eq!(boot_state(&f), state(Some("v2"), "volume-b", None, false));
+
+    servicing_support::collect(
+        c.rollback
+            .rollback(RollbackRequest {
+                kind: ManualRollbackKind::AbRollbackRequested as i32,
+                finalize: None,
+            })
+            .await,
+    )
+    .await
+    .assert_success();
+    let rolled = boot_state(&f);
+    assert_eq!(
+        rolled.fallback_loader,
+        Some(mini_os::fake_systemd_boot("v1"))
+    );
+    assert_eq!(rolled.loader_conf_default, "trident-volume-a.conf");
+    assert_eq!(rolled.default_var.as_deref(), Some("trident-volume-b.conf"));
+    assert_eq!(rolled.one_shot.as_deref(), Some("trident-volume-a.conf"));
+    mini_os::set_booted_entry(f.dir.path(), "trident-volume-a.conf");
+    c.commit().await.assert_success();
+    let committed = boot_state(&f);
+    assert_eq!(committed.loader_conf_default, "trident-volume-a.conf");
+    assert_eq!((committed.default_var, committed.one_shot), (None, None));
+}

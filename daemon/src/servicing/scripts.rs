@@ -302,8 +302,9 @@ fn command(
     Ok((cmd, staged))
 }
 
-/// A host script file copied into the new root's `/tmp` for a chrooted
-/// run; removed when dropped.
+/// A host script file copied to the top of the new root for a chrooted run
+/// (not into its `/tmp`: an image's `/tmp` may be a symlink, which the copy
+/// would follow out of the new root); removed when dropped.
 #[derive(Debug)]
 struct StagedScript {
     /// The copy, seen from the host.
@@ -314,14 +315,12 @@ struct StagedScript {
 
 impl StagedScript {
     fn copy_into(root: &std::path::Path, path: &str, name: &str) -> Result<Self, TridentError> {
-        let inside = format!("/tmp/trident-script-{}", uuid::Uuid::new_v4());
+        let inside = format!("/.trident-script-{}", uuid::Uuid::new_v4());
         let outside = root.join(inside.trim_start_matches('/'));
-        std::fs::create_dir_all(root.join("tmp"))
-            .and_then(|()| std::fs::copy(path, &outside))
-            .structured_msg(
-                Subkind::ScriptFailed,
-                format!("Cannot copy script '{name}' ({path}) into the new root"),
-            )?;
+        std::fs::copy(path, &outside).map(|_| ()).structured_msg(
+            Subkind::ScriptFailed,
+            format!("Cannot copy script '{name}' ({path}) into the new root"),
+        )?;
         Ok(StagedScript { outside, inside })
     }
 }

@@ -16,7 +16,9 @@
 //! | A/B finalize | unchanged (servicing OS) | target | unchanged |
 //! | commit | target | unchanged (already target) | loader untouched, loader.conf target |
 //!
-//! A failed commit points everything back at the old volume (except the
+//! A manual rollback's finalize moves the fallback to the rollback target
+//! in conservative and optimistic (upstream's `ManualRollbackAbStaged`). A
+//! failed commit points everything back at the old volume (except the
 //! loader file in `disabled`).
 
 use trident_host::config::UefiFallbackMode;
@@ -38,6 +40,9 @@ pub enum Moment {
     /// A/B update (or manual rollback) finalize: `target` gets one trial
     /// boot, `active` stays the committed volume.
     TrialFinalize { active: AbVolume, target: AbVolume },
+    /// Manual rollback finalize: as upstream, the fallback goes to the
+    /// rollback `target` in both conservative and optimistic.
+    RollbackFinalize { active: AbVolume, target: AbVolume },
     /// Commit: `volume` booted and is healthy; it becomes the default.
     Commit { volume: AbVolume },
     /// A failed commit: back to `volume`.
@@ -67,6 +72,16 @@ pub fn plan(mode: UefiFallbackMode, moment: Moment) -> FallbackPlan {
             loader: loader_unless_disabled(AbVolume::VolumeA),
             loader_conf: Some(AbVolume::VolumeA),
             default_var: Some(None),
+        },
+        Moment::RollbackFinalize { active, target } if mode != Disabled => FallbackPlan {
+            loader: Some(target),
+            loader_conf: Some(target),
+            default_var: Some(Some(active)),
+        },
+        Moment::RollbackFinalize { .. } => FallbackPlan {
+            loader: None,
+            loader_conf: None,
+            default_var: None,
         },
         Moment::TrialFinalize { active, target } => match mode {
             Optimistic => FallbackPlan {
@@ -144,6 +159,26 @@ mod tests {
         ] {
             assert_eq!(plan(Disabled, moment).loader, None, "{moment:?}");
         }
+    }
+
+    #[test]
+    fn a_manual_rollback_moves_the_fallback_at_finalize_unless_disabled() {
+        let rollback = Moment::RollbackFinalize {
+            active: B,
+            target: A,
+        };
+        for mode in [Conservative, Optimistic] {
+            assert_eq!(
+                plan(mode, rollback),
+                FallbackPlan {
+                    loader: Some(A),
+                    loader_conf: Some(A),
+                    default_var: Some(Some(B))
+                },
+                "{mode:?}"
+            );
+        }
+        assert_eq!(plan(Disabled, rollback).loader, None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use trident_host::config::{HostConfiguration, PartitionType};
-use trident_host::status::{AbVolume, HostStatus, PartitionLayout};
+use trident_host::status::{AbVolume, HostStatus, PartitionLayout, ServicingState};
 use trident_host::{Subkind, TridentError};
 
 use super::BootControl;
@@ -173,13 +173,18 @@ impl BootControl for UefiBootControl {
             // Install: nothing older to fall back to.
             None => self.apply_plan(status, Moment::InstallFinalize),
             Some(active) => {
-                self.apply_plan(
-                    status,
+                let moment = if status.servicing_state == ServicingState::ManualRollbackAbStaged {
+                    Moment::RollbackFinalize {
+                        active,
+                        target: volume,
+                    }
+                } else {
                     Moment::TrialFinalize {
                         active,
                         target: volume,
-                    },
-                )?;
+                    }
+                };
+                self.apply_plan(status, moment)?;
                 efivars::set(&self.efivars, efivars::ONE_SHOT, &entry_id(volume))?;
                 tracing::info!(entry = %entry_id(volume), "one-shot trial boot set (LoaderEntryOneShot)");
                 Ok(())
