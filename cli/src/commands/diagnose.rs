@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use tokio_stream::StreamExt;
 use trident_host::KebabName;
 use trident_host::redact::Secrets;
-use trident_host::redact::document::redact_value;
+use trident_host::redact::document::{Scope, redact_value};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
@@ -119,7 +119,7 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
 /// down) are binary and hold only bus records, redacted at their source.
 fn redact_bundle(bundle: &mut Bundle) {
     let mut report = Value::Object(std::mem::take(&mut bundle.report));
-    redact_value(&mut report, &bundle.secrets);
+    redact_value(&mut report, &bundle.secrets, Scope::Everywhere);
     if let Value::Object(map) = report {
         bundle.report = map;
     }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::Datastore;
 use crate::error::{ContextExt, ResultExt, Subkind, TridentError};
 use crate::redact::Secrets;
-use crate::redact::document::redact_value;
+use crate::redact::document::{Scope, redact_value};
 use crate::status::HostStatus;
 
 impl Datastore {
@@ -93,12 +93,12 @@ fn text_column(conn: &Connection, sql: &str) -> Result<Vec<(i64, String)>, Tride
         .structured(Subkind::DatastoreQuery)
 }
 
-/// A JSON document redacted as a document; text that is not JSON is
-/// redacted as text.
+/// A JSON document redacted as a document (free text only: the copy must
+/// still load); text that is not JSON is redacted as text.
 fn redact_json_text(text: &str, secrets: &Secrets) -> String {
     match serde_json::from_str::<Value>(text) {
         Ok(mut value) => {
-            redact_value(&mut value, secrets);
+            redact_value(&mut value, secrets, Scope::FreeText);
             value.to_string()
         }
         Err(_) => secrets.redact(text).into_owned(),

@@ -55,27 +55,64 @@ impl HostConfiguration {
     }
 }
 
-/// `doc` through JSON with [`redact_value`] applied.
+/// Where secret *values* are replaced in a document ([`redact_value`]).
+/// Secret-named variables and PEM private key bodies are redacted
+/// everywhere in both cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Only in free text ([`FREE_TEXT_KEYS`]): a document that must load
+    /// again as its type (a short secret must not garble an enum value
+    /// such as `servicingState`, or an id).
+    FreeText,
+    /// In every string: a document only read by people (a report).
+    Everywhere,
+}
+
+/// Keys whose strings (and everything under them) are free text: script
+/// and check bodies and arguments, file contents, environment values,
+/// error messages, contexts and causes.
+pub const FREE_TEXT_KEYS: [&str; 6] = [
+    "content",
+    "arguments",
+    ENVIRONMENT_KEY,
+    "message",
+    "context",
+    "causes",
+];
+
+/// `doc` through JSON with [`redact_value`] applied (free text only, so
+/// the result loads again).
 fn redact_document<T: Serialize + DeserializeOwned>(
     doc: &T,
     secrets: &Secrets,
     subkind: Subkind,
 ) -> Result<T, TridentError> {
     let mut value = serde_json::to_value(doc).structured(subkind)?;
-    redact_value(&mut value, secrets);
+    redact_value(&mut value, secrets, Scope::FreeText);
     serde_json::from_value(value).structured(subkind)
 }
 
-/// Redacts a JSON document in place: secret-named environment variables
-/// by name, then every string by value and PEM block.
-pub fn redact_value(value: &mut Value, secrets: &Secrets) {
+/// Redacts a JSON document in place: secret-named environment variables by
+/// name, PEM private key bodies in every string, secret values per `scope`.
+pub fn redact_value(value: &mut Value, secrets: &Secrets, scope: Scope) {
+    redact_in(value, secrets, scope == Scope::Everywhere);
+}
+
+fn redact_in(value: &mut Value, secrets: &Secrets, by_value: bool) {
     match value {
         Value::String(text) => {
-            if let std::borrow::Cow::Owned(redacted) = secrets.redact(text) {
+            let redacted = if by_value {
+                secrets.redact(text)
+            } else {
+                super::pem::redact_private_keys(text)
+            };
+            if let std::borrow::Cow::Owned(redacted) = redacted {
                 *text = redacted;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, secrets)),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| redact_in(v, secrets, by_value)),
         Value::Object(map) => {
             for (key, item) in map.iter_mut() {
                 if key == ENVIRONMENT_KEY
@@ -87,7 +124,8 @@ pub fn redact_value(value: &mut Value, secrets: &Secrets) {
                         }
                     }
                 }
-                redact_value(item, secrets);
+                let by_value = by_value || FREE_TEXT_KEYS.contains(&key.as_str());
+                redact_in(item, secrets, by_value);
             }
         }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
@@ -157,6 +195,35 @@ os:
             status.spec.unwrap().scripts.post_configure[0].environment_variables["API_TOKEN"],
             "tok-9a8b7c",
             "the original stays whole"
+        );
+    }
+
+    /// A one-letter secret is replaced in free text only: the status still
+    /// loads, its enum values and ids intact.
+    #[test]
+    fn a_short_secret_does_not_garble_the_document() {
+        let mut hc = parse(CONFIG).unwrap();
+        hc.scripts.post_configure[0]
+            .environment_variables
+            .insert("X_TOKEN".to_owned(), "a".to_owned());
+        let status = HostStatus {
+            spec: Some(hc),
+            servicing_state: crate::status::ServicingState::CleanInstallStaged,
+            ..HostStatus::default()
+        };
+        let served = status.redacted().unwrap();
+        assert_eq!(
+            served.servicing_state,
+            crate::status::ServicingState::CleanInstallStaged
+        );
+        let spec = served.spec.unwrap();
+        assert_eq!(spec.storage.disks[0].partitions[0].id, "root");
+        assert!(
+            !spec.scripts.post_configure[0]
+                .content
+                .as_ref()
+                .unwrap()
+                .contains("a")
         );
     }
 }
