@@ -74,9 +74,15 @@ async fn a_stalled_subscriber_gets_exact_gaps_while_the_producer_and_others_run_
             tracing::info!(i, "burst {burst}");
         }
         phase.set(burst + 1);
-        // Keep the fast subscriber within the ring; the stalled one is not waited for.
+        // Keep the fast subscriber within the ring; the stalled one is not
+        // waited for. Wait until it has read everything: a burst (its logs,
+        // a progress and an overall record) then always fits the ring,
+        // however late the reader gets the CPU on a loaded machine. (Waiting
+        // only until it was within 1500 records let a burst carry it past
+        // the 2000-record ring when it was not scheduled during the burst:
+        // a gap the test then reported as a fast subscriber losing records.)
         let head = served.bus.status().head_sequence;
-        seen_rx.wait_for(|seen| *seen + 1500 >= head).await.unwrap();
+        seen_rx.wait_for(|seen| *seen >= head).await.unwrap();
     }
     phase.done();
     drop(entered);
@@ -108,7 +114,8 @@ async fn a_stalled_subscriber_gets_exact_gaps_while_the_producer_and_others_run_
     // a gap are re-delivered.
     let mut events: Vec<StreamEvent> = Vec::new();
     while messages(&events).last().is_none_or(|m| m != "end") {
-        let response = tokio::time::timeout(Duration::from_secs(30), stalled.next())
+        // Generous: only a hung stream should end the test here.
+        let response = tokio::time::timeout(Duration::from_secs(300), stalled.next())
             .await
             .unwrap()
             .unwrap()

@@ -53,16 +53,11 @@ async fn a_running_operation_exports_its_overall_progress_rate_and_eta() -> anyh
     })?;
     let metrics = running.metrics();
     let last = |name: &str| -> anyhow::Result<f64> {
-        let gauge = metrics
+        metrics
             .iter()
             .find(|m| m.name == name)
-            .with_context(|| format!("{name} not exported"))?;
-        ensure!(gauge.kind == "gauge", "{gauge:?}");
-        gauge
-            .values_by("kind")
-            .get("clean_install")
-            .copied()
-            .with_context(|| format!("{name}: no clean_install point: {gauge:?}"))
+            .with_context(|| format!("{name} not exported"))?
+            .gauge_of_kind("clean_install")
     };
     ensure!(last("trident.servicing.progress.eta")? > 0.0);
     ensure!(last("trident.servicing.progress.rate")? > 0.0);

@@ -230,15 +230,7 @@ async fn servicing_exports_a_span_tree_in_the_callers_trace_with_correlated_logs
     assert_eq!(active.kind, "updowncounter");
     // Overall progress gauges: the newest operation's final figures (the
     // daemon's export at shutdown), what the dashboards' progress panels read.
-    let last_install = |name: &str| -> anyhow::Result<f64> {
-        let gauge = metric(name)?;
-        ensure!(gauge.kind == "gauge", "{gauge:?}");
-        gauge
-            .values_by("kind")
-            .get("clean_install")
-            .copied()
-            .with_context(|| format!("{name}: no clean_install point: {gauge:?}"))
-    };
+    let last_install = |name: &str| metric(name)?.gauge_of_kind("clean_install");
     let planned = last_install("trident.servicing.progress.planned")?;
     assert!(planned > 0.0);
     assert_eq!(last_install("trident.servicing.progress.done")?, planned);
@@ -249,7 +241,8 @@ async fn servicing_exports_a_span_tree_in_the_callers_trace_with_correlated_logs
         steps,
         "every planned step of the install ran"
     );
-    assert_eq!(metric("trident.servicing.progress.rate")?.unit, "By/s");
+    // No rate or ETA asserted here: a quick install may end before the
+    // daemon measures one (otlp_progress.rs covers them on a slow source).
     record_exported_metrics("otlp_servicing", &metrics)?;
     Ok(())
 }

@@ -104,9 +104,22 @@ async fn a_servicing_operation_replays_from_the_journal_after_a_daemon_restart()
         Some(&first_cursor.sequence),
         "Started.cursor names the operation's first record"
     );
+    // The completed record is the operation's last (the root span closed
+    // before it): read once the client's stream ended, the operation is
+    // whole, however loaded the machine (the span's close used to come
+    // after it and race this snapshot).
+    assert!(
+        matches!(
+            records(&live).last().and_then(|r| r.record.as_ref()),
+            Some(record::Record::Operation(o)) if o.event == OperationEvent::Completed as i32
+        ),
+        "the completed record ends the operation: {live:?}"
+    );
     drop(telemetry);
     drop(update);
-    first.stop();
+    // A clean exit: the journal was flushed (not a SIGKILL after a slow stop).
+    let exit = first.stop();
+    assert!(exit.is_some_and(|s| s.success()), "first daemon: {exit:?}");
 
     let second = Daemon::builder()
         .state_dir(state.path())

@@ -4,7 +4,6 @@
 //! errors to gRPC statuses. The transport that carries it is `crate::server`.
 
 pub mod additions;
-pub mod decode_status;
 pub mod error_status;
 pub mod host_status;
 pub mod router;

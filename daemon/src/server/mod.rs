@@ -2,6 +2,7 @@
 //! it ([`security`]), when it exits ([`idle`], [`shutdown`]). What it serves
 //! (the gRPC routes) is built by `crate::grpc` and handed in by `crate::app`.
 
+pub mod decode_status;
 pub mod idle;
 pub mod listener;
 pub mod refusal_log;
@@ -15,7 +16,7 @@ use tonic::service::Routes;
 use tonic::transport::Server;
 
 use crate::config::Config;
-use crate::grpc::decode_status::DecodeStatusLayer;
+use decode_status::DecodeStatusLayer;
 use idle::{Activity, ActivityLayer};
 use listener::{Listening, StartMode};
 use security::PeerAuthLayer;

@@ -148,23 +148,25 @@ where
     };
     let span = op.span().clone();
     let recorded = record_started(&ctx).instrument(span.clone()).await;
-    tokio::spawn(
-        async move {
-            let engine = ctx.engine.clone();
-            let operation_id = ctx.operation_id.clone();
-            let (completion, reboot_now) = run_step(ctx, recorded, step).await;
-            // Release the lock before the completed record, which ends the
-            // client's stream: a client that starts its next operation
-            // right away is not told "busy".
-            drop(guard);
-            op.complete(completion);
-            if let Some(request) = reboot_now {
-                reboot_after_completed(&engine, &operation_id, &request).await;
-            }
-            drop(keep_alive);
+    tokio::spawn(async move {
+        let engine = ctx.engine.clone();
+        let operation_id = ctx.operation_id.clone();
+        // Only the step runs in a clone of the operation's span, dropped
+        // once the step is done: completing the operation then closes the
+        // span before the completed record, so that record is the
+        // operation's last and a client that reads the operation once its
+        // stream ended sees all of it (it used to race the span's close).
+        let (completion, reboot_now) = run_step(ctx, recorded, step).instrument(span).await;
+        // Release the lock before the completed record, which ends the
+        // client's stream: a client that starts its next operation
+        // right away is not told "busy".
+        drop(guard);
+        op.complete(completion);
+        if let Some(request) = reboot_now {
+            reboot_after_completed(&engine, &operation_id, &request).await;
         }
-        .instrument(span),
-    );
+        drop(keep_alive);
+    });
     Ok(started)
 }
 
@@ -331,17 +333,19 @@ fn reboot(
 /// then the reboot itself.
 async fn reboot_after_completed(engine: &Arc<Engine>, operation_id: &str, request: &RebootRequest) {
     let engine = engine.clone();
-    let operation_id = operation_id.to_owned();
-    let reason = request.reason.clone();
+    let (id, reason) = (operation_id.to_owned(), request.reason.clone());
     let done = tokio::task::spawn_blocking(move || {
         engine.bus().flush();
         nix::unistd::sync();
-        engine.reboot.carry_out(&operation_id, &reason)
+        engine.reboot.carry_out(&id, &reason)
     })
     .await;
     match done {
         Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::error!(error = %error.report(), "reboot failed"),
-        Err(error) => tracing::error!(%error, "reboot task failed"),
+        // After the operation completed: outside its span, named by id.
+        Ok(Err(error)) => {
+            tracing::error!(operation_id, error = %error.report(), "reboot failed");
+        }
+        Err(error) => tracing::error!(operation_id, %error, "reboot task failed"),
     }
 }

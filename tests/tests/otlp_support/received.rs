@@ -54,6 +54,20 @@ impl Metric {
         out
     }
 
+    /// The newest value of a gauge for servicing kind `kind` (the overall
+    /// progress gauges carry the kind of the newest operation).
+    pub fn gauge_of_kind(&self, kind: &str) -> anyhow::Result<f64> {
+        anyhow::ensure!(
+            self.kind == "gauge",
+            "{} is not a gauge: {self:?}",
+            self.name
+        );
+        self.values_by("kind")
+            .get(kind)
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("{}: no {kind} point: {self:?}", self.name))
+    }
+
     /// Sum over the attribute sets of the last export's points.
     pub fn total(&self) -> f64 {
         let mut latest: BTreeMap<String, f64> = BTreeMap::new();

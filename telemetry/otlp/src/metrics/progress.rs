@@ -35,30 +35,13 @@ impl LatestProgress {
     }
 
     /// The observable gauges (keep them alive to keep their callbacks).
+    /// All are f64 (Prometheus samples are floats anyway), so one builder
+    /// serves bytes, rates, seconds and step counts.
     pub(crate) fn gauges(&self, meter: &Meter) -> Vec<Observer> {
-        let u64_gauge = |name: &'static str,
-                         unit: &'static str,
-                         description: &'static str,
-                         figure: fn(&OverallProgress) -> Option<u64>|
-         -> Observer {
-            let latest = self.clone();
-            Box::new(
-                meter
-                    .u64_observable_gauge(name)
-                    .with_unit(unit)
-                    .with_description(description)
-                    .with_callback(move |observer| {
-                        if let Some((value, attrs)) = latest.read(figure) {
-                            observer.observe(value, &attrs);
-                        }
-                    })
-                    .build(),
-            )
-        };
-        let f64_gauge = |name: &'static str,
-                         unit: &'static str,
-                         description: &'static str,
-                         figure: fn(&OverallProgress) -> Option<f64>|
+        let gauge = |name: &'static str,
+                     unit: &'static str,
+                     description: &'static str,
+                     figure: fn(&OverallProgress) -> Option<f64>|
          -> Observer {
             let latest = self.clone();
             Box::new(
@@ -75,25 +58,25 @@ impl LatestProgress {
             )
         };
         vec![
-            u64_gauge(
+            gauge(
                 PROGRESS_DONE,
                 "By",
                 "Bytes done by the newest operation",
-                |p| Some(p.bytes_done),
+                |p| Some(p.bytes_done as f64),
             ),
-            u64_gauge(
+            gauge(
                 PROGRESS_PLANNED,
                 "By",
                 "Bytes the newest operation moves in all",
-                |p| p.bytes_total,
+                |p| p.bytes_total.map(|b| b as f64),
             ),
-            f64_gauge(
+            gauge(
                 PROGRESS_RATE,
                 "By/s",
                 "Smoothed transfer rate of the newest operation",
                 |p| p.bytes_per_second.filter(|r| r.is_finite()),
             ),
-            f64_gauge(
+            gauge(
                 PROGRESS_ETA,
                 "s",
                 "Time left of the newest operation (only while honest)",
@@ -104,17 +87,17 @@ impl LatestProgress {
                         .map(|d| d.as_secs_f64())
                 },
             ),
-            u64_gauge(
+            gauge(
                 PROGRESS_STEPS_DONE,
                 "{step}",
                 "Top-level phases the newest operation finished",
-                |p| Some(u64::from(p.steps_done)),
+                |p| Some(f64::from(p.steps_done)),
             ),
-            u64_gauge(
+            gauge(
                 PROGRESS_STEPS_PLANNED,
                 "{step}",
                 "Top-level phases the newest operation planned",
-                |p| (p.steps_planned > 0).then_some(u64::from(p.steps_planned)),
+                |p| (p.steps_planned > 0).then_some(f64::from(p.steps_planned)),
             ),
         ]
     }

@@ -3,9 +3,11 @@
 //! becomes `RESOURCE_EXHAUSTED` naming the limit, and a message that is not
 //! valid protobuf (tonic answers `INTERNAL`) becomes `INVALID_ARGUMENT`, as
 //! the error mapping in the README promises. Handler errors are mapped in
-//! `error_status.rs`; this layer only rewrites tonic's own two answers,
-//! recognised by code and message, in trailers-only responses (the request
-//! message is decoded before any response is sent).
+//! `crate::grpc::error_status`; this layer only rewrites tonic's own two
+//! answers, recognised by code and message, in trailers-only responses (the
+//! request message is decoded before any response is sent). It is part of
+//! the transport (a tower layer beside the peer check and the activity
+//! count), which knows nothing of the gRPC handlers.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
