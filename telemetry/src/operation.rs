@@ -128,7 +128,9 @@ impl Operation {
         // OTLP export (when on): the exported root span continues the caller's
         // trace, or takes this trace id, so bus and export agree.
         crate::span_link::link_operation_span(&op.span, trace_id, spec.parent.as_ref());
-        tracing::info!(target: OPERATION_TARGET, parent: &op.span, rpc = op.rpc, "servicing operation started");
+        op.span.in_scope(|| {
+            tracing::info!(target: OPERATION_TARGET, parent: &op.span, rpc = op.rpc, "servicing operation started");
+        });
         op
     }
 
@@ -174,9 +176,15 @@ impl Operation {
                 .as_ref()
                 .map(|e| e.error_message.as_str())
                 .unwrap_or("");
-            tracing::error!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, error = message, "servicing operation failed");
+            // Entered, not only `parent:`: tracing-journald takes span
+            // fields (OPERATION_ID) from the current span only.
+            self.span.in_scope(|| {
+                tracing::error!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, error = message, "servicing operation failed");
+            });
         } else {
-            tracing::info!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, "servicing operation completed");
+            self.span.in_scope(|| {
+                tracing::info!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, "servicing operation completed");
+            });
         }
         let id: Arc<str> = Arc::from(self.id.as_str());
         self.bus
