@@ -15,6 +15,7 @@
 pub mod test_os;
 pub mod throttled_http;
 pub mod vm;
+pub mod vm_rcp;
 
 use std::{
     ffi::{OsStr, OsString},
