@@ -122,7 +122,15 @@ impl Vm {
         let serial_log = spec.artifacts.join(format!("serial-{}.log", spec.name));
         let qemu_log = spec.artifacts.join(format!("qemu-{}.log", spec.name));
         let orchestrator = match &spec.rcp {
-            Some(pki) => Some(Orchestrator::start(&spec.name, pki.orchestrator.clone())?),
+            Some(pki) => {
+                // QEMU starts it per guest connection and only logs a failure.
+                Command::new("socat")
+                    .arg("-V")
+                    .stdout(Stdio::null())
+                    .status()
+                    .context("socat (package socat) forwards the guest's dials to the listener")?;
+                Some(Orchestrator::start(&spec.name, pki.orchestrator.clone())?)
+            }
             None => None,
         };
         // A log left by an earlier run would satisfy the first wait at once.
