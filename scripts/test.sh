@@ -80,6 +80,7 @@ declare -A APT_FOR_COMMAND=(
     [mcopy]=mtools
     [mksquashfs]=squashfs-tools
     [strip]=binutils
+    [socat]=socat                       # QEMU guestfwd to the reverse-connect listener (tests/src/vm.rs)
     # OS configuration and new storage in the new root (servicing_os_config.rs).
     [useradd]=passwd
     [mkswap]=util-linux

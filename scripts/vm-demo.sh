@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
-# VM demo: the real test OS under UEFI firmware, for a person to watch.
+# VM demo: the VM scenario of issue 11 for a person to watch, driven like an
+# orchestrator with the real `trident` CLI through the reverse-connect proxy.
 # Run as root: `bash scripts/vm-demo.sh [--keep DIR]`.
 #
-# What it shows today (the first step of the VM scenario, issue 11):
-#   1. release binaries -> trident.raw (systemd system extension)
-#   2. test OS v1 (Debian bookworm + systemd-boot; tridentd only from the
-#      extension) as ESP + root images, packed into a COSI with mkcosi
-#   3. a private tridentd on this machine StreamDisks the COSI onto a
-#      disk-image file, with live progress from the real `trident` CLI
-#   4. QEMU + OVMF boots that disk; the serial console says which version
-#      runs; `trident version` / `get status` talk to the guest's tridentd
-# Install, A/B update, commit and rollback inside the VM need the engine's
-# UEFI boot-control backend, which does not exist yet.
+#   1. release binaries -> trident.raw (system extension: tridentd, trident,
+#      trident-rcp, the units); a throw-away PKI (trident-e2e-pki)
+#   2. test OS v1 and v2 (Debian bookworm + systemd-boot; Trident only from
+#      the extension; /etc/trident/rcp.yaml dials 10.0.2.100:7443), each
+#      packed into a COSI with mkcosi
+#   3. the installer disk: a private tridentd here StreamDisks v1 onto it
+#   4. `trident rcp-listen` (the orchestrator side) and a UEFI VM (QEMU +
+#      OVMF) with a blank disk and the installer; the guest's trident-rcp
+#      dials in and its tridentd gets a local socket
+#   5. `trident install` of v1 onto the blank disk, live progress; the VM
+#      reboots itself into volume A, the commit service commits
+#   6. `trident update` to v2, live progress; the VM tries volume B once,
+#      the commit service commits: the OS says v2, the status volume B
+#   7. `trident traces` of that commit: its span tree
 #
-# TRIDENT_BIN_DIR=DIR uses tridentd, trident and mkcosi from DIR instead of
-# building release binaries (e.g. target/debug).
-# --keep DIR keeps the COSI (DIR/*.cosi), the disk and the serial log in DIR.
-# Needs: qemu-system-x86 ovmf mmdebstrap mtools dosfstools squashfs-tools socat.
-# Nothing on this machine is touched except /var/cache/trident-vm (the cached
-# Debian tree) and files under the work directory.
+# TRIDENT_BIN_DIR=DIR uses the binaries in DIR (tridentd, trident,
+# trident-rcp, mkcosi, trident-e2e-pki; e.g. target/debug) instead of
+# building release binaries.
+# --keep DIR keeps the COSI images (DIR/*.cosi), the disks, the serial log
+# and the listener's events in DIR.
+# Needs: qemu-system-x86 ovmf mmdebstrap mtools dosfstools squashfs-tools
+# socat python3. Nothing on this machine is touched except
+# /var/cache/trident-vm (the cached Debian tree) and files under the work
+# directory.
 
 set -euo pipefail
 
@@ -34,7 +42,7 @@ while [ $# -gt 0 ]; do
 done
 
 step() { printf '\n==> %s\n' "$*"; }
-for tool in qemu-system-x86_64 mmdebstrap mcopy mkfs.vfat mksquashfs socat; do
+for tool in qemu-system-x86_64 mmdebstrap mcopy mkfs.vfat mksquashfs socat python3; do
     command -v "$tool" >/dev/null || { echo "missing $tool (see --help for packages)" >&2; exit 1; }
 done
 
@@ -54,77 +62,229 @@ cleanup() {
     [ -n "$KEEP" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
+# Bars when a person watches, one line per change otherwise (logs).
+if [ -t 2 ]; then PROGRESS=tty; else PROGRESS=plain; fi
+# TCG on a shared machine: boots take minutes.
+BOOT_TIMEOUT=${TRIDENT_DEMO_BOOT_TIMEOUT:-1500}
 
 if [ -n "${TRIDENT_BIN_DIR:-}" ]; then
     BIN="$(realpath "$TRIDENT_BIN_DIR")"
     step "using the binaries in $BIN (TRIDENT_BIN_DIR)"
 else
-    step "building release binaries (tridentd, trident, mkcosi)"
-    cargo build --release --quiet -p tridentd -p trident-cli -p trident-cosi \
-        --bin tridentd --bin trident --bin mkcosi
+    step "building release binaries (tridentd, trident, trident-rcp, mkcosi, trident-e2e-pki)"
+    cargo build --release --quiet -p tridentd -p trident-cli -p trident-rcp -p trident-cosi \
+        -p trident-e2e --bin tridentd --bin trident --bin trident-rcp --bin mkcosi \
+        --bin trident-e2e-pki
     BIN="$REPO/target/release"
 fi
 TRIDENT="$BIN/trident"
 
-step "packaging/sysext/build.sh: trident.raw (tridentd, trident, units)"
+# --- 1-2: the images -------------------------------------------------------
+
+step "packaging/sysext/build.sh: trident.raw (tridentd, trident, trident-rcp, units)"
 bash packaging/sysext/build.sh --bin-dir "$BIN" --out "$WORK/trident.raw"
 
-step "tests/vm/build-image.sh: test OS v1 with the extension (Debian tree cached in /var/cache/trident-vm)"
-bash tests/vm/build-image.sh --sysext "$WORK/trident.raw" v1 "$WORK/v1"
-# shellcheck disable=SC1091
-. "$WORK/v1/image.env"
+step "a throw-away PKI: CA, orchestrator.test, host trident-test (trident-e2e-pki)"
+rm -rf "$WORK/pki"
+mkdir -p "$WORK/pki"
+"$BIN/trident-e2e-pki" "$WORK/pki" trident-test
+ls "$WORK/pki"
 
-step "mkcosi --filesystem: pack ESP + root into $WORK/v1.cosi"
-"$BIN/mkcosi" --out "$WORK/v1.cosi" --os-release "$WORK/v1/os-release" \
-    --filesystem "image=$ESP_IMAGE,mount=/boot/efi,fs=vfat,uuid=$ESP_FS_UUID,type=esp" \
-    --filesystem "image=$ROOT_IMAGE,mount=/,fs=ext4,uuid=$ROOT_FS_UUID,type=root" \
-    --boot-entry "$BOOT_ENTRY" --boot-entry-kernel "$KERNEL_RELEASE" --boot-entry-cmdline "$CMDLINE" \
-    >"$WORK/v1.cosi.json"
-HASH="$(sed -n 's/.*"metadata_sha384":"\([0-9a-f]*\)".*/\1/p' "$WORK/v1.cosi.json")"
-DISK_SIZE="$(sed -n 's/.*"disk_size":\([0-9]*\).*/\1/p' "$WORK/v1.cosi.json")"
-ls -l "$WORK/v1.cosi"
+build_version() { # VERSION: test OS image, then its COSI
+    local v="$1"
+    step "tests/vm/build-image.sh: test OS $v with the extension and the PKI (Debian tree cached in /var/cache/trident-vm)"
+    bash tests/vm/build-image.sh --sysext "$WORK/trident.raw" --rcp "$WORK/pki" "$v" "$WORK/$v"
+    (
+        # shellcheck disable=SC1091
+        . "$WORK/$v/image.env"
+        "$BIN/mkcosi" --out "$WORK/$v.cosi" --os-release "$WORK/$v/os-release" \
+            --filesystem "image=$ESP_IMAGE,mount=/boot/efi,fs=vfat,uuid=$ESP_FS_UUID,type=esp" \
+            --filesystem "image=$ROOT_IMAGE,mount=/,fs=ext4,uuid=$ROOT_FS_UUID,type=root" \
+            --boot-entry "$BOOT_ENTRY" --boot-entry-kernel "$KERNEL_RELEASE" \
+            --boot-entry-cmdline "$CMDLINE" >"$WORK/$v.cosi.json"
+    )
+    echo "mkcosi --filesystem: $(ls -s --block-size=M "$WORK/$v.cosi")"
+}
+json_field() { sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p" "$1" | head -n 1; }
+count() { grep -ac "$1" "$2" 2>/dev/null || true; } # lines of FILE with PATTERN (0 if none)
+build_version v1
+build_version v2
 
-step "a private tridentd StreamDisks v1 onto $WORK/disk.img (live progress)"
-truncate -s "$((DISK_SIZE + (256 << 20)))" "$WORK/disk.img"
-SOCKET="$WORK/host-tridentd.sock"
+# --- 3: the installer disk -------------------------------------------------
+
+step "a private tridentd here StreamDisks v1 onto the installer disk (live progress)"
+truncate -s "$(($(json_field "$WORK/v1.cosi.json" disk_size) + (64 << 20)))" "$WORK/installer.img"
+HOST_SOCKET="$WORK/host-tridentd.sock"
 mkdir -p "$WORK/host-state"
-"$BIN/tridentd" --socket "$SOCKET" --state-dir "$WORK/host-state" --inactivity-timeout 0 \
-    --disk "$WORK/disk.img" 2>"$WORK/host-tridentd.log" &
+"$BIN/tridentd" --socket "$HOST_SOCKET" --state-dir "$WORK/host-state" --inactivity-timeout 0 \
+    --disk "$WORK/installer.img" 2>"$WORK/host-tridentd.log" &
 PIDS+=($!)
-for _ in $(seq 1 200); do [ -S "$SOCKET" ] && break; sleep 0.05; done
-"$TRIDENT" --socket "$SOCKET" stream-disk --hash "$HASH" "file://$WORK/v1.cosi"
+for _ in $(seq 1 200); do [ -S "$HOST_SOCKET" ] && break; sleep 0.05; done
+"$TRIDENT" --socket "$HOST_SOCKET" stream-disk --progress "$PROGRESS" \
+    --hash "$(json_field "$WORK/v1.cosi.json" metadata_sha384)" "file://$WORK/v1.cosi"
 
-step "booting the disk: QEMU + OVMF (TCG, 1 GiB); serial console in $WORK/serial.log"
+# --- 4: the orchestrator and the VM ----------------------------------------
+
+step "trident rcp-listen: the orchestrator side (events in $WORK/rcp-events.jsonl)"
+EVENTS="$WORK/rcp-events.jsonl"
+: >"$EVENTS"
+"$TRIDENT" rcp-listen --listen 127.0.0.1:0 --ca "$WORK/pki/ca.pem" \
+    --cert "$WORK/pki/orchestrator.pem" --key "$WORK/pki/orchestrator.key" \
+    --sockets-dir "$WORK/hosts" >"$EVENTS" 2>"$WORK/rcp-listen.log" &
+PIDS+=($!)
+for _ in $(seq 1 200); do grep -qs '"listening"' "$EVENTS" && break; sleep 0.05; done
+RCP_PORT="$(json_field "$EVENTS" addr | sed 's/.*://')"
+[ -n "$RCP_PORT" ] || { echo "rcp-listen did not start:" >&2; cat "$WORK/rcp-listen.log" >&2; exit 1; }
+head -n 1 "$EVENTS"
+GUEST="$WORK/hosts/trident-test.sock"
+
+step "the image server (python3 http.server; the guest fetches http://10.0.2.2:PORT/v1.cosi)"
+HTTP_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+python3 -m http.server --bind 127.0.0.1 --directory "$WORK" "$HTTP_PORT" >"$WORK/http.log" 2>&1 &
+PIDS+=($!)
+echo "serving $WORK on 127.0.0.1:$HTTP_PORT"
+
+step "a UEFI VM: QEMU + OVMF (TCG, 1 GiB), a blank 2 GiB disk and the installer; serial console in $WORK/serial.log"
+truncate -s 2G "$WORK/target.img"
 cp /usr/share/OVMF/OVMF_VARS_4M.fd "$WORK/OVMF_VARS.fd"
 rm -f "$WORK/serial.log"
-PORT=$((20000 + RANDOM % 20000))
+# The guest's agent dials 10.0.2.100:7443 (an address of QEMU's user
+# network); QEMU hands each such connection to a socat piped to the listener.
 qemu-system-x86_64 -machine q35 -accel tcg -m 1024 -smp 2 -no-user-config \
     -display none -vga none -monitor none -serial "file:$WORK/serial.log" \
     -drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
     -drive "if=pflash,format=raw,unit=1,file=$WORK/OVMF_VARS.fd" \
-    -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:$PORT-:7000" -device virtio-net-pci,netdev=net0 \
-    -drive "if=none,id=disk0,format=raw,file=$WORK/disk.img" -device virtio-blk-pci,drive=disk0,bootindex=0 \
+    -netdev "user,id=net0,guestfwd=tcp:10.0.2.100:7443-cmd:socat - TCP:127.0.0.1:$RCP_PORT" \
+    -device virtio-net-pci,netdev=net0 \
+    -drive "if=none,id=disk0,format=raw,file=$WORK/target.img" -device virtio-blk-pci,drive=disk0,bootindex=0 \
+    -drive "if=none,id=disk1,format=raw,file=$WORK/installer.img" -device virtio-blk-pci,drive=disk1,bootindex=1 \
     >"$WORK/qemu.log" 2>&1 &
-PIDS+=($!)
-STARTED=$SECONDS
-until grep -aqs TRIDENT-TEST-OS-READY "$WORK/serial.log"; do
-    sleep 1
-    if [ $((SECONDS - STARTED)) -gt 600 ]; then
-        echo "no ready marker after 600 s; serial tail:" >&2
-        tail -n 30 "$WORK/serial.log" >&2
-        exit 1
-    fi
-done
-echo "booted in $((SECONDS - STARTED)) s:"
-grep -a TRIDENT-TEST-OS-READY "$WORK/serial.log" | sed 's/^/    /'
+QEMU_PID=$!
+PIDS+=("$QEMU_PID")
+BOOT_STARTED=$SECONDS
 
-step "the guest's tridentd (from the extension), through a forwarded socket"
-GUEST="$WORK/guest-tridentd.sock"
-socat "UNIX-LISTEN:$GUEST,fork" "TCP:127.0.0.1:$PORT" &
-PIDS+=($!)
-for _ in $(seq 1 60); do "$TRIDENT" --socket "$GUEST" version >/dev/null 2>&1 && break; sleep 2; done
+wait_boot() { # N: waits for the N-th ready marker and the N-th connection of the host
+    local n="$1"
+    until [ "$(count TRIDENT-TEST-OS-READY "$WORK/serial.log")" -ge "$n" ] 2>/dev/null; do
+        kill -0 "$QEMU_PID" 2>/dev/null || { echo "QEMU exited; see $WORK/qemu.log" >&2; exit 1; }
+        if [ $((SECONDS - BOOT_STARTED)) -gt "$BOOT_TIMEOUT" ]; then
+            echo "no ready marker after $BOOT_TIMEOUT s; serial tail:" >&2
+            tail -n 30 "$WORK/serial.log" >&2
+            exit 1
+        fi
+        sleep 1
+    done
+    echo "boot $n: up after $((SECONDS - BOOT_STARTED)) s; the test OS says:"
+    grep -a TRIDENT-TEST-OS-READY "$WORK/serial.log" | sed -n "${n}p" |
+        sed 's/.*\(TRIDENT-TEST-OS-READY\)/    \1/'
+    until [ "$(count '"event":"connected"' "$EVENTS")" -ge "$n" ] 2>/dev/null; do
+        if [ $((SECONDS - BOOT_STARTED)) -gt "$BOOT_TIMEOUT" ]; then
+            echo "the guest's trident-rcp did not connect; events:" >&2
+            cat "$EVENTS" >&2
+            exit 1
+        fi
+        sleep 1
+    done
+    echo "the orchestrator sees it:"
+    grep '"event":"connected"' "$EVENTS" | sed -n "${n}p" | sed 's/^/    /'
+    # The socket appears with the event; give the CLI a moment to find it.
+    for _ in $(seq 1 100); do [ -S "$GUEST" ] && break; sleep 0.1; done
+}
+
+wait_committed() { # VOLUME: polls the status until the commit service committed
+    local status=""
+    for _ in $(seq 1 120); do
+        status="$("$TRIDENT" --socket "$GUEST" get status 2>/dev/null || true)"
+        if grep -q 'servicingState: provisioned' <<<"$status"; then
+            grep -E 'servicingState|abActiveVolume' <<<"$status" | sed 's/^/    /'
+            grep -q "abActiveVolume: $1" <<<"$status" && return 0
+            echo "expected active volume $1" >&2
+            exit 1
+        fi
+        sleep 5
+    done
+    echo "not provisioned after 10 minutes; last status:" >&2
+    echo "$status" >&2
+    exit 1
+}
+
+# Runs `trident install|update CONFIG` through the tunnel with live progress
+# until the daemon started the reboot. The CLI then waits for its own host
+# to go down (it assumes it runs on the host, as upstream's does); here the
+# host is the VM, so the demo stops it once the reboot has started.
+service_and_reboot() {
+    local log="$WORK/trident-$1.log" cli rc
+    "$TRIDENT" --socket "$GUEST" "$1" --progress "$PROGRESS" "$2" 2> >(tee "$log" >&2) &
+    cli=$!
+    until grep -qs 'the host is rebooting' "$log"; do
+        if ! kill -0 "$cli" 2>/dev/null; then
+            rc=0
+            wait "$cli" || rc=$?
+            [ "$rc" -eq 0 ] || { echo "trident $1 failed (exit $rc)" >&2; exit 1; }
+            echo "trident $1 ended without a reboot" >&2
+            exit 1
+        fi
+        sleep 1
+    done
+    kill -TERM "$cli" 2>/dev/null || true
+    wait "$cli" 2>/dev/null || true
+    BOOT_STARTED=$SECONDS
+}
+
+host_config() { # VERSION: the Host Configuration installing/updating to it
+    cat <<YAML
+image:
+  url: http://10.0.2.2:$HTTP_PORT/$1.cosi
+  sha384: $(json_field "$WORK/$1.cosi.json" metadata_sha384)
+storage:
+  disks:
+  - id: os
+    device: /dev/vda
+    partitions:
+    - { id: esp, type: esp, size: 160M }
+    - { id: root-a, type: root, size: 700M }
+    - { id: root-b, type: root, size: 700M }
+  abUpdate:
+    volumePairs:
+    - { id: root, volumeAId: root-a, volumeBId: root-b }
+  filesystems:
+  - { deviceId: esp, mountPoint: { path: /boot/efi, options: umask=0077 } }
+  - { deviceId: root, mountPoint: / }
+YAML
+}
+
+wait_boot 1
+step "the installer's tridentd (from the extension), through $GUEST"
 "$TRIDENT" --socket "$GUEST" version
-"$TRIDENT" --socket "$GUEST" get status
+"$TRIDENT" --socket "$GUEST" get status | grep -E 'servicingState' | sed 's/^/    /'
+
+# --- 5: install ------------------------------------------------------------
+
+host_config v1 >"$WORK/install-v1.yaml"
+step "trident install: v1 onto /dev/vda (ESP, root-a, root-b as an A/B pair); the VM reboots itself"
+service_and_reboot install "$WORK/install-v1.yaml"
+step "the installed OS boots from the first disk (volume A) and dials in again"
+wait_boot 2
+step "the commit service commits on boot"
+wait_committed volume-a
+
+# --- 6: A/B update ---------------------------------------------------------
+
+host_config v2 >"$WORK/update-v2.yaml"
+step "trident update: v2 into volume B; the VM tries volume B once (LoaderEntryOneShot)"
+service_and_reboot update "$WORK/update-v2.yaml"
+step "the VM boots volume B and dials in again"
+wait_boot 3
+step "the commit service commits volume B"
+wait_committed volume-b
+step "/etc/os-release switched (each boot's ready line)"
+grep -a TRIDENT-TEST-OS-READY "$WORK/serial.log" |
+    sed 's/.*TRIDENT-TEST-OS-READY \(version=[^ ]*\).*\(entry=[^ ]*\).*/    \1 \2/'
+
+# --- 7: the commit's span tree ---------------------------------------------
+
+step "trident traces: the span tree of the commit of v2 (the newest operation)"
+"$TRIDENT" --socket "$GUEST" traces
 
 step "done"
-[ -z "$KEEP" ] || echo "kept in $WORK: v1.cosi, disk.img, serial.log, qemu.log"
+[ -z "$KEEP" ] || echo "kept in $WORK: v1.cosi, v2.cosi, installer.img, target.img, serial.log, qemu.log, rcp-events.jsonl"

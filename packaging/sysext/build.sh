@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds trident.raw, a systemd system extension (squashfs) that adds Trident
 # to a host's /usr without installing a package:
-#   usr/bin/tridentd, usr/bin/trident
+#   usr/bin/tridentd, usr/bin/trident, usr/bin/trident-rcp (the reverse-connect agent)
 #   usr/lib/systemd/system/*.{service,socket}         (packaging/systemd)
 #   usr/lib/sysusers.d/trident.conf                    (the socket's group)
 #   usr/lib/extension-release.d/extension-release.trident
 #
 #   packaging/sysext/build.sh [--bin-dir DIR] [--out FILE] [--os-id ID [--version-id V]]
 #
-# --bin-dir  where tridentd and trident are (default: target/release)
+# --bin-dir  where tridentd, trident and trident-rcp are (default: target/release)
 # --out      output image (default: target/sysext/trident.raw)
 # --os-id    ID= of the hosts it may merge on (default: _any, any OS);
 #            with a real ID, --version-id (or SYSEXT_LEVEL) must match too.
@@ -33,19 +33,21 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
-for bin in tridentd trident; do
+BINS=(tridentd trident trident-rcp)
+for bin in "${BINS[@]}"; do
     [ -x "$BIN_DIR/$bin" ] || {
-        echo "$BIN_DIR/$bin missing: cargo build --release -p tridentd -p trident-cli" >&2
+        echo "$BIN_DIR/$bin missing: cargo build --release -p tridentd -p trident-cli -p trident-rcp" >&2
         exit 1
     }
 done
 
 TREE="$(mktemp -d -t trident-sysext.XXXXXX)"
 trap 'rm -rf "$TREE"' EXIT
-install -D -m 0755 "$BIN_DIR/tridentd" "$TREE/usr/bin/tridentd"
-install -D -m 0755 "$BIN_DIR/trident" "$TREE/usr/bin/trident"
-# Debug info is most of a dev build's size; the extension does not need it.
-strip --strip-debug "$TREE/usr/bin/tridentd" "$TREE/usr/bin/trident"
+for bin in "${BINS[@]}"; do
+    install -D -m 0755 "$BIN_DIR/$bin" "$TREE/usr/bin/$bin"
+    # Debug info is most of a dev build's size; the extension does not need it.
+    strip --strip-debug "$TREE/usr/bin/$bin"
+done
 # Every unit Trident ships (packaging/systemd/*), so new ones come along.
 install -D -m 0644 -t "$TREE/usr/lib/systemd/system" \
     "$REPO"/packaging/systemd/*.service "$REPO"/packaging/systemd/*.socket

@@ -16,6 +16,7 @@ pub mod test_os;
 pub mod throttled_http;
 pub mod tmux;
 pub mod vm;
+pub mod vm_rcp;
 
 use std::{
     ffi::{OsStr, OsString},

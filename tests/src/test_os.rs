@@ -2,7 +2,8 @@
 //! from the freshly built binaries (`packaging/sysext/build.sh`), a version of
 //! the Debian test OS carrying it (`tests/vm/build-image.sh`, root filesystem
 //! cached across runs), and that version's COSI (mkcosi's pack mode, through
-//! the library).
+//! the library). Every version built in one work directory carries the same
+//! throw-away reverse-connect PKI ([`RcpPki`]), made for that directory.
 
 use std::collections::HashMap;
 use std::fs;
@@ -16,6 +17,8 @@ use trident_cosi::metadata::{
     SystemdBootEntry, SystemdBootEntryType,
 };
 use trident_cosi::writer::{self, FixtureOutput, ImagePartition, ImagesSpec};
+use trident_rcp::TlsFiles;
+use trident_rcp::pki::{LeafSpec, TestCa};
 
 use crate::bin_dir;
 
@@ -52,6 +55,42 @@ pub fn build_sysext(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(out)
 }
 
+/// The test OS's identity on the reverse-connect proxy (its hostname too).
+pub const RCP_HOST: &str = "trident-test";
+/// The name the test OS's agent expects on the orchestrator's certificate.
+pub const RCP_SERVER_NAME: &str = "orchestrator.test";
+
+/// A throw-away CA with the orchestrator's certificate and the test OS's
+/// (`RCP_HOST`), in the layout `trident-e2e-pki DIR trident-test` writes
+/// and `tests/vm/build-image.sh --rcp DIR` reads.
+#[derive(Debug, Clone)]
+pub struct RcpPki {
+    pub dir: PathBuf,
+    /// What the VM harness's listener presents and trusts.
+    pub orchestrator: TlsFiles,
+}
+
+impl RcpPki {
+    /// `work/rcp-pki/`, made on first use: every test OS version built in
+    /// `work` trusts the same orchestrator.
+    pub fn in_dir(work: &Path) -> anyhow::Result<RcpPki> {
+        let dir = work.join("rcp-pki");
+        let orchestrator = TlsFiles {
+            ca: dir.join("ca.pem"),
+            cert: dir.join("orchestrator.pem"),
+            key: dir.join("orchestrator.key"),
+        };
+        if !orchestrator.key.exists() {
+            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let ca = TestCa::new("trident VM test CA")?;
+            ca.write_files(&dir, RCP_HOST, &LeafSpec::dns(RCP_HOST))?;
+            // Last: its key is what marks the directory complete.
+            ca.write_files(&dir, "orchestrator", &LeafSpec::dns(RCP_SERVER_NAME))?;
+        }
+        Ok(RcpPki { dir, orchestrator })
+    }
+}
+
 /// One built version of the test OS.
 #[derive(Debug, Clone)]
 pub struct TestOs {
@@ -63,6 +102,8 @@ pub struct TestOs {
     pub root_fs_uuid: String,
     /// The COSI packed from the two images.
     pub cosi: FixtureOutput,
+    /// The reverse-connect PKI it carries (give it to `VmSpec::orchestrator`).
+    pub rcp: RcpPki,
 }
 
 fn read_env(path: &Path) -> anyhow::Result<HashMap<String, String>> {
@@ -76,15 +117,19 @@ fn read_env(path: &Path) -> anyhow::Result<HashMap<String, String>> {
 }
 
 /// Builds test OS `version` with `sysext` in `dir/<version>/` and packs it
-/// as `dir/<version>.cosi`.
+/// as `dir/<version>.cosi`. Its `trident-rcp` dials the orchestrator of
+/// `dir`'s [`RcpPki`].
 pub fn build_test_os(version: &str, sysext: &Path, dir: &Path) -> anyhow::Result<TestOs> {
     let out = dir.join(version);
+    let rcp = RcpPki::in_dir(dir)?;
     run(
         &format!("test OS {version} (build-image.sh)"),
         Command::new("bash")
             .arg(repo_root().join("tests/vm/build-image.sh"))
             .arg("--sysext")
             .arg(sysext)
+            .arg("--rcp")
+            .arg(&rcp.dir)
             .arg(version)
             .arg(&out),
     )?;
@@ -158,5 +203,6 @@ pub fn build_test_os(version: &str, sysext: &Path, dir: &Path) -> anyhow::Result
         root_image: spec.partitions[1].image.clone(),
         root_fs_uuid,
         cosi,
+        rcp,
     })
 }

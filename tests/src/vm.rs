@@ -6,14 +6,13 @@
 //!   guest writes never leak into another VM.
 //! - The serial console goes to `target/vm-artifacts/<test>/serial-<vm>.log`
 //!   and stays there after the test, pass or fail.
-//! - User-mode network: the guest reaches the host's loopback at 10.0.2.2;
-//!   the guest's TCP port [`GUEST_TRIDENTD_PORT`] (the test OS bridges it to
-//!   tridentd's socket) is forwarded to a free loopback port, and
-//!   [`Vm::forward_tridentd`] exposes that as a local Unix socket, so the
-//!   real `trident` CLI and tonic channels work unchanged.
+//! - User-mode network: nothing listens in the guest. Its reverse-connect
+//!   agent dials the orchestrator ([`crate::vm_rcp`]); a VM
+//!   given the test OS's PKI ([`VmSpec::orchestrator`]) runs that listener,
+//!   and [`Vm::forward_tridentd`] exposes the guest's tridentd as a local
+//!   Unix socket, so the real `trident` CLI and tonic channels work unchanged.
 
 use std::fs;
-use std::net::TcpListener as StdTcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,17 +21,15 @@ use anyhow::{Context, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tempfile::TempDir;
-use tokio::net::{TcpStream, UnixListener};
-use tokio::task::JoinHandle;
 
 use crate::bin_dir;
+use crate::test_os::RcpPki;
+use crate::vm_rcp::{GUEST_RCP_ADDR, GuestSocket, Orchestrator};
 
 /// UEFI firmware code (no Secure Boot: the test OS is unsigned).
 pub const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 /// Template of the UEFI variable store; copied per VM.
 pub const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
-/// TCP port in the test OS bridged to `/run/trident/listen.sock`.
-pub const GUEST_TRIDENTD_PORT: u16 = 7000;
 /// Serial marker the test OS prints once it is up (`trident-test-ready.service`).
 pub const READY_MARKER: &str = "TRIDENT-TEST-OS-READY";
 const POLL: Duration = Duration::from_millis(500);
@@ -54,6 +51,7 @@ pub struct VmSpec {
     disks: Vec<PathBuf>,
     memory_mib: u32,
     cpus: u32,
+    rcp: Option<RcpPki>,
 }
 
 impl VmSpec {
@@ -65,6 +63,7 @@ impl VmSpec {
             disks: Vec::new(),
             memory_mib: 1024,
             cpus: 2,
+            rcp: None,
         }
     }
 
@@ -76,6 +75,14 @@ impl VmSpec {
 
     pub fn memory_mib(mut self, mib: u32) -> Self {
         self.memory_mib = mib;
+        self
+    }
+
+    /// Runs the orchestrator's side of the reverse-connect proxy for a
+    /// guest provisioned with `pki` (the test OS's, [`crate::test_os::TestOs::rcp`]),
+    /// so [`Vm::forward_tridentd`] reaches its tridentd.
+    pub fn orchestrator(mut self, pki: &RcpPki) -> Self {
+        self.rcp = Some(pki.clone());
         self
     }
 }
@@ -94,7 +101,7 @@ pub struct Vm {
     name: String,
     child: Child,
     serial_log: PathBuf,
-    host_port: u16,
+    orchestrator: Option<Orchestrator>,
     /// Bytes of the serial log already matched; waits look after this.
     cursor: usize,
     boot_started: Instant,
@@ -102,14 +109,9 @@ pub struct Vm {
     _dir: TempDir,
 }
 
-fn free_loopback_port() -> anyhow::Result<u16> {
-    // QEMU binds it a moment later; a collision fails loudly in QEMU's log.
-    let listener = StdTcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    Ok(listener.local_addr()?.port())
-}
-
 impl Vm {
-    /// Starts QEMU. The firmware starts booting at once.
+    /// Starts QEMU (and the reverse-connect listener, on the caller's tokio
+    /// runtime, when the spec has one). The firmware starts booting at once.
     pub fn start(spec: VmSpec) -> anyhow::Result<Vm> {
         if spec.disks.is_empty() {
             bail!("VM {}: no disk to boot", spec.name);
@@ -119,7 +121,18 @@ impl Vm {
         fs::copy(OVMF_VARS, &vars).with_context(|| format!("copying {OVMF_VARS} (ovmf)"))?;
         let serial_log = spec.artifacts.join(format!("serial-{}.log", spec.name));
         let qemu_log = spec.artifacts.join(format!("qemu-{}.log", spec.name));
-        let host_port = free_loopback_port()?;
+        let orchestrator = match &spec.rcp {
+            Some(pki) => {
+                // QEMU starts it per guest connection and only logs a failure.
+                Command::new("socat")
+                    .arg("-V")
+                    .stdout(Stdio::null())
+                    .status()
+                    .context("socat (package socat) forwards the guest's dials to the listener")?;
+                Some(Orchestrator::start(&spec.name, pki.orchestrator.clone())?)
+            }
+            None => None,
+        };
         // A log left by an earlier run would satisfy the first wait at once.
         for log in [&serial_log, &qemu_log] {
             match fs::remove_file(log) {
@@ -146,9 +159,7 @@ impl Vm {
                 vars.display()
             ))
             .arg("-netdev")
-            .arg(format!(
-                "user,id=net0,hostfwd=tcp:127.0.0.1:{host_port}-:{GUEST_TRIDENTD_PORT}"
-            ))
+            .arg(netdev(orchestrator.as_ref()))
             .args(["-device", "virtio-net-pci,netdev=net0"]);
         for (i, disk) in spec.disks.iter().enumerate() {
             cmd.arg("-drive")
@@ -167,16 +178,19 @@ impl Vm {
             .spawn()
             .context("starting qemu-system-x86_64 (package qemu-system-x86)")?;
         println!(
-            "vm {}: started (pid {}, serial log {}, tridentd forward 127.0.0.1:{host_port})",
+            "vm {}: started (pid {}, serial log {}, rcp listener {})",
             spec.name,
             child.id(),
-            serial_log.display()
+            serial_log.display(),
+            orchestrator
+                .as_ref()
+                .map_or("none".to_owned(), |o| format!("127.0.0.1:{}", o.port()))
         );
         Ok(Vm {
             name: spec.name,
             child,
             serial_log,
-            host_port,
+            orchestrator,
             cursor: 0,
             boot_started: Instant::now(),
             boots: 0,
@@ -268,10 +282,17 @@ impl Vm {
         self.boot_started = Instant::now();
     }
 
-    /// A local Unix socket that reaches the guest's tridentd (each connection
-    /// is forwarded to the VM's tridentd port). Needs a tokio runtime.
-    pub fn forward_tridentd(&self) -> anyhow::Result<UnixForward> {
-        UnixForward::start(self.host_port)
+    /// A local Unix socket that reaches the guest's tridentd through its
+    /// reverse-connect tunnel (the newest one: it follows reboots). Needs a
+    /// tokio runtime and [`VmSpec::orchestrator`].
+    pub fn forward_tridentd(&self) -> anyhow::Result<GuestSocket> {
+        match &self.orchestrator {
+            Some(orchestrator) => orchestrator.socket(),
+            None => bail!(
+                "vm {}: no reverse-connect listener (VmSpec::orchestrator not given)",
+                self.name
+            ),
+        }
     }
 
     /// Stops QEMU (SIGTERM, then SIGKILL after 10 s).
@@ -293,72 +314,22 @@ impl Vm {
     }
 }
 
+/// QEMU's user network. With a listener, the guest's dials to
+/// [`GUEST_RCP_ADDR`] are handed to `socat`, which QEMU starts per
+/// connection (`cmd:`; a `tcp:` chardev would carry only one connection,
+/// and the guest dials again after every reboot).
+fn netdev(orchestrator: Option<&Orchestrator>) -> String {
+    match orchestrator {
+        Some(o) => format!(
+            "user,id=net0,guestfwd=tcp:{GUEST_RCP_ADDR}-cmd:socat - TCP:127.0.0.1:{}",
+            o.port()
+        ),
+        None => "user,id=net0".to_owned(),
+    }
+}
+
 impl Drop for Vm {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// A Unix socket on the host whose connections are piped to a loopback TCP
-/// port (the VM's forwarded tridentd port). Stops on drop.
-#[derive(Debug)]
-pub struct UnixForward {
-    path: PathBuf,
-    task: JoinHandle<()>,
-    _dir: TempDir,
-}
-
-impl UnixForward {
-    fn start(port: u16) -> anyhow::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("trident-fwd-").tempdir()?;
-        let path = dir.path().join("tridentd.sock");
-        let listener =
-            UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
-        let task = tokio::spawn(async move {
-            while let Ok((mut unix, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    if let Ok(mut tcp) = TcpStream::connect(("127.0.0.1", port)).await {
-                        let _ = tokio::io::copy_bidirectional(&mut unix, &mut tcp).await;
-                    }
-                });
-            }
-        });
-        Ok(UnixForward {
-            path,
-            task,
-            _dir: dir,
-        })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Waits until the guest's tridentd answers `Version` through this socket.
-    pub async fn wait_until_answering(
-        &self,
-        timeout: Duration,
-    ) -> anyhow::Result<trident_proto::v1::VersionResponse> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let attempt =
-                tokio::time::timeout(Duration::from_secs(30), crate::version(&self.path)).await;
-            match attempt {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) if Instant::now() > deadline => {
-                    bail!("guest tridentd did not answer within {timeout:?}: {e:#}")
-                }
-                Err(_) if Instant::now() > deadline => {
-                    bail!("guest tridentd did not answer within {timeout:?}")
-                }
-                _ => tokio::time::sleep(Duration::from_secs(1)).await,
-            }
-        }
-    }
-}
-
-impl Drop for UnixForward {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }

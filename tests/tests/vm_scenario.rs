@@ -4,14 +4,17 @@
 //! section (`--run-ignored`). Serial logs stay in `target/vm-artifacts/`.
 //!
 //! Steps 1-2 (`an_installer_vm_installs_v1_which_boots_volume_a_and_commits`):
-//! an installer VM installs v1 onto its first disk through its forwarded
-//! tridentd and reboots itself into volume A, whose commit service commits.
+//! an installer VM installs v1 onto its first disk through its tridentd
+//! (reached through the reverse-connect proxy: the guest's `trident-rcp`
+//! dials the harness) and reboots itself into volume A, whose commit
+//! service commits; the installed OS dials again and the test's socket
+//! follows the new tunnel.
 //!
 //! Step 5: a disk written by StreamDisk boots. A private tridentd on
 //! the host StreamDisks the v1 COSI onto a disk-image file; the VM boots it
 //! with OVMF + systemd-boot; v1 runs, and its tridentd, which only the
-//! `trident.raw` system extension provides, answers through the forwarded
-//! socket, to the real `trident` CLI too.
+//! `trident.raw` system extension provides, answers through the
+//! reverse-connect proxy, to the real `trident` CLI too.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
@@ -108,7 +111,12 @@ async fn a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext() 
         .unwrap();
     stream_disk(&v1, &disk).await;
 
-    let mut vm = Vm::start(VmSpec::new("stream-disk", &artifacts).disk(&disk)).unwrap();
+    let mut vm = Vm::start(
+        VmSpec::new("stream-disk", &artifacts)
+            .disk(&disk)
+            .orchestrator(&v1.rcp),
+    )
+    .unwrap();
     let boot = vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT).await.unwrap();
     assert!(boot.line.contains("version=v1"), "{}", boot.line);
     assert!(boot.line.contains("sysext=trident,"), "{}", boot.line);
@@ -128,7 +136,7 @@ async fn a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext() 
         .unwrap();
     assert_eq!(version, host, "the guest runs the tridentd built here");
 
-    // The real CLI, unchanged, through the forwarded socket.
+    // The real CLI, unchanged, through the reverse-connect proxy's socket.
     let socket = guest.path().to_owned();
     let status = tokio::task::spawn_blocking(move || {
         Command::new(bin_path("trident"))
@@ -199,7 +207,7 @@ fn part_uuid(disk: &Path, name: &str) -> String {
 }
 
 /// Scenario steps 1 and 2: an installer VM (the test OS from a second
-/// disk) gets an Install through its forwarded tridentd, with live
+/// disk) gets an Install through its tridentd (reverse-connect proxy), with live
 /// progress followed; its tridentd writes the first disk (GPT, v1 into
 /// root-a, fstab, systemd-boot and volume A's entry on the ESP, the
 /// installed OS's datastore) and reboots the VM itself; the VM comes up
@@ -237,7 +245,8 @@ async fn an_installer_vm_installs_v1_which_boots_volume_a_and_commits() {
     let mut vm = Vm::start(
         VmSpec::new("install", &artifacts)
             .disk(&target)
-            .disk(&installer),
+            .disk(&installer)
+            .orchestrator(&v1.rcp),
     )
     .unwrap();
     let boot = vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT).await.unwrap();

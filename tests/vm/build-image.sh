@@ -6,7 +6,7 @@
 #   OUTDIR/root.img  ext4 root filesystem (mkfs.ext4 -d)
 #   OUTDIR/image.env what mkcosi needs to pack them (fs UUIDs, sizes, version)
 #
-#   tests/vm/build-image.sh [--sysext FILE] VERSION OUTDIR
+#   tests/vm/build-image.sh [--sysext FILE] [--rcp DIR] VERSION OUTDIR
 #
 # The root filesystem tree (mmdebstrap, ~100 s and a download) is cached under
 # $TRIDENT_VM_CACHE (default /var/cache/trident-vm) by the hash of the
@@ -21,24 +21,42 @@
 # /var/lib/extensions/ and enables systemd-sysext.service and tridentd.socket:
 # the OS has no tridentd of its own, it only gets one by merging that image.
 #
+# --rcp DIR provisions the reverse-connect proxy agent (trident-rcp, from the
+# sysext): DIR is what `trident-e2e-pki DIR trident-test` writes (ca.pem,
+# trident-test.pem, trident-test.key; trident-test is the OS's hostname and
+# its identity). They go to /etc/trident/rcp/ (key 0600) with
+# /etc/trident/rcp.yaml: dial 10.0.2.100:7443 (an address in QEMU's user
+# network that the VM harness forwards to its listener with guestfwd; the
+# host's own 10.0.2.2 cannot be forwarded) and expect the orchestrator's
+# certificate for orchestrator.test.
+#
 # Needs root (ownership in the tree), mmdebstrap, e2fsprogs, dosfstools, mtools.
 
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SYSEXT=""
+RCP=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --sysext) SYSEXT="$(realpath "$2")"; shift 2 ;;
+    --rcp) RCP="$(realpath "$2")"; shift 2 ;;
     -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) break ;;
     esac
 done
-[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] VERSION OUTDIR" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] VERSION OUTDIR" >&2; exit 2; }
 VERSION="$1"
 OUTDIR="$2"
 [[ "$VERSION" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "VERSION must be [A-Za-z0-9._-]+" >&2; exit 2; }
 [ -z "$SYSEXT" ] || [ -f "$SYSEXT" ] || { echo "no sysext at $SYSEXT" >&2; exit 2; }
+RCP_HOST=trident-test
+if [ -n "$RCP" ]; then
+    [ -n "$SYSEXT" ] || { echo "--rcp needs --sysext (trident-rcp comes from it)" >&2; exit 2; }
+    for file in ca.pem "$RCP_HOST.pem" "$RCP_HOST.key"; do
+        [ -f "$RCP/$file" ] || { echo "no $RCP/$file (trident-e2e-pki $RCP $RCP_HOST)" >&2; exit 2; }
+    done
+fi
 mkdir -p "$OUTDIR"
 OUTDIR="$(realpath "$OUTDIR")"
 
@@ -104,15 +122,19 @@ IMAGE_ID=trident-test-os
 IMAGE_VERSION=$VERSION
 TRIDENT_TEST_VERSION=$VERSION
 OSR
-echo "trident-test" >"$ROOT/etc/hostname"
+echo "$RCP_HOST" >"$ROOT/etc/hostname"
 cat >"$ROOT/etc/fstab" <<FSTAB
 UUID=$ROOT_UUID / ext4 defaults 0 1
 UUID=$ESP_UUID /boot/efi vfat umask=0077,nofail 0 2
 FSTAB
 mkdir -p "$ROOT/boot/efi" "$ROOT/etc/kernel"
 # The OS's own kernel arguments: tridentd's UEFI boot control puts them in
-# each volume's entry after root=PARTUUID=<volume>.
-echo "console=ttyS0,115200 systemd.show_status=1" >"$ROOT/etc/kernel/cmdline"
+# each volume's entry after root=PARTUUID=<volume>. no_timer_check: under
+# TCG on a loaded host the kernel's check of the timer interrupt can miss
+# it and panic ("IO-APIC + timer doesn't work"); the check proves nothing
+# about a virtual machine's timer.
+KERNEL_ARGS="console=ttyS0,115200 systemd.show_status=1 no_timer_check"
+echo "$KERNEL_ARGS" >"$ROOT/etc/kernel/cmdline"
 # The guest is reached only from the host through QEMU's user network.
 passwd --root "$ROOT" --delete root >/dev/null
 
@@ -122,7 +144,6 @@ enable() { # enable UNIT in TARGET.wants (no systemctl inside a chroot needed)
 }
 cp -r "$HERE/guest/." "$ROOT/"
 enable systemd-networkd.service multi-user.target /lib/systemd/system
-enable trident-forward.socket sockets.target /etc/systemd/system
 enable trident-test-ready.service multi-user.target /etc/systemd/system
 if [ -n "$SYSEXT" ]; then
     mkdir -p "$ROOT/var/lib/extensions"
@@ -133,6 +154,25 @@ if [ -n "$SYSEXT" ]; then
     enable tridentd.socket sockets.target /usr/lib/systemd/system
     # The commit service: commits an install or update after its reboot.
     enable trident.service multi-user.target /usr/lib/systemd/system
+fi
+if [ -n "$RCP" ]; then
+    install -d -m 0755 "$ROOT/etc/trident/rcp"
+    install -m 0644 "$RCP/ca.pem" "$ROOT/etc/trident/rcp/ca.pem"
+    install -m 0644 "$RCP/$RCP_HOST.pem" "$ROOT/etc/trident/rcp/host.pem"
+    install -m 0600 "$RCP/$RCP_HOST.key" "$ROOT/etc/trident/rcp/host.key"
+    cat >"$ROOT/etc/trident/rcp.yaml" <<RCPYAML
+# Written by tests/vm/build-image.sh: the test harness's orchestrator.
+connect: 10.0.2.100:7443
+server-name: orchestrator.test
+ca: /etc/trident/rcp/ca.pem
+cert: /etc/trident/rcp/host.pem
+key: /etc/trident/rcp/host.key
+# A dial before the network is up fails; a short cap keeps the next one
+# close (the default 60 s would add up to a minute to every boot).
+backoff-max: 5s
+RCPYAML
+    # Dangling until systemd-sysext merges /usr, like tridentd.socket.
+    enable trident-rcp.service multi-user.target /usr/lib/systemd/system
 fi
 timing customize
 
@@ -152,7 +192,7 @@ mcopy -i "$ESP" "$BOOT_EFI" ::/EFI/systemd/systemd-bootx64.efi
 mcopy -i "$ESP" "$KERNEL" "::/trident/$VERSION/vmlinuz"
 mcopy -i "$ESP" "$INITRD" "::/trident/$VERSION/initrd.img"
 printf 'default trident-*\ntimeout 0\neditor no\n' >"$WORK/loader.conf"
-CMDLINE="root=UUID=$ROOT_UUID rw console=ttyS0,115200 systemd.show_status=1"
+CMDLINE="root=UUID=$ROOT_UUID rw $KERNEL_ARGS"
 cat >"$WORK/entry.conf" <<ENTRY
 title   Trident test OS $VERSION
 version $VERSION
@@ -185,6 +225,7 @@ KERNEL_RELEASE=${KERNEL##*/vmlinuz-}
 BOOT_ENTRY=/boot/efi/loader/entries/trident-$VERSION.conf
 CMDLINE='$CMDLINE'
 SYSEXT=${SYSEXT:+trident.raw}
+RCP_HOST=${RCP:+$RCP_HOST}
 ENV
 cp "$ROOT/usr/lib/os-release" "$OUTDIR/os-release"
 echo "image $VERSION: $ESP (${ESP_MIB} MiB), $RIMG (${ROOT_MIB} MiB, UUID $ROOT_UUID)"
