@@ -128,9 +128,13 @@ impl Operation {
         // OTLP export (when on): the exported root span continues the caller's
         // trace, or takes this trace id, so bus and export agree.
         crate::span_link::link_operation_span(&op.span, trace_id, spec.parent.as_ref());
-        op.span.in_scope(|| {
+        {
+            // Entered, not only named as the parent: layers that read the
+            // current span (tracing-journald) take the operation's fields
+            // from it.
+            let _in_op = op.span.enter();
             tracing::info!(target: OPERATION_TARGET, parent: &op.span, rpc = op.rpc, "servicing operation started");
-        });
+        }
         op
     }
 
@@ -169,22 +173,20 @@ impl Operation {
         self.completed = true;
         let failed = completion.result != StatusCode::Success;
         self.span.record("result", completion.result.as_str_name());
-        if failed {
-            self.span.record("otel.status_code", "ERROR");
-            let message = completion
-                .error
-                .as_ref()
-                .map(|e| e.error_message.as_str())
-                .unwrap_or("");
-            // Entered, not only `parent:`: tracing-journald takes span
-            // fields (OPERATION_ID) from the current span only.
-            self.span.in_scope(|| {
+        {
+            // Entered (see `start`): the caller need not be in the span.
+            let _in_op = self.span.enter();
+            if failed {
+                self.span.record("otel.status_code", "ERROR");
+                let message = completion
+                    .error
+                    .as_ref()
+                    .map(|e| e.error_message.as_str())
+                    .unwrap_or("");
                 tracing::error!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, error = message, "servicing operation failed");
-            });
-        } else {
-            self.span.in_scope(|| {
+            } else {
                 tracing::info!(target: OPERATION_TARGET, parent: &self.span, rpc = self.rpc, "servicing operation completed");
-            });
+            }
         }
         let id: Arc<str> = Arc::from(self.id.as_str());
         self.bus
