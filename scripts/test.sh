@@ -71,6 +71,7 @@ declare -A APT_FOR_COMMAND=(
     [npm]=npm
     [node]=nodejs
     [python3]=python3
+    [ssh-keygen]=openssh-client         # VM scenario: the os.users SSH key
     # VM scenario (tests/tests/vm_scenario.rs): the test OS, its sysext, QEMU.
     [qemu-system-x86_64]=qemu-system-x86
     [mmdebstrap]=mmdebstrap

@@ -3,12 +3,18 @@
 //! `#[ignore]`d in the plain test run; `scripts/test.sh` runs it in its VM
 //! section (`--run-ignored`). Serial logs stay in `target/vm-artifacts/`.
 //!
-//! Steps 1-2 (`an_installer_vm_installs_v1_which_boots_volume_a_and_commits`):
+//! Steps 1-4, one VM
+//! (`an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`):
 //! an installer VM installs v1 onto its first disk through its tridentd
 //! (reached through the reverse-connect proxy: the guest's `trident-rcp`
-//! dials the harness) and reboots itself into volume A, whose commit
-//! service commits; the installed OS dials again and the test's socket
-//! follows the new tunnel.
+//! dials the harness; after each reboot the OS dials again and the test's
+//! socket follows the new tunnel) and reboots itself into volume A, whose
+//! commit service commits;
+//! an A/B update to v2 boots volume B once (one-shot) and commits; an
+//! update whose health check fails boots volume A once, and the host comes
+//! back on volume B by itself. The Host Configurations carry a user with
+//! an SSH key, a hostname and a systemd health check (issue 12), which the
+//! ready marker shows took effect.
 //!
 //! Step 5: a disk written by StreamDisk boots. A private tridentd on
 //! the host StreamDisks the v1 COSI onto a disk-image file; the VM boots it
@@ -17,6 +23,8 @@
 //! reverse-connect proxy, to the real `trident` CLI too.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+mod vm_orchestrator;
 
 use std::fs;
 use std::path::Path;
@@ -28,8 +36,13 @@ use trident_e2e::test_os::{self, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::{
-    StatusCode, StreamDiskRequest, servicing_response,
+    StatusCode, StreamDiskRequest, TridentErrorKind, servicing_response,
     streaming_service_client::StreamingServiceClient,
+};
+use trident_proto::v1preview::{GetLastErrorRequest, status_service_client::StatusServiceClient};
+use vm_orchestrator::{
+    GuestConfig, HttpServer, assert_phases, follow, part_uuid, ssh_key, start_servicing,
+    trident_cli, wait_provisioned,
 };
 
 /// Generous: TCG on a loaded 2-core machine.
@@ -162,66 +175,115 @@ async fn a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext() 
     println!("serial log kept at {}", vm.serial_log().display());
 }
 
-/// Python's http.server on a free loopback port serving `dir` (the guest
-/// reaches it at 10.0.2.2), killed on drop.
-struct HttpServer {
-    child: std::process::Child,
-    port: u16,
+/// The scenario's test user and the comment of its generated SSH key.
+const USER: &str = "orchestrator";
+const KEY_COMMENT: &str = "trident-vm-scenario";
+
+/// The VM, its target disk and the orchestrator's pieces, across steps.
+struct Scenario {
+    vm: Vm,
+    target: std::path::PathBuf,
+    http: HttpServer,
+    ssh_key: String,
 }
 
-impl HttpServer {
-    fn start(dir: &Path) -> HttpServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("python3")
-            .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
-            .arg(dir)
-            .arg(port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
+impl Scenario {
+    /// A Host Configuration for `os` with `hostname` and a health check
+    /// on `units`.
+    fn config(&self, os: &TestOs, hostname: &str, units: &[&str], timeout_s: u64) -> String {
+        GuestConfig {
+            http_port: self.http.port,
+            os,
+            hostname,
+            user: USER,
+            ssh_key: &self.ssh_key,
+            health_units: units,
+            health_timeout_s: timeout_s,
+        }
+        .yaml()
+    }
+
+    /// Waits for the next boot's ready marker and checks it ran `version`
+    /// from `volume`'s entry and partition, with `hostname` and the user.
+    async fn expect_boot(&mut self, version: &str, volume: &str, hostname: &str) -> String {
+        let boot = self
+            .vm
+            .wait_for_boot(READY_MARKER, INSTALL_BOOT_TIMEOUT)
+            .await
             .unwrap();
-        HttpServer { child, port }
+        let line = boot.line;
+        let partition = part_uuid(&self.target, &format!("root-{volume}"));
+        for wanted in [
+            format!("version={version} "),
+            format!("entry=trident-volume-{volume}.conf"),
+            format!("root-partuuid={partition}"),
+            format!("hostname={hostname} "),
+            format!("users={USER}:{KEY_COMMENT}"),
+        ] {
+            assert!(line.contains(&wanted), "{wanted} in {line}");
+        }
+        line
+    }
+
+    /// `trident get status` once the commit service has committed.
+    async fn provisioned_on(&self, volume: &str) -> String {
+        let guest = self.vm.forward_tridentd().unwrap();
+        guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
+        let status = wait_provisioned(guest.path()).await;
+        assert!(
+            status.contains(&format!("abActiveVolume: volume-{volume}")),
+            "{status}"
+        );
+        status
+    }
+
+    /// Update to `config`, TRIDENT_HANDLES_REBOOT, following the live
+    /// progress: the image goes to `root-{volume}`, the VM starts to reboot.
+    async fn update(&mut self, what: &str, config: String, volume: &str) {
+        use trident_proto::v1::{
+            FinalizeUpdateRequest, HostConfiguration, RebootHandling, RebootManagement,
+            RebootStatus, StageUpdateRequest, UpdateRequest,
+            update_service_client::UpdateServiceClient,
+        };
+        let guest = self.vm.forward_tridentd().unwrap();
+        guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
+        let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
+        let client = UpdateServiceClient::new(channel);
+        let request = UpdateRequest {
+            stage: Some(StageUpdateRequest {
+                config: Some(HostConfiguration { config }),
+            }),
+            finalize: Some(FinalizeUpdateRequest {
+                reboot: Some(RebootManagement {
+                    handling: RebootHandling::TridentHandlesReboot as i32,
+                }),
+            }),
+        };
+        self.vm.boot_clock_restart();
+        let stream = start_servicing(|| {
+            let (mut client, request) = (client.clone(), request.clone());
+            async move { client.update(request).await }
+        })
+        .await;
+        let (completed, phases) = follow(what, stream).await;
+        assert_eq!(completed.reboot_status(), RebootStatus::RebootStarted);
+        assert_phases(
+            &phases,
+            &[
+                &format!("write/root-{volume}"),
+                "configure",
+                "boot-files",
+                "finalize",
+            ],
+        );
     }
 }
 
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// GPT unique GUID of partition `name` on a disk-image file.
-fn part_uuid(disk: &Path, name: &str) -> String {
-    use std::os::unix::fs::FileExt;
-    let file = fs::File::open(disk).unwrap();
-    let mut head = vec![0u8; 34 * 512];
-    file.read_exact_at(&mut head, 0).unwrap();
-    let gpt = trident_cosi::gpt::Gpt::parse_primary(&head, 512).unwrap();
-    let entry = gpt.partitions().iter().find(|e| e.name == name).unwrap();
-    entry.unique_guid.to_string()
-}
-
-/// Scenario steps 1 and 2: an installer VM (the test OS from a second
-/// disk) gets an Install through its tridentd (reverse-connect proxy), with live
-/// progress followed; its tridentd writes the first disk (GPT, v1 into
-/// root-a, fstab, systemd-boot and volume A's entry on the ESP, the
-/// installed OS's datastore) and reboots the VM itself; the VM comes up
-/// from the first disk on volume A, the commit service commits, and the
-/// status says provisioned on volume A.
+/// Scenario steps 1-4 in one VM (see the module docs).
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section"]
-async fn an_installer_vm_installs_v1_which_boots_volume_a_and_commits() {
-    use trident_proto::v1::{RebootHandling, RebootManagement, RebootStatus};
-    use trident_proto::v1preview::{
-        FinalizeInstallRequest, InstallRequest, StageInstallRequest,
-        install_service_client::InstallServiceClient,
-    };
-
+async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
+    let scenario_started = std::time::Instant::now();
     let artifacts = vm::artifacts_dir("install").unwrap();
     let work = tempfile::Builder::new()
         .prefix("trident-vm-install-")
@@ -229,6 +291,7 @@ async fn an_installer_vm_installs_v1_which_boots_volume_a_and_commits() {
         .unwrap();
     let sysext = test_os::build_sysext(work.path()).unwrap();
     let v1 = test_os::build_test_os("v1", &sysext, work.path()).unwrap();
+    let v2 = test_os::build_test_os("v2", &sysext, work.path()).unwrap();
     let installer = work.path().join("installer.img");
     fs::File::create(&installer)
         .unwrap()
@@ -237,132 +300,139 @@ async fn an_installer_vm_installs_v1_which_boots_volume_a_and_commits() {
     stream_disk(&v1, &installer).await;
     let target = work.path().join("target.img");
     fs::File::create(&target).unwrap().set_len(2 << 30).unwrap();
-    let http = HttpServer::start(work.path());
-    let cosi_name = v1.cosi.path.file_name().unwrap().to_string_lossy();
 
     // Target first: blank, so the firmware falls through to the installer;
     // once installed, it boots first.
-    let mut vm = Vm::start(
+    let vm = Vm::start(
         VmSpec::new("install", &artifacts)
             .disk(&target)
             .disk(&installer)
             .orchestrator(&v1.rcp),
     )
     .unwrap();
-    let boot = vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT).await.unwrap();
+    let mut s = Scenario {
+        vm,
+        target,
+        http: HttpServer::start(work.path()),
+        ssh_key: ssh_key(work.path(), KEY_COMMENT),
+    };
+    let boot =
+        s.vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT)
+            .await
+            .unwrap();
     assert!(boot.line.contains("entry=trident-v1.conf"), "{}", boot.line);
-    let guest = vm.forward_tridentd().unwrap();
-    guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
 
-    let config = format!(
-        r#"image:
-  url: http://10.0.2.2:{port}/{cosi_name}
-  sha384: {sha}
-storage:
-  disks:
-  - id: os
-    device: /dev/vda
-    partitions:
-    - {{ id: esp, type: esp, size: 160M }}
-    - {{ id: root-a, type: root, size: 700M }}
-    - {{ id: root-b, type: root, size: 700M }}
-  abUpdate:
-    volumePairs:
-    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
-  filesystems:
-  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
-  - {{ deviceId: root, mountPoint: / }}
-"#,
-        port = http.port,
-        sha = v1.cosi.metadata_sha384,
+    let step = std::time::Instant::now();
+    let config = s.config(&v1, "trident-v1", &["systemd-journald.service"], 60);
+    install(&mut s, config).await;
+    s.expect_boot("v1", "a", "trident-v1").await;
+    s.provisioned_on("a").await;
+    println!(
+        "timing: steps 1-2 (install, boot A, commit) {:.1}s",
+        step.elapsed().as_secs_f64()
     );
+
+    // Step 3: A/B update to v2; the one-shot boot of B commits.
+    let step = std::time::Instant::now();
+    let config = s.config(
+        &v2,
+        "trident-v2",
+        &["systemd-journald.service", "tridentd.socket"],
+        60,
+    );
+    s.update("update to v2", config, "b").await;
+    s.expect_boot("v2", "b", "trident-v2").await;
+    s.provisioned_on("b").await;
+    println!(
+        "timing: step 3 (update to v2, boot B, commit) {:.1}s",
+        step.elapsed().as_secs_f64()
+    );
+
+    // Step 4: an update whose health check cannot pass (v1 again, into A).
+    let step = std::time::Instant::now();
+    let config = s.config(&v1, "trident-bad", &[NEVER_ACTIVE], 15);
+    s.update("failing update", config, "a").await;
+    s.expect_boot("v1", "a", "trident-bad").await;
+    // The commit service's health check fails; tridentd points the next
+    // boot back at B and reboots by itself.
+    s.expect_boot("v2", "b", "trident-v2").await;
+    let trial = s.vm.serial();
+    assert!(
+        trial.contains(NEVER_ACTIVE),
+        "the failed commit on the console"
+    );
+    let status = s.provisioned_on("b").await;
+    // Settled on B, the error that sent it back stays the last error.
+    assert!(status.contains("lastError:"), "{status}");
+    // The structured error, from the datastore B was handed back (B's bus
+    // journal never saw the commit that failed on A).
+    let guest = s.vm.forward_tridentd().unwrap();
     let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
-    let mut install = InstallServiceClient::new(channel);
-    let reboot = Some(RebootManagement {
-        handling: RebootHandling::TridentHandlesReboot as i32,
-    });
+    let error = StatusServiceClient::new(channel)
+        .get_last_error(GetLastErrorRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .error
+        .expect("the failed health check is the last error");
+    println!("last error on B: {error:?}");
+    assert_eq!(error.subkind, "health-check-failed");
+    assert_eq!(error.kind, TridentErrorKind::HealthChecksError as i32);
+    assert!(error.message.contains(NEVER_ACTIVE), "{}", error.message);
+    let cli = trident_cli(guest.path(), &["get", "last-error"]).await;
+    for wanted in ["health-check-failed", NEVER_ACTIVE] {
+        assert!(
+            cli.contains(wanted),
+            "{wanted} in `trident get last-error`: {cli}"
+        );
+    }
+    println!(
+        "timing: step 4 (failing update, trial boot A, back on B) {:.1}s",
+        step.elapsed().as_secs_f64()
+    );
+    println!(
+        "timing: scenario {:.1}s",
+        scenario_started.elapsed().as_secs_f64()
+    );
+    s.vm.stop();
+    println!("serial log kept at {}", s.vm.serial_log().display());
+}
+
+/// A unit no test OS has: `systemctl is-active` says inactive forever.
+const NEVER_ACTIVE: &str = "trident-never-active.service";
+
+/// Step 1: Install through the installer's tridentd (reverse-connect proxy), following
+/// live progress; the installer reboots itself into the installed OS.
+async fn install(s: &mut Scenario, config: String) {
+    use trident_proto::v1::{RebootHandling, RebootManagement, RebootStatus};
+    use trident_proto::v1preview::{
+        FinalizeInstallRequest, InstallRequest, StageInstallRequest,
+        install_service_client::InstallServiceClient,
+    };
+    let guest = s.vm.forward_tridentd().unwrap();
+    guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
+    let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
+    let client = InstallServiceClient::new(channel);
     let request = InstallRequest {
         stage: Some(StageInstallRequest {
             config: Some(trident_proto::v1::HostConfiguration { config }),
         }),
-        finalize: Some(FinalizeInstallRequest { reboot }),
+        finalize: Some(FinalizeInstallRequest {
+            reboot: Some(RebootManagement {
+                handling: RebootHandling::TridentHandlesReboot as i32,
+            }),
+        }),
     };
-    vm.boot_clock_restart();
-    // The installer's commit service may hold the daemon for a moment
-    // (nothing to commit): UNAVAILABLE "busy" means retry.
-    let mut tries = 0;
-    let mut stream = loop {
-        match install.install(request.clone()).await {
-            Ok(response) => break response.into_inner(),
-            Err(status) if status.code() == tonic::Code::Unavailable && tries < 60 => {
-                tries += 1;
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-            Err(status) => panic!("Install refused: {status:?}"),
-        }
-    };
-    let mut completed = None;
-    let mut phases = Vec::new();
-    while let Some(item) = stream.next().await {
-        match item.unwrap().response {
-            Some(servicing_response::Response::Completed(c)) => completed = Some(c),
-            Some(servicing_response::Response::Progress(p)) if !phases.contains(&p.phase_id) => {
-                println!("install progress: {} ({})", p.phase_id, p.name);
-                phases.push(p.phase_id.clone());
-            }
-            _ => {}
-        }
-    }
-    let completed = completed.expect("Install ended without Completed");
-    assert_eq!(completed.status(), StatusCode::Success, "{completed:?}");
+    s.vm.boot_clock_restart();
+    let stream = start_servicing(|| {
+        let (mut client, request) = (client.clone(), request.clone());
+        async move { client.install(request).await }
+    })
+    .await;
+    let (completed, phases) = follow("install", stream).await;
     assert_eq!(completed.reboot_status(), RebootStatus::RebootStarted);
-    for phase in ["write/root-a", "mount", "configure", "boot-files"] {
-        assert!(phases.iter().any(|p| p == phase), "{phase} in {phases:?}");
-    }
-
-    // The VM reboots by itself into the installed OS, volume A.
-    let boot = vm
-        .wait_for_boot(READY_MARKER, INSTALL_BOOT_TIMEOUT)
-        .await
-        .unwrap();
-    assert!(boot.line.contains("version=v1"), "{}", boot.line);
-    assert!(
-        boot.line.contains("entry=trident-volume-a.conf"),
-        "{}",
-        boot.line
+    assert_phases(
+        &phases,
+        &["write/root-a", "mount", "configure", "boot-files"],
     );
-    let root_a = part_uuid(&target, "root-a");
-    assert!(
-        boot.line.contains(&format!("root-partuuid={root_a}")),
-        "{}",
-        boot.line
-    );
-
-    // The commit service commits: provisioned on volume A.
-    let guest = vm.forward_tridentd().unwrap();
-    guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
-    let socket = guest.path().to_owned();
-    let mut status = String::new();
-    for _ in 0..60 {
-        let socket = socket.clone();
-        let out = tokio::task::spawn_blocking(move || {
-            Command::new(bin_path("trident"))
-                .arg("--socket")
-                .arg(&socket)
-                .args(["get", "status"])
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
-        status = String::from_utf8_lossy(&out.stdout).into_owned();
-        if status.contains("servicingState: provisioned") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(5)).await;
-    }
-    assert!(status.contains("servicingState: provisioned"), "{status}");
-    assert!(status.contains("abActiveVolume: volume-a"), "{status}");
-    vm.stop();
-    println!("serial log kept at {}", vm.serial_log().display());
 }

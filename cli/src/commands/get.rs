@@ -103,14 +103,21 @@ pub async fn host_status_text(ctx: &Ctx, format: OutputFormat) -> CliResult<Stri
 }
 
 /// The last error in full (bus report), falling back to the upstream
-/// StatusService answer; None when there is none.
+/// StatusService answer (the Host Status's `lastError`) when the bus has
+/// none: after a failed A/B update the host runs the old volume, whose bus
+/// journal never saw the commit that failed on the other one, while the
+/// datastore it was handed records it. None when neither has one.
 pub async fn last_error(ctx: &Ctx) -> CliResult<Option<ErrorView>> {
     let channel = ctx.channel().await?;
     match TelemetryServiceClient::new(channel.clone())
         .get_last_error(BusLastErrorRequest {})
         .await
     {
-        Ok(response) => return Ok(response.into_inner().error.as_ref().map(ErrorView::from)),
+        Ok(response) => {
+            if let Some(error) = response.into_inner().error {
+                return Ok(Some(ErrorView::from(&error)));
+            }
+        }
         Err(s) if s.code() == tonic::Code::Unimplemented => {}
         Err(s) => return Err(CliError::rpc("GetLastError", s)),
     }

@@ -28,6 +28,7 @@
 //!         reboot: Some(RebootRequest { reason: "...".into(), handling }), // after the commit
 //!         image_hash: Some(hash),      // Completed.image_hash
 //!         servicing_kind: None,        // defaults to the request's kind
+//!         keep_last_error: false,      // the success clears lastError
 //!     })
 //! }
 //!

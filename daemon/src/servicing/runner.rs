@@ -62,13 +62,17 @@ pub struct RebootRequest {
 #[derive(Debug, Clone, Default)]
 pub struct StepOutcome {
     /// New Host Status, committed with the operation's end in one
-    /// transaction (its `lastError` is cleared). `None`: no state change.
+    /// transaction (its `lastError` is cleared unless `keep_last_error`).
+    /// `None`: no state change.
     pub status: Option<HostStatus>,
     pub reboot: Option<RebootRequest>,
     /// `Completed.image_hash` (`sha384:<hex>`).
     pub image_hash: Option<String>,
     /// `Completed.servicing_kind`; defaults to the operation's kind.
     pub servicing_kind: Option<ServicingKind>,
+    /// Keep `status.last_error` as the step left it instead of clearing it
+    /// (settling after a failed update: the error says why).
+    pub keep_last_error: bool,
 }
 
 /// A failed step.
@@ -230,7 +234,7 @@ where
 /// cleared), then carries out its reboot request.
 async fn succeeded(ctx: &StepContext, outcome: StepOutcome) -> (Completion, Option<RebootRequest>) {
     let mut status = outcome.status;
-    if let Some(s) = status.as_mut() {
+    if let Some(s) = status.as_mut().filter(|_| !outcome.keep_last_error) {
         s.last_error = None;
     }
     let end = OperationEnd {

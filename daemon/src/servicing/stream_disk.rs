@@ -43,6 +43,7 @@ pub async fn stream_disk_step(
         }),
         image_hash: Some(hash),
         servicing_kind: Some(ServicingKind::CleanInstall),
+        keep_last_error: false,
     })
 }
 

@@ -210,6 +210,33 @@ impl Datastore {
         tx.commit().structured(Subkind::DatastoreQuery)
     }
 
+    /// Writes a consistent copy of the whole datastore (Host Status and
+    /// operation history) to `path`, replacing what is there: the datastore
+    /// an A/B update hands to the volume it boots next (each root volume
+    /// has its own `/var/lib/trident`). `VACUUM INTO` reads one snapshot,
+    /// so a copy taken while this connection is open is never torn.
+    pub fn snapshot_to(&self, path: &Path) -> Result<(), TridentError> {
+        let describe = || format!("Copying the datastore to {}", path.display());
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .structured(Subkind::Io)
+                .with_context(describe)?;
+        }
+        for stale in ["", "-wal", "-shm"] {
+            match std::fs::remove_file(format!("{}{stale}", path.display())) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).structured(Subkind::Io).with_context(describe);
+                }
+                _ => {}
+            }
+        }
+        self.conn
+            .execute("VACUUM INTO ?1", [path.to_string_lossy()])
+            .structured(Subkind::DatastoreQuery)
+            .with_context(describe)?;
+        Ok(())
+    }
+
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
     }

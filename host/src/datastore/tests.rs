@@ -165,3 +165,41 @@ fn the_exported_copy_holds_no_secret_of_any_row_and_the_live_file_is_untouched()
         "tok-new-9c8b"
     );
 }
+
+#[test]
+fn a_snapshot_copies_status_and_operation_history_and_replaces_an_old_file() {
+    let (dir, path) = temp();
+    let mut ds = Datastore::open(&path).unwrap();
+    ds.operation_started("op1", "ab-update", "Update", "abc")
+        .unwrap();
+    let status = HostStatus {
+        servicing_state: ServicingState::AbUpdateFinalized,
+        ab_active_volume: Some(AbVolume::VolumeA),
+        ..HostStatus::default()
+    };
+    ds.commit(Some(&status), None, None).unwrap();
+    // The target volume's own (stale) datastore is replaced, WAL and all.
+    let copy = dir.path().join("other/var/lib/trident/datastore.sqlite");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::write(&copy, "stale").unwrap();
+    std::fs::write(format!("{}-wal", copy.display()), "stale").unwrap();
+    ds.snapshot_to(&copy).unwrap();
+    assert!(!std::path::Path::new(&format!("{}-wal", copy.display())).exists());
+    // The copy is a datastore of its own: it takes further commits.
+    let mut handed = Datastore::open(&copy).unwrap();
+    assert_eq!(
+        handed.host_status().unwrap().servicing_state,
+        ServicingState::AbUpdateFinalized
+    );
+    let end = OperationEnd {
+        result: OperationResult::Success,
+        error: None,
+    };
+    handed.commit(None, Some("op1"), Some(&end)).unwrap();
+    assert_eq!(
+        handed.operation("op1").unwrap().unwrap().result,
+        OperationResult::Success
+    );
+    // ... and the original is untouched by them.
+    assert!(ds.operation("op1").unwrap().unwrap().ended_at.is_none());
+}

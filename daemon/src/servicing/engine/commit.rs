@@ -2,13 +2,14 @@
 //! checks, then provisioned — or ab-update-health-check-failed with the
 //! next boot pointed back at the old volume.
 
+use trident_host::datastore::{OperationEnd, OperationResult};
 use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{ContextExt, Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::next_status;
 use super::plan::StepPlan;
+use super::{handoff, next_status};
 use crate::servicing::runner::{RebootRequest, StepContext, StepError, StepOutcome, StepResult};
 use crate::servicing::scripts::{ScriptEnv, ServicingType, run_health_checks};
 
@@ -72,10 +73,10 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
     };
     StepPlan::commit().declare();
     if let Err(error) = check_booted(booted, &exp) {
-        return Err(roll_back(&ctx, &current, error, handling));
+        return Err(roll_back(&ctx, &current, error, handling).await);
     }
     if let Err(error) = health_checks(&ctx, &current, &exp).await {
-        return Err(roll_back(&ctx, &current, error, handling));
+        return Err(roll_back(&ctx, &current, error, handling).await);
     }
     // Only now does the new volume become the default boot.
     ctx.engine.boot.commit(&current, exp.volume)?;
@@ -94,6 +95,9 @@ fn nothing_expected(current: &HostStatus, booted: Option<AbVolume>) -> StepOutco
         return StepOutcome {
             status: Some(status),
             servicing_kind: Some(ServicingKind::AbUpdate),
+            // Why the host runs the old image stays readable (GetLastError)
+            // until the next servicing.
+            keep_last_error: true,
             ..StepOutcome::default()
         };
     }
@@ -192,6 +196,7 @@ fn committed(current: &HostStatus, exp: &Expectation) -> StepOutcome {
         reboot: None,
         image_hash: current.staged_image_hash.clone(),
         servicing_kind: Some(exp.kind),
+        keep_last_error: false,
     }
 }
 
@@ -199,7 +204,7 @@ fn committed(current: &HostStatus, exp: &Expectation) -> StepOutcome {
 /// update or rollback becomes ab-update-health-check-failed, with the
 /// previous configuration restored and the next boot pointed back at the
 /// volume that was active, and a reboot requested to get there.
-fn roll_back(
+async fn roll_back(
     ctx: &StepContext,
     current: &HostStatus,
     error: TridentError,
@@ -222,6 +227,7 @@ fn roll_back(
         status.spec_old = None;
     }
     status.staged_image_hash = None;
+    hand_back(ctx, &status, old, &error).await;
     tracing::warn!(back_to = %old, "commit failed: next boot points back at the old volume");
     StepError {
         error,
@@ -230,6 +236,24 @@ fn roll_back(
             reason: format!("commit failed: boot back into {old}"),
             handling,
         }),
+    }
+}
+
+/// The old volume's datastore still says "finalized, boot the new one":
+/// it gets this one, recording the failed commit and its error, so its
+/// commit service finds `ab-update-health-check-failed` and settles. A
+/// failure here does not stop the way back: the old volume's commit then
+/// sees it booted the wrong volume and rolls back once more.
+async fn hand_back(ctx: &StepContext, status: &HostStatus, old: AbVolume, error: &TridentError) {
+    let record = error.record().stamped(&ctx.operation_id, &ctx.trace_id);
+    let mut status = status.clone();
+    status.last_error = Some(record.clone());
+    let end = OperationEnd {
+        result: OperationResult::Failure,
+        error: Some(record),
+    };
+    if let Err(e) = handoff::hand_over_blocking(ctx, &status, old, end).await {
+        tracing::error!(error = %e.report(), "could not hand the datastore back to the old volume");
     }
 }
 

@@ -1,10 +1,19 @@
-//! The installed OS's datastore. An install runs on installer media; the
-//! OS it installs has its own tridentd, whose commit service must find
-//! the install finalized. So finalize writes a datastore into the new
-//! root (at `trident.datastorePath`, else `/var/lib/trident/datastore.sqlite`)
-//! holding the finalized Host Status and this operation, ended as
-//! succeeded. A root volume with no filesystem we know (test fixtures)
-//! gets none.
+//! The booted OS's datastore. Each root volume has its own
+//! `/var/lib/trident`, so the tridentd of the OS that boots next only knows
+//! what servicing did if its volume holds the datastore saying so:
+//!
+//! * an install runs on installer media; finalize writes a new datastore
+//!   into volume A's root holding the finalized Host Status and this
+//!   operation, ended as succeeded ([`hand_off_install`]);
+//! * an A/B update, a manual rollback and a failed commit boot the other
+//!   volume of the pair; before the reboot its root gets a copy of this
+//!   datastore (status and operation history) with the state the runner is
+//!   about to record ([`hand_over`]), so its commit service finds the update
+//!   finalized, or the failed update with its error.
+//!
+//! The datastore goes to `trident.datastorePath` of the Host Configuration,
+//! else `/var/lib/trident/datastore.sqlite`. A root volume with no
+//! filesystem we know (test fixtures) gets none.
 
 use std::path::Path;
 
@@ -15,49 +24,125 @@ use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use super::layout::{self, Targets};
 use super::{Engine, OperationIds};
 use crate::servicing::new_root::NewRoot;
+use crate::servicing::runner::StepContext;
 
-/// Where the installed OS's tridentd looks by default.
+/// Where the booted OS's tridentd looks by default.
 const DEFAULT_DATASTORE: &str = "var/lib/trident/datastore.sqlite";
 
-/// Writes `status` (finalized) into volume A's root. Blocking.
-pub fn hand_off(
+/// Writes `status` (install finalized) into volume A's root as a new
+/// datastore. Blocking.
+pub fn hand_off_install(
     engine: &Engine,
     status: &HostStatus,
     op: &OperationIds<'_>,
 ) -> Result<(), TridentError> {
+    let end = OperationEnd {
+        result: OperationResult::Success,
+        error: None,
+    };
+    let write = |path: &Path| {
+        let mut ds = Datastore::open(path)?;
+        ds.operation_started(op.id, op.kind, op.rpc, op.trace_id)?;
+        ds.commit(Some(status), Some(op.id), Some(&end))
+    };
+    into_root(
+        engine,
+        status,
+        AbVolume::VolumeA,
+        Targets::Install,
+        op,
+        write,
+    )
+}
+
+/// Copies this datastore into `volume`'s root and records there `status`
+/// and the end of operation `op` (what the runner records here once the
+/// step returns). Blocking.
+pub fn hand_over(
+    engine: &Engine,
+    status: &HostStatus,
+    volume: AbVolume,
+    op: &OperationIds<'_>,
+    end: &OperationEnd,
+) -> Result<(), TridentError> {
+    let write = |path: &Path| {
+        engine.with_datastore(|ds| ds.snapshot_to(path))?;
+        Datastore::open(path)?.commit(Some(status), Some(op.id), Some(end))
+    };
+    into_root(
+        engine,
+        status,
+        volume,
+        Targets::AbUpdate { volume },
+        op,
+        write,
+    )
+}
+
+/// Mounts the root filesystem of `volume`, runs `write` on its datastore
+/// path, unmounts.
+fn into_root(
+    engine: &Engine,
+    status: &HostStatus,
+    volume: AbVolume,
+    which: Targets,
+    op: &OperationIds<'_>,
+    write: impl FnOnce(&Path) -> Result<(), TridentError>,
+) -> Result<(), TridentError> {
     let Some(hc) = status.spec.as_ref() else {
         return Ok(());
     };
-    let mut targets = layout::write_targets(hc, &status.layout, Targets::Install)?;
+    let mut targets = layout::write_targets(hc, &status.layout, which)?;
     targets.retain(|mount_point, _| mount_point == "/");
     let path = engine.new_root_dir(&format!("{}-datastore", op.id));
-    let Some(root) = NewRoot::mount(hc, &status.layout, &targets, AbVolume::VolumeA, &path)? else {
+    let Some(root) = NewRoot::mount(hc, &status.layout, &targets, volume, &path)? else {
         return Ok(());
     };
     let relative = hc
         .datastore_path()
         .map(|p| p.trim_start_matches('/').to_owned())
         .unwrap_or_else(|| DEFAULT_DATASTORE.to_owned());
-    let written = write(&root.path.join(&relative), status, op)
-        .with_context(|| format!("Writing the installed OS's datastore /{relative}"));
+    let file = root.path.join(&relative);
+    let written = prepare(&file)
+        .and_then(|()| write(&file))
+        .with_context(|| format!("Writing the datastore /{relative} of {volume}"));
     let unmounted = root.unmount();
     written.and(unmounted)?;
-    tracing::info!(path = %format!("/{relative}"), "datastore handed to the installed OS");
+    tracing::info!(path = %format!("/{relative}"), %volume, "datastore handed to the volume that boots next");
     Ok(())
 }
 
-fn write(path: &Path, status: &HostStatus, op: &OperationIds<'_>) -> Result<(), TridentError> {
-    if let Some(dir) = path.parent() {
+/// Removes the file's old copy (and its WAL) and creates its directory.
+fn prepare(file: &Path) -> Result<(), TridentError> {
+    if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).structured(Subkind::Io)?;
     }
     for stale in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{stale}", path.display()));
+        let _ = std::fs::remove_file(format!("{}{stale}", file.display()));
     }
-    let mut ds = Datastore::open(path)?;
-    ds.operation_started(op.id, op.kind, op.rpc, op.trace_id)?;
+    Ok(())
+}
+
+/// [`hand_over`] from a step about to succeed, off the async runtime.
+pub async fn hand_over_success(
+    ctx: &StepContext,
+    status: &HostStatus,
+    volume: AbVolume,
+) -> Result<(), TridentError> {
     let end = OperationEnd {
         result: OperationResult::Success,
         error: None,
     };
-    ds.commit(Some(status), Some(op.id), Some(&end))
+    hand_over_blocking(ctx, status, volume, end).await
+}
+
+/// [`hand_over`] on the blocking pool.
+pub async fn hand_over_blocking(
+    ctx: &StepContext,
+    status: &HostStatus,
+    volume: AbVolume,
+    end: OperationEnd,
+) -> Result<(), TridentError> {
+    let (engine, status, op) = (ctx.engine.clone(), status.clone(), ctx.clone());
+    super::blocking(move || hand_over(&engine, &status, volume, &op.ids(), &end)).await
 }

@@ -137,7 +137,7 @@ async fn finalize(
     status.servicing_state = ServicingState::CleanInstallFinalized;
     let engine = ctx.engine.clone();
     let (handed, op) = (status.clone(), ctx.clone());
-    blocking(move || handoff::hand_off(&engine, &handed, &op.ids())).await?;
+    blocking(move || handoff::hand_off_install(&engine, &handed, &op.ids())).await?;
     phase.set(1);
     phase.done();
     Ok(StepOutcome {
@@ -148,6 +148,7 @@ async fn finalize(
         }),
         image_hash: current.staged_image_hash.clone(),
         servicing_kind: Some(ServicingKind::CleanInstall),
+        keep_last_error: false,
     })
 }
 
@@ -159,6 +160,7 @@ pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
         reboot: None,
         image_hash: Some(image_hash),
         servicing_kind: Some(ServicingKind::CleanInstall),
+        keep_last_error: false,
     })
 }
 

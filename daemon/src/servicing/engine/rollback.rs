@@ -7,8 +7,8 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_proto::v1preview::{CheckRollbackKind, ManualRollbackKind};
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::next_status;
 use super::plan::StepPlan;
+use super::{handoff, next_status};
 use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 
 /// The volume an A/B rollback would boot, if one is available.
@@ -78,7 +78,7 @@ fn stage(current: &HostStatus, kind: ManualRollbackKind) -> Result<HostStatus, T
     Ok(status)
 }
 
-fn finalize(
+async fn finalize(
     ctx: &StepContext,
     current: &HostStatus,
     handling: RebootHandling,
@@ -100,15 +100,17 @@ fn finalize(
         Unit::Items,
         Some(1),
     );
+    let mut status = next_status(current);
+    status.servicing_state = ServicingState::ManualRollbackAbFinalized;
+    // The image on the rollback target becomes active at commit.
+    status.staged_image_hash = None;
+    // The rollback target's own datastore is from before the update.
+    handoff::hand_over_success(ctx, &status, active.other()).await?;
     ctx.engine
         .boot
         .set_next_boot(current, active.other(), &ctx.operation_id)?;
     phase.set(1);
     phase.done();
-    let mut status = next_status(current);
-    status.servicing_state = ServicingState::ManualRollbackAbFinalized;
-    // The image on the rollback target becomes active at commit.
-    status.staged_image_hash = None;
     Ok(StepOutcome {
         status: Some(status),
         reboot: Some(RebootRequest {
@@ -117,6 +119,7 @@ fn finalize(
         }),
         image_hash: None,
         servicing_kind: Some(ServicingKind::ManualRollbackAb),
+        keep_last_error: false,
     })
 }
 
@@ -134,7 +137,7 @@ pub async fn stage_step(ctx: StepContext, kind: ManualRollbackKind) -> StepResul
 pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
     StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
-    Ok(finalize(&ctx, &current, handling)?)
+    Ok(finalize(&ctx, &current, handling).await?)
 }
 
 /// Rollback: stage, commit the staged state, finalize.
@@ -147,5 +150,5 @@ pub async fn rollback_step(
     let current = ctx.engine.host_status()?;
     let staged = stage(&current, kind)?;
     ctx.commit_status(&staged).await?;
-    Ok(finalize(&ctx, &staged, handling)?)
+    Ok(finalize(&ctx, &staged, handling).await?)
 }

@@ -10,7 +10,7 @@ use trident_telemetry::progress::{Phase, Unit};
 
 use super::layout::{self, Targets};
 use super::plan::{Halves, StepPlan};
-use super::{blocking, next_status, script_phase, validate_phase, write};
+use super::{blocking, handoff, next_status, script_phase, validate_phase, write};
 use crate::servicing::new_root::{NewRootRequest, service_new_root};
 use crate::servicing::new_storage;
 use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
@@ -155,7 +155,7 @@ async fn stage(
     Ok(Some((status, image_hash)))
 }
 
-fn finalize(
+async fn finalize(
     ctx: &StepContext,
     current: &HostStatus,
     handling: RebootHandling,
@@ -177,13 +177,17 @@ fn finalize(
         Unit::Items,
         Some(1),
     );
+    let mut status = next_status(current);
+    status.servicing_state = ServicingState::AbUpdateFinalized;
+    // The new volume's tridentd must find the update finalized; handed
+    // over before the trial boot is set, so a failed copy leaves the next
+    // boot on the running volume.
+    handoff::hand_over_success(ctx, &status, active.other()).await?;
     ctx.engine
         .boot
         .set_next_boot(current, active.other(), &ctx.operation_id)?;
     phase.set(1);
     phase.done();
-    let mut status = next_status(current);
-    status.servicing_state = ServicingState::AbUpdateFinalized;
     Ok(StepOutcome {
         status: Some(status),
         reboot: Some(RebootRequest {
@@ -192,6 +196,7 @@ fn finalize(
         }),
         image_hash: current.staged_image_hash.clone(),
         servicing_kind: Some(ServicingKind::AbUpdate),
+        keep_last_error: false,
     })
 }
 
@@ -210,6 +215,7 @@ pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
             reboot: None,
             image_hash: Some(hash),
             servicing_kind: Some(ServicingKind::AbUpdate),
+            keep_last_error: false,
         },
         None => nothing_to_do(),
     })
@@ -219,7 +225,7 @@ pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
 pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
     StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
-    Ok(finalize(&ctx, &current, handling)?)
+    Ok(finalize(&ctx, &current, handling).await?)
 }
 
 /// Update: stage, commit the staged state, finalize.
@@ -228,5 +234,5 @@ pub async fn update_step(ctx: StepContext, yaml: String, handling: RebootHandlin
         return Ok(nothing_to_do());
     };
     ctx.commit_status(&staged).await?;
-    Ok(finalize(&ctx, &staged, handling)?)
+    Ok(finalize(&ctx, &staged, handling).await?)
 }

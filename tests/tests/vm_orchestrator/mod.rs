@@ -1,0 +1,236 @@
+//! What the VM scenario's orchestrator does, through public interfaces
+//! only: serves the COSIs over HTTP (the guest reaches the host at
+//! 10.0.2.2), writes Host Configurations, runs servicing RPCs while
+//! following their live progress, and asks the real `trident` CLI.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use futures::StreamExt;
+use trident_e2e::bin_path;
+use trident_e2e::test_os::TestOs;
+use trident_proto::v1::{ServicingResponse, StatusCode, servicing_response};
+
+/// Python's http.server on a free loopback port serving `dir` (the guest
+/// reaches it at 10.0.2.2), killed on drop.
+pub struct HttpServer {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl HttpServer {
+    pub fn start(dir: &Path) -> HttpServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("python3")
+            .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
+            .arg(dir)
+            .arg(port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        HttpServer { child, port }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// GPT unique GUID of partition `name` on a disk-image file.
+pub fn part_uuid(disk: &Path, name: &str) -> String {
+    use std::os::unix::fs::FileExt;
+    let file = fs::File::open(disk).unwrap();
+    let mut head = vec![0u8; 34 * 512];
+    file.read_exact_at(&mut head, 0).unwrap();
+    let gpt = trident_cosi::gpt::Gpt::parse_primary(&head, 512).unwrap();
+    let entry = gpt.partitions().iter().find(|e| e.name == name).unwrap();
+    entry.unique_guid.to_string()
+}
+
+/// A fresh ed25519 key pair in `dir` (ssh-keygen); returns the public
+/// key line, whose comment is `comment`.
+pub fn ssh_key(dir: &Path, comment: &str) -> String {
+    let private = dir.join("id_ed25519");
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
+        .arg(&private)
+        .output()
+        .expect("ssh-keygen (package openssh-client)");
+    assert!(out.status.success(), "{out:?}");
+    let mut public = PathBuf::from(&private);
+    public.set_extension("pub");
+    fs::read_to_string(public).unwrap().trim().to_owned()
+}
+
+/// The scenario's Host Configuration: ESP, root-a and root-b (an A/B
+/// pair) on `/dev/vda`, `os` (a user with an SSH key, a hostname) and
+/// one systemd health check on `units`, within `timeout_s`.
+pub struct GuestConfig<'a> {
+    pub http_port: u16,
+    pub os: &'a TestOs,
+    pub hostname: &'a str,
+    pub user: &'a str,
+    pub ssh_key: &'a str,
+    pub health_units: &'a [&'a str],
+    pub health_timeout_s: u64,
+}
+
+impl GuestConfig<'_> {
+    pub fn yaml(&self) -> String {
+        let cosi = self.os.cosi.path.file_name().unwrap().to_string_lossy();
+        format!(
+            r#"image:
+  url: http://10.0.2.2:{port}/{cosi}
+  sha384: {sha}
+storage:
+  disks:
+  - id: os
+    device: /dev/vda
+    partitions:
+    - {{ id: esp, type: esp, size: 160M }}
+    - {{ id: root-a, type: root, size: 700M }}
+    - {{ id: root-b, type: root, size: 700M }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
+  - {{ deviceId: root, mountPoint: / }}
+os:
+  hostname: {hostname}
+  users:
+  - name: {user}
+    sshPublicKeys: ["{key}"]
+health:
+  checks:
+  - name: units-up
+    systemdServices: [{units}]
+    timeoutSeconds: {timeout}
+"#,
+            port = self.http_port,
+            sha = self.os.cosi.metadata_sha384,
+            hostname = self.hostname,
+            user = self.user,
+            key = self.ssh_key,
+            units = self.health_units.join(", "),
+            timeout = self.health_timeout_s,
+        )
+    }
+}
+
+/// Starts a servicing RPC, retrying while the daemon says UNAVAILABLE
+/// (the guest's commit service may hold it for a moment after a boot).
+pub async fn start_servicing<F, Fut>(mut call: F) -> tonic::Streaming<ServicingResponse>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<
+            Output = Result<tonic::Response<tonic::Streaming<ServicingResponse>>, tonic::Status>,
+        >,
+{
+    for _ in 0..90 {
+        match call().await {
+            Ok(response) => return response.into_inner(),
+            Err(status) if status.code() == tonic::Code::Unavailable => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Err(status) => panic!("servicing refused: {status:?}"),
+        }
+    }
+    panic!("the guest's tridentd stayed busy for 3 minutes");
+}
+
+/// Follows a servicing stream to its end, printing each new phase; returns
+/// `Completed` and the phase ids in the order first seen.
+pub async fn follow(
+    what: &str,
+    mut stream: tonic::Streaming<ServicingResponse>,
+) -> (trident_proto::v1::Completed, Vec<String>) {
+    let started = std::time::Instant::now();
+    let mut completed = None;
+    let mut phases: Vec<String> = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item.unwrap().response {
+            Some(servicing_response::Response::Completed(c)) => completed = Some(c),
+            Some(servicing_response::Response::Progress(p)) if !phases.contains(&p.phase_id) => {
+                println!("{what} progress: {} ({})", p.phase_id, p.name);
+                phases.push(p.phase_id.clone());
+            }
+            _ => {}
+        }
+    }
+    let completed = completed.unwrap_or_else(|| panic!("{what} ended without Completed"));
+    assert_eq!(completed.status(), StatusCode::Success, "{completed:?}");
+    println!(
+        "timing: {what} (RPC to Completed) {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    (completed, phases)
+}
+
+/// Asserts every phase of `wanted` was seen.
+pub fn assert_phases(phases: &[String], wanted: &[&str]) {
+    for phase in wanted {
+        assert!(phases.iter().any(|p| p == phase), "{phase} in {phases:?}");
+    }
+}
+
+/// `trident --socket SOCKET ARGS...` (the real CLI): its stdout, or a
+/// panic with stderr if it fails.
+pub async fn trident_cli(socket: &Path, args: &[&str]) -> String {
+    let socket = socket.to_owned();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(bin_path("trident"))
+            .arg("--socket")
+            .arg(&socket)
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Polls `trident get status` until it says `servicingState: provisioned`
+/// (the guest's commit service commits after boot); prints every other
+/// state seen on the way and returns the last status text.
+pub async fn wait_provisioned(socket: &Path) -> String {
+    let mut status = String::new();
+    let mut seen = Vec::new();
+    for _ in 0..120 {
+        status = trident_cli(socket, &["get", "status"]).await;
+        let state = status
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("servicingState: "))
+            .unwrap_or("?")
+            .to_owned();
+        if !seen.contains(&state) {
+            println!("guest servicing state: {state}");
+            seen.push(state.clone());
+        }
+        if state == "provisioned" {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    panic!("not provisioned after 10 minutes:\n{status}");
+}
