@@ -25,7 +25,7 @@ const SLOW_PAUSE: Duration = Duration::from_millis(500);
 /// daemon push thousands of records into a client that reads two a
 /// second, so the daemon never sees it lag: the transport, not the bus,
 /// absorbs the slowness. Even the protocol's default 64 KiB holds a whole
-/// update (~100 records, ~25 KiB). With 4 KiB (about 16 records) the lag
+/// update (100-200 records, 25-50 KiB). With 4 KiB (about 16 records) the lag
 /// reaches the daemon's ring, which is what this benchmark is about.
 pub const SLOW_WINDOW: u32 = 4 * 1024;
 

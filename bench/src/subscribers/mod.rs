@@ -18,8 +18,8 @@
 //! - the set-up: `ring_records`, `slow_window`, `operation_records.*`.
 //!
 //! For a slow subscriber to be lapped at all, what it has not read must
-//! outgrow both its transport buffers and the ring. An update emits about
-//! a hundred records (~25 KiB), so the run uses a ring smaller than that
+//! outgrow both its transport buffers and the ring. An update emits one to
+//! two hundred records (25-50 KiB), so the run uses a ring smaller than that
 //! ([`RING_RECORDS`]) and slow clients with small HTTP/2 windows
 //! ([`follow::SLOW_WINDOW`]); with the defaults nobody is ever lapped.
 
@@ -63,10 +63,10 @@ const ENV_WORK_DIR: &str = "TRIDENT_BENCH_DIR";
 const CATCH_UP: Duration = Duration::from_secs(120);
 const MIB: f64 = (1 << 20) as f64;
 /// The daemon's bus ring (`--bus-ring-records`), for observed and
-/// unobserved runs alike. An update emits about a hundred records (bus at
+/// unobserved runs alike. An update emits one to two hundred records (bus at
 /// debug for our crates, its default), far fewer than the default ring
 /// (65 536) holds, so with it nobody is ever lapped (nor with 128: the
-/// first run of this benchmark). A third of an operation: a subscriber
+/// first run of this benchmark). A sixth of an operation: a subscriber
 /// that stalls early is lapped, one that keeps up never falls this far
 /// behind (`operation_records.*` says how many records there were).
 const RING_RECORDS: &str = "32";
