@@ -151,7 +151,13 @@ fn absorb(seen: &mut Seen, events: Vec<StreamEvent>, mut head: u64) -> u64 {
                 }
                 seen.records.push((seq, operation_of(&r).to_owned()));
             }
-            Some(stream_event::Event::Gap(g)) => seen.gap_records += g.count,
+            Some(stream_event::Event::Gap(g)) => {
+                seen.gap_records += g.count;
+                // What the gap covers is behind us too: a subscriber whose
+                // last record was lost must not wait for it.
+                let last = g.last_missing.as_ref().map_or(0, |c| c.sequence);
+                head = head.max(last);
+            }
             Some(stream_event::Event::Drops(d)) => {
                 seen.drop_events += 1;
                 seen.drops = d;
