@@ -296,6 +296,22 @@ impl Daemon {
             .unwrap_or_default()
     }
 
+    /// Waits until the daemon's stderr holds `needle` (the thread reading
+    /// the pipe may lag what the daemon already did) and returns all of it.
+    pub async fn wait_for_stderr(&self, needle: &str, timeout: Duration) -> anyhow::Result<String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let text = self.stderr();
+            if text.contains(needle) {
+                return Ok(text);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                anyhow::bail!("{needle:?} not in the daemon's stderr after {timeout:?}:\n{text}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A new tonic channel to the daemon, opted in to all additions.
     pub async fn channel(&self) -> anyhow::Result<Channel> {
         uds_channel(&self.socket).await

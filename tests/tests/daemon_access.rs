@@ -57,7 +57,9 @@ async fn socket_group_member_may_call() -> anyhow::Result<()> {
     assert_eq!(code, Some(0), "{output}");
     assert!(output.starts_with("ok "), "{output}");
     // Every connection is logged with the peer's credentials.
-    let stderr = daemon.stderr();
+    let stderr = daemon
+        .wait_for_stderr("uid=65534", Duration::from_secs(30))
+        .await?;
     assert!(
         stderr.contains("uid=65534") && stderr.contains("connection accepted"),
         "{stderr}"

@@ -24,8 +24,9 @@ async fn first_connection_on_an_activated_socket_starts_the_daemon_and_is_answer
         .await?;
     let version = trident_e2e::version(&socket).await?;
     assert_eq!(version.version, env!("CARGO_PKG_VERSION"));
-    let stderr = daemon.stderr();
-    assert!(stderr.contains("fd 3, socket activation"), "{stderr}");
+    daemon
+        .wait_for_stderr("fd 3, socket activation", Duration::from_secs(30))
+        .await?;
 
     // systemd owns the socket file: a clean exit must leave it in place.
     daemon.signal(Signal::SIGTERM)?;

@@ -44,9 +44,9 @@ async fn both_paths_answer_under_socket_activation() -> anyhow::Result<()> {
         let version = trident_e2e::version(socket).await?;
         assert_eq!(version.version, env!("CARGO_PKG_VERSION"));
     }
-    let stderr = daemon.stderr();
-    assert!(stderr.contains("fd 3, socket activation"), "{stderr}");
-    assert!(stderr.contains("fd 4, socket activation"), "{stderr}");
+    for fd in ["fd 3, socket activation", "fd 4, socket activation"] {
+        daemon.wait_for_stderr(fd, Duration::from_secs(30)).await?;
+    }
 
     daemon.signal(Signal::SIGTERM)?;
     let status = daemon.wait_exit(Duration::from_secs(15)).await?;
