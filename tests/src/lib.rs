@@ -22,7 +22,7 @@ use std::{
     ffi::{OsStr, OsString},
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{Child, Command, ExitStatus, Stdio},
+    process::{Child, Command, ExitStatus, Output, Stdio},
     sync::{Arc, Mutex},
     thread,
     time::{Duration, Instant},
@@ -448,4 +448,18 @@ pub async fn watch_snapshot(
         events.extend(response?.events);
     }
     Ok(events)
+}
+
+/// `trident --socket SOCKET ARGS...` (the real CLI) with a clean
+/// environment: no socket or trace context inherited, no colour.
+pub fn trident_cli(socket: &Path, args: &[&str]) -> Output {
+    Command::new(bin_path("trident"))
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .env_remove("TRIDENT_SOCKET")
+        .env_remove("TRACEPARENT")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run trident")
 }

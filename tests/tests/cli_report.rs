@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use trident_e2e::{Daemon, bin_dir, bin_path};
+use trident_e2e::{Daemon, bin_dir, bin_path, trident_cli};
 
 /// A log line the failing script prints: markup that must stay text.
 const INJECTION: &str = "<script>document.title='owned'</script>";
@@ -82,20 +82,8 @@ async fn daemon() -> Daemon {
         .expect("daemon")
 }
 
-fn trident(socket: &Path, args: &[&str]) -> Output {
-    Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("TRIDENT_SOCKET")
-        .env_remove("TRACEPARENT")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run trident")
-}
-
 fn ok(socket: &Path, args: &[&str], code: i32) -> String {
-    let out = trident(socket, args);
+    let out = trident_cli(socket, args);
     assert_eq!(
         out.status.code(),
         Some(code),

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use otlp_support::{Receiver, exporting_daemon};
 use servicing_support::{Clients, Fixture};
-use trident_e2e::bin_path;
+use trident_e2e::trident_cli;
 use trident_proto::v1::GetHostStatusRequest;
 use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
 
@@ -55,18 +55,6 @@ health:
     content: "true"
 "#
     )
-}
-
-fn trident(socket: &Path, args: &[&str]) -> Output {
-    Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("TRIDENT_SOCKET")
-        .env_remove("TRACEPARENT")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run trident")
 }
 
 fn stdout_of(out: &Output) -> String {
@@ -146,7 +134,7 @@ async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log(
         &["--output", "json", "get", "status"],
         &["get", "configuration"],
     ] {
-        let text = stdout_of(&trident(socket, args));
+        let text = stdout_of(&trident_cli(socket, args));
         assert_no_secret(&format!("trident {args:?}"), &text);
         assert!(text.contains(REGION), "trident {args:?}:\n{text}");
     }
@@ -155,7 +143,7 @@ async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log(
     let work = tempfile::tempdir().unwrap();
     let bundle = work.path().join("bundle.tar");
     let state_dir = daemon.state_dir().display().to_string();
-    stdout_of(&trident(
+    stdout_of(&trident_cli(
         socket,
         &[
             "diagnose",
