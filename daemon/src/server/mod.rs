@@ -9,7 +9,7 @@ pub mod refusal_log;
 pub mod security;
 pub mod shutdown;
 
-use std::{path::PathBuf, sync::Arc};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use sd_notify::NotifyState;
 use tonic::service::Routes;
@@ -221,10 +221,19 @@ fn announce_ready(ctx: &ServerContext, described: &Listening) {
     notify(&[NotifyState::Ready]);
 }
 
+/// How long, once no work is left, connections get to flush and close
+/// before the daemon exits anyway. A response counts as work until its body
+/// yields its last frame, but hyper writes that frame (a servicing stream's
+/// `Completed`, the trailers) to the socket afterwards: exiting at once could
+/// cut it. Closing takes milliseconds; the bound only covers a peer that never
+/// reads.
+const FLUSH_AFTER_WORK: Duration = Duration::from_secs(3);
+
 /// Serves until shutdown, then stops accepting and waits (bounded by the
 /// grace period, counted from the trigger) for in-flight requests and
-/// background operations. Idle connections are not waited for: they are
-/// closed when the runtime stops.
+/// background operations, then (bounded by [`FLUSH_AFTER_WORK`]) for the
+/// connections to write what is left and close. A connection still open
+/// after that is closed when the runtime stops.
 async fn wait_for_shutdown(
     ctx: &ServerContext,
     serving: impl std::future::Future<Output = Result<(), tonic::transport::Error>>,
@@ -242,7 +251,12 @@ async fn wait_for_shutdown(
     let (served, finished) = tokio::select! {
         // Every connection closed by itself; background work may remain.
         served = &mut serving => (served, work_done.await),
-        finished = &mut work_done => (Ok(()), finished),
+        finished = &mut work_done => {
+            let served = tokio::time::timeout(FLUSH_AFTER_WORK, &mut serving)
+                .await
+                .unwrap_or(Ok(()));
+            (served, finished)
+        }
     };
     if !finished {
         tracing::warn!(
