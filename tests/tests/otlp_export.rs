@@ -17,7 +17,7 @@ use trident_e2e::Daemon;
 use trident_proto::v1::GetBusStatusRequest;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn export_carries_the_resource_logs_and_metrics_and_leaves_out_transport_internals()
 -> anyhow::Result<()> {
     let receiver = Receiver::start()?;
@@ -46,7 +46,9 @@ async fn export_carries_the_resource_logs_and_metrics_and_leaves_out_transport_i
         r.metric_names().contains("trident.bus.records")
     })?;
     let stop_started = Instant::now();
-    daemon.stop();
+    // Off the runtime's thread, so this test's open connection answers the
+    // daemon's graceful close as a live client would.
+    tokio::task::block_in_place(|| daemon.stop());
     let stop_took = stop_started.elapsed();
     let received = receiver.wait_for(Duration::from_secs(5), |r| {
         r.has_log_body("tridentd stopped")

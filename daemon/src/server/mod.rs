@@ -225,9 +225,9 @@ fn announce_ready(ctx: &ServerContext, described: &Listening) {
 /// before the daemon exits anyway. A response counts as work until its body
 /// yields its last frame, but hyper writes that frame (a servicing stream's
 /// `Completed`, the trailers) to the socket afterwards: exiting at once could
-/// cut it. Closing takes milliseconds; the bound only covers a peer that never
-/// reads.
-const FLUSH_AFTER_WORK: Duration = Duration::from_secs(3);
+/// cut it. Writing takes milliseconds; a graceful HTTP/2 close also waits for
+/// the peer to answer a PING, so the bound covers a peer that stopped reading.
+const FLUSH_AFTER_WORK: Duration = Duration::from_secs(1);
 
 /// Serves until shutdown, then stops accepting and waits (bounded by the
 /// grace period, counted from the trigger) for in-flight requests and
