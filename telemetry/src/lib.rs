@@ -34,5 +34,5 @@ pub use config::BusConfig;
 pub use error::TelemetryError;
 pub use ids::TraceParent;
 pub use layer::BusLayer;
-pub use service::TelemetryGrpc;
+pub use service::{LastErrorFallback, TelemetryGrpc};
 pub use span_link::OperationSpanLink;

@@ -451,15 +451,37 @@ pub async fn watch_snapshot(
 }
 
 /// `trident --socket SOCKET ARGS...` (the real CLI) with a clean
-/// environment: no socket or trace context inherited, no colour.
+/// environment: no socket, state dir or trace context inherited, no colour.
 pub fn trident_cli(socket: &Path, args: &[&str]) -> Output {
-    Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(socket)
+    trident_command(socket)
         .args(args)
-        .env_remove("TRIDENT_SOCKET")
-        .env_remove("TRACEPARENT")
-        .env("NO_COLOR", "1")
         .output()
         .expect("run trident")
+}
+
+/// The [`trident_cli`] command before its arguments, for a test that
+/// needs more than `output()` (spawn with pipes, extra env, stdin).
+pub fn trident_command(socket: &Path) -> Command {
+    trident_command_via(&[], socket)
+}
+
+/// [`trident_command`] run through `wrapper` (e.g. `setpriv --reuid=...`).
+pub fn trident_command_via(wrapper: &[&str], socket: &Path) -> Command {
+    let mut command = match wrapper.split_first() {
+        Some((first, rest)) => {
+            let mut command = Command::new(first);
+            command.args(rest).arg(bin_path("trident"));
+            command
+        }
+        None => Command::new(bin_path("trident")),
+    };
+    command
+        .arg("--socket")
+        .arg(socket)
+        .env_remove("TRIDENT_SOCKET")
+        .env_remove("TRIDENT_UPSTREAM_SOCKET")
+        .env_remove("TRIDENT_STATE_DIR")
+        .env_remove("TRACEPARENT")
+        .env("NO_COLOR", "1");
+    command
 }

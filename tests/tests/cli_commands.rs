@@ -6,19 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use trident_e2e::{Daemon, bin_path};
-
-/// `trident --socket SOCKET ARGS...` with a clean environment.
-fn trident(socket: &Path, args: &[&str]) -> Output {
-    Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("TRIDENT_SOCKET")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run trident")
-}
+use trident_e2e::{Daemon, bin_path, trident_cli, trident_command, trident_command_via};
 
 fn text(output: &Output) -> (String, String) {
     (
@@ -36,7 +24,7 @@ fn write_config(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread")]
 async fn version_prints_client_and_daemon_versions() -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
-    let out = trident(daemon.socket_path(), &["version"]);
+    let out = trident_cli(daemon.socket_path(), &["version"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -48,7 +36,7 @@ async fn version_prints_client_and_daemon_versions() -> anyhow::Result<()> {
         "{stdout}"
     );
 
-    let out = trident(daemon.socket_path(), &["--output", "json", "version"]);
+    let out = trident_cli(daemon.socket_path(), &["--output", "json", "version"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(v["daemon"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(v["client"], env!("CARGO_PKG_VERSION"));
@@ -75,7 +63,7 @@ fn daemon_not_running_gives_one_clear_line_and_exit_2_for_every_daemon_command()
         vec!["rebuild-raid"],
     ];
     for args in commands {
-        let out = trident(&socket, &args);
+        let out = trident_cli(&socket, &args);
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         let lines: Vec<&str> = stderr.lines().collect();
@@ -86,17 +74,21 @@ fn daemon_not_running_gives_one_clear_line_and_exit_2_for_every_daemon_command()
     }
 }
 
+/// Runs the CLI as user "nobody".
+const NOBODY: [&str; 4] = [
+    "setpriv",
+    "--reuid=nobody",
+    "--regid=nogroup",
+    "--clear-groups",
+];
+
 #[tokio::test(flavor = "multi_thread")]
 async fn socket_permission_denied_is_one_clear_line_and_exit_2() -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
     // Let "nobody" reach the directory but not the socket file.
     std::fs::set_permissions(daemon.temp_dir(), std::fs::Permissions::from_mode(0o755))?;
     std::fs::set_permissions(daemon.socket_path(), std::fs::Permissions::from_mode(0o600))?;
-    let out = Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(bin_path("trident"))
-        .arg("--socket")
-        .arg(daemon.socket_path())
+    let out = trident_command_via(&NOBODY, daemon.socket_path())
         .arg("version")
         .output()?;
     let (_, stderr) = text(&out);
@@ -107,11 +99,7 @@ async fn socket_permission_denied_is_one_clear_line_and_exit_2() -> anyhow::Resu
 
     // The socket mode lets them in; the daemon's peer check says no.
     std::fs::set_permissions(daemon.socket_path(), std::fs::Permissions::from_mode(0o666))?;
-    let out = Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .arg(bin_path("trident"))
-        .arg("--socket")
-        .arg(daemon.socket_path())
+    let out = trident_command_via(&NOBODY, daemon.socket_path())
         .arg("version")
         .output()?;
     let (_, stderr) = text(&out);
@@ -133,7 +121,7 @@ async fn invalid_config_file_exits_2_and_writes_the_error_file() -> anyhow::Resu
             if command != "validate" {
                 args.extend(["-e", error_file.to_str().unwrap_or_default()]);
             }
-            let out = trident(daemon.socket_path(), &args);
+            let out = trident_cli(daemon.socket_path(), &args);
             let (_, stderr) = text(&out);
             assert_eq!(
                 out.status.code(),
@@ -158,13 +146,13 @@ async fn invalid_config_file_exits_2_and_writes_the_error_file() -> anyhow::Resu
 #[tokio::test(flavor = "multi_thread")]
 async fn get_last_error_prints_null_when_there_is_none() -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
-    let out = trident(daemon.socket_path(), &["get", "last-error"]);
+    let out = trident_cli(daemon.socket_path(), &["get", "last-error"]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stdout.trim(), "null");
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("err.json");
-    let out = trident(
+    let out = trident_cli(
         daemon.socket_path(),
         &[
             "--output",
@@ -187,7 +175,7 @@ async fn logs_print_daemon_records_and_a_cursor_file_resumes_without_repeats() -
     let dir = tempfile::tempdir()?;
     let cursor_file = dir.path().join("cursor");
     let cursor_arg = cursor_file.to_str().unwrap_or_default();
-    let first = trident(
+    let first = trident_cli(
         daemon.socket_path(),
         &["logs", "-o", "json", "--cursor-file", cursor_arg],
     );
@@ -209,8 +197,8 @@ async fn logs_print_daemon_records_and_a_cursor_file_resumes_without_repeats() -
     assert_eq!(std::fs::read_to_string(&cursor_file)?.trim(), last);
 
     // Generate at least one new record, then resume: only records after the cursor.
-    let _ = trident(daemon.socket_path(), &["version"]);
-    let second = trident(
+    let _ = trident_cli(daemon.socket_path(), &["version"]);
+    let second = trident_cli(
         daemon.socket_path(),
         &["logs", "-o", "json", "--cursor-file", cursor_arg],
     );
@@ -226,7 +214,7 @@ async fn logs_print_daemon_records_and_a_cursor_file_resumes_without_repeats() -
     }
 
     // --after-cursor with a malformed cursor is a usage error.
-    let bad = trident(
+    let bad = trident_cli(
         daemon.socket_path(),
         &["logs", "--after-cursor", "nonsense"],
     );
@@ -234,7 +222,7 @@ async fn logs_print_daemon_records_and_a_cursor_file_resumes_without_repeats() -
     assert!(text(&bad).1.contains("invalid cursor"));
 
     // Human lines and -n.
-    let human = trident(daemon.socket_path(), &["logs", "-n", "1"]);
+    let human = trident_cli(daemon.socket_path(), &["logs", "-n", "1"]);
     assert_eq!(human.status.code(), Some(0));
     assert_eq!(text(&human).0.lines().count(), 1, "{}", text(&human).0);
     Ok(())
@@ -243,7 +231,7 @@ async fn logs_print_daemon_records_and_a_cursor_file_resumes_without_repeats() -
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_without_a_running_operation_says_so_and_exits_2() -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
-    let out = trident(daemon.socket_path(), &["watch"]);
+    let out = trident_cli(daemon.socket_path(), &["watch"]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -258,7 +246,7 @@ async fn watch_without_a_running_operation_says_so_and_exits_2() -> anyhow::Resu
 fn completions_print_a_script_for_each_shell() {
     let dir = tempfile::tempdir().expect("tempdir");
     for shell in ["bash", "zsh", "fish"] {
-        let out = trident(&dir.path().join("unused.sock"), &["completions", shell]);
+        let out = trident_cli(&dir.path().join("unused.sock"), &["completions", shell]);
         assert_eq!(out.status.code(), Some(0));
         let script = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -271,7 +259,7 @@ fn completions_print_a_script_for_each_shell() {
 #[test]
 fn stream_disk_rejects_a_malformed_hash_before_calling_the_daemon() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = trident(
+    let out = trident_cli(
         &dir.path().join("unused.sock"),
         &["stream-disk", "file:///x.cosi", "--hash", "abc"],
     );
@@ -322,9 +310,7 @@ async fn logs_follow_prints_new_records_and_continues_across_a_daemon_restart() 
         .args(["--inactivity-timeout", "0"])
         .spawn()
         .await?;
-    let mut follow = Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(&socket)
+    let mut follow = trident_command(&socket)
         .args([
             "logs",
             "-f",
@@ -335,13 +321,12 @@ async fn logs_follow_prints_new_records_and_continues_across_a_daemon_restart() 
             "--target",
             "tridentd::server",
         ])
-        .env_remove("TRIDENT_SOCKET")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()?;
     let out = collect_stdout(&mut follow);
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let _ = trident(&socket, &["version"]);
+    let _ = trident_cli(&socket, &["version"]);
     wait_until("a new record", &out, |t| t.contains("\"cursor\""));
     first.signal(nix::sys::signal::Signal::SIGKILL)?;
     first.wait_exit(std::time::Duration::from_secs(10)).await?;
@@ -351,7 +336,7 @@ async fn logs_follow_prints_new_records_and_continues_across_a_daemon_restart() 
         .args(["--inactivity-timeout", "0"])
         .spawn()
         .await?;
-    let _ = trident(&socket, &["version"]);
+    let _ = trident_cli(&socket, &["version"]);
     wait_until("records of the new run", &out, |t| {
         t.contains("\"run_change\"")
     });
@@ -380,7 +365,7 @@ async fn a_host_configuration_the_daemon_rejects_exits_2_with_its_structured_err
         vec!["install", unknown_key, "--progress", "plain"],
         vec!["update", unknown_key, "--progress", "plain"],
     ] {
-        let out = trident(daemon.socket_path(), &args);
+        let out = trident_cli(daemon.socket_path(), &args);
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
@@ -394,12 +379,12 @@ async fn a_host_configuration_the_daemon_rejects_exits_2_with_its_structured_err
 #[test]
 fn bad_usage_exits_2_as_upstream() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = trident(
+    let out = trident_cli(
         &dir.path().join("s.sock"),
         &["validate", "x", "--no-such-flag"],
     );
     assert_eq!(out.status.code(), Some(2));
-    let out = trident(&dir.path().join("s.sock"), &["--help"]);
+    let out = trident_cli(&dir.path().join("s.sock"), &["--help"]);
     assert_eq!(out.status.code(), Some(0));
 }
 
@@ -409,7 +394,7 @@ async fn output_into_a_closed_pipe_ends_quietly_with_exit_0() -> anyhow::Result<
     // More than a pipe buffer (64 KiB) of JSON lines, so writing goes on
     // after `head` has exited and hits the closed pipe.
     for _ in 0..300 {
-        let _ = trident(daemon.socket_path(), &["version"]);
+        let _ = trident_cli(daemon.socket_path(), &["version"]);
     }
     let script = format!(
         "set -o pipefail; {} --socket {} logs -o json | head -n 1 >/dev/null",

@@ -4,18 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use trident_e2e::{Daemon, bin_path};
-
-fn trident(socket: &Path, args: &[&str]) -> Output {
-    Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("TRIDENT_SOCKET")
-        .env_remove("TRIDENT_STATE_DIR")
-        .output()
-        .expect("run trident")
-}
+use trident_e2e::{Daemon, trident_cli};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -60,7 +49,7 @@ fn offline_initialize_creates_the_datastore_without_a_daemon_and_refuses_to_over
         "--datastore",
         datastore.to_str().unwrap_or_default(),
     ];
-    let out = trident(&socket, &args);
+    let out = trident_cli(&socket, &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(datastore.exists());
     assert!(
@@ -69,7 +58,7 @@ fn offline_initialize_creates_the_datastore_without_a_daemon_and_refuses_to_over
         stderr(&out)
     );
 
-    let again = trident(&socket, &args);
+    let again = trident_cli(&socket, &args);
     assert_eq!(again.status.code(), Some(2));
     assert!(
         stderr(&again).contains("already exists"),
@@ -79,7 +68,7 @@ fn offline_initialize_creates_the_datastore_without_a_daemon_and_refuses_to_over
 
     // What diagnose reads back from that datastore, with no daemon.
     let bundle = dir.path().join("bundle.tar");
-    let out = trident(
+    let out = trident_cli(
         &socket,
         &[
             "diagnose",
@@ -112,7 +101,7 @@ fn offline_initialize_with_an_unreadable_host_status_exits_2() {
     std::fs::write(&hs, "servicingState: [not a state\n").expect("write");
     let datastore = dir.path().join("ds.sqlite");
     for path in [hs.clone(), dir.path().join("missing.yaml")] {
-        let out = trident(
+        let out = trident_cli(
             &dir.path().join("s.sock"),
             &[
                 "offline-initialize",
@@ -132,7 +121,7 @@ async fn diagnose_with_the_daemon_up_includes_versions_bus_and_journal_state() -
     let daemon = Daemon::start().await?;
     let dir = tempfile::tempdir()?;
     let bundle = dir.path().join("bundle.tar");
-    let out = trident(
+    let out = trident_cli(
         daemon.socket_path(),
         &[
             "diagnose",

@@ -4,23 +4,10 @@
 //! the daemon's agent configuration (`trident.conf`, exit 4). Everything
 //! either acts or says why not, with upstream's exit codes.
 
-use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use trident_e2e::{Daemon, bin_path};
-
-fn trident(socket: &Path, args: &[&str]) -> Output {
-    Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("TRIDENT_SOCKET")
-        .env_remove("TRIDENT_UPSTREAM_SOCKET")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run trident")
-}
+use trident_e2e::{Daemon, trident_cli};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -33,7 +20,7 @@ fn stdout(out: &Output) -> String {
 #[test]
 fn stream_image_is_stream_disk() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = trident(
+    let out = trident_cli(
         &dir.path().join("unused.sock"),
         &["stream-image", "file:///x.cosi", "--hash", "abc"],
     );
@@ -67,7 +54,7 @@ fn refused_upstream_flags_say_why_and_exit_2() {
         ),
     ];
     for (args, says) in cases {
-        let out = trident(&socket, args);
+        let out = trident_cli(&socket, args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
@@ -78,7 +65,7 @@ async fn rebuild_raid_c_is_checked_and_the_note_says_it_is_not_sent() -> anyhow:
     let daemon = Daemon::start().await?;
     let dir = tempfile::tempdir()?;
     let missing = dir.path().join("missing.yaml");
-    let out = trident(
+    let out = trident_cli(
         daemon.socket_path(),
         &["rebuild-raid", "-c", missing.to_str().unwrap_or_default()],
     );
@@ -87,7 +74,7 @@ async fn rebuild_raid_c_is_checked_and_the_note_says_it_is_not_sent() -> anyhow:
 
     let config = dir.path().join("c.yaml");
     std::fs::write(&config, "storage: {}\n")?;
-    let out = trident(
+    let out = trident_cli(
         daemon.socket_path(),
         &[
             "rebuild-raid",
@@ -104,7 +91,7 @@ async fn rebuild_raid_c_is_checked_and_the_note_says_it_is_not_sent() -> anyhow:
 #[tokio::test(flavor = "multi_thread")]
 async fn get_status_prints_the_full_host_status_with_upstream_keys() -> anyhow::Result<()> {
     let daemon = Daemon::start().await?;
-    let out = trident(daemon.socket_path(), &["get", "status"]);
+    let out = trident_cli(daemon.socket_path(), &["get", "status"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     for key in [
@@ -121,7 +108,7 @@ async fn get_status_prints_the_full_host_status_with_upstream_keys() -> anyhow::
     ] {
         assert!(text.contains(key), "{key} missing:\n{text}");
     }
-    let out = trident(daemon.socket_path(), &["--output", "json", "get", "status"]);
+    let out = trident_cli(daemon.socket_path(), &["--output", "json", "get", "status"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     assert_eq!(json["servicingState"], "not-provisioned", "{json:#}");
     assert!(json.get("diskUuids").is_some(), "{json:#}");
@@ -133,7 +120,7 @@ async fn diagnose_output_journal_and_selinux_collect_or_say_why_not() -> anyhow:
     let daemon = Daemon::start().await?;
     let dir = tempfile::tempdir()?;
     let bundle = dir.path().join("bundle.tar");
-    let out = trident(
+    let out = trident_cli(
         daemon.socket_path(),
         &[
             "diagnose",
@@ -186,7 +173,7 @@ async fn the_agent_configuration_names_the_datastore_and_an_unloadable_one_exits
         .arg(&conf)
         .spawn()
         .await?;
-    let out = trident(daemon.socket_path(), &["get", "status"]);
+    let out = trident_cli(daemon.socket_path(), &["get", "status"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(datastore.exists(), "{}", daemon.stderr());
     assert!(!daemon.state_dir().join("datastore.sqlite").exists());

@@ -194,10 +194,16 @@ async fn a_torn_journal_segment_or_datastore_is_recovered_or_refused_and_the_dae
             .list_operations(ListOperationsRequest {})
             .await
             .unwrap_or_else(|e| panic!("{what}: ListOperations: {e}"));
-        telemetry
-            .get_last_error(GetLastErrorRequest {})
-            .await
-            .unwrap_or_else(|e| panic!("{what}: GetLastError: {e}"));
+        // GetLastError asks the datastore when the journal has no error:
+        // it answers, or refuses naming the datastore when that is damaged
+        // (never "no error" for a Host Status it could not read).
+        if let Err(status) = telemetry.get_last_error(GetLastErrorRequest {}).await {
+            assert!(damage.touches_datastore(), "{what}: GetLastError: {status}");
+            assert!(
+                status.message().to_lowercase().contains("datastore"),
+                "{what}: GetLastError names the datastore: {status}"
+            );
+        }
         // The datastore: recovered (a documented state) or refused clearly.
         let mut c = Clients::new(&d).await;
         let state_answer = c

@@ -1,14 +1,13 @@
 //! `trident get [configuration|status|last-error|rollback-chain|rollback-target] [-o FILE]`.
 //! YAML by default like upstream; `trident --output json get ...` for JSON.
 
-use trident_proto::v1::GetHostStatusRequest;
-use trident_proto::v1::GetLastErrorRequest as BusLastErrorRequest;
 use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use trident_proto::v1::{GetHostStatusRequest, GetLastErrorRequest};
 use trident_proto::v1preview::rollback_service_client::RollbackServiceClient;
 use trident_proto::v1preview::status_service_client::StatusServiceClient;
 use trident_proto::v1preview::{
-    GetConfigRequest, GetLastErrorRequest, GetRollbackChainRequest, GetRollbackTargetRequest,
+    GetConfigRequest, GetRollbackChainRequest, GetRollbackTargetRequest,
 };
 
 use super::Ctx;
@@ -102,26 +101,11 @@ pub async fn host_status_text(ctx: &Ctx, format: OutputFormat) -> CliResult<Stri
     }
 }
 
-/// The last error in full (bus report), falling back to the upstream
-/// StatusService answer (the Host Status's `lastError`) when the bus has
-/// none: after a failed A/B update the host runs the old volume, whose bus
-/// journal never saw the commit that failed on the other one, while the
-/// datastore it was handed records it. None when neither has one.
+/// The last error in full. The daemon answers from its bus, or from the
+/// Host Status's `lastError` when the bus never saw the error (a commit
+/// that failed on the other A/B volume); None when neither has one.
 pub async fn last_error(ctx: &Ctx) -> CliResult<Option<ErrorView>> {
-    let channel = ctx.channel().await?;
-    match TelemetryServiceClient::new(channel.clone())
-        .get_last_error(BusLastErrorRequest {})
-        .await
-    {
-        Ok(response) => {
-            if let Some(error) = response.into_inner().error {
-                return Ok(Some(ErrorView::from(&error)));
-            }
-        }
-        Err(s) if s.code() == tonic::Code::Unimplemented => {}
-        Err(s) => return Err(CliError::rpc("GetLastError", s)),
-    }
-    let response = StatusServiceClient::new(channel)
+    let response = TelemetryServiceClient::new(ctx.channel().await?)
         .get_last_error(GetLastErrorRequest {})
         .await
         .map_err(|s| CliError::rpc("GetLastError", s))?

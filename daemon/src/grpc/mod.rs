@@ -6,6 +6,7 @@
 pub mod additions;
 pub mod error_status;
 pub mod host_status;
+pub mod last_error;
 pub mod router;
 pub mod servicing;
 pub mod servicing_stream;

@@ -18,6 +18,7 @@ use tonic_health::{ServingStatus, server::HealthReporter};
 use trident_proto::{v1, v1preview};
 use trident_telemetry::Bus;
 
+use super::last_error::HostStatusLastError;
 use super::servicing::ServicingApi;
 use super::stream_disk::StreamDiskService;
 use super::version::Version;
@@ -69,7 +70,14 @@ fn add_services(registry: &mut ServiceRegistry, parts: &GrpcParts) {
     registry.add(v1::version_service_server::VersionServiceServer::new(
         Version,
     ));
-    registry.add(parts.bus.service());
+    registry.add(
+        parts
+            .bus
+            .service()
+            .with_last_error_fallback(Arc::new(HostStatusLastError::new(Arc::clone(
+                &parts.engine,
+            )))),
+    );
 
     let servicing = ServicingApi::new(Arc::clone(&parts.engine));
     registry.add(v1::streaming_service_server::StreamingServiceServer::new(

@@ -1,15 +1,20 @@
 //! `TelemetryService` as one tower service over a bus. Each Watch RPC only
 //! registers a subscriber and streams its batches as the ring's bytes
-//! ([`encoded`]: no decode and re-encode); the unary calls read bus state.
+//! ([`encoded`]: no decode and re-encode); the unary calls read bus state
+//! (`GetLastError` falls back to its owner's [`LastErrorFallback`]).
 //! [`TelemetryGrpc::call`] is the one table of methods, and of the record
 //! kinds each Watch method delivers.
 
 mod encoded;
+mod last_error;
 mod unary;
 
 pub use encoded::EncodedResponse;
+pub use last_error::LastErrorFallback;
 
 use std::convert::Infallible;
+use std::future::ready;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
@@ -18,9 +23,9 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use trident_proto::v1::telemetry_service_server::SERVICE_NAME;
 use trident_proto::v1::{
-    GetBusStatusRequest, GetLastErrorRequest, GetLastErrorResponse, ListOperationsRequest,
-    ListOperationsResponse, RecordKind, WatchErrorsRequest, WatchLogsRequest, WatchOptions,
-    WatchProgressRequest, WatchRequest, WatchTracesRequest,
+    GetBusStatusRequest, GetLastErrorRequest, ListOperationsRequest, ListOperationsResponse,
+    RecordKind, WatchErrorsRequest, WatchLogsRequest, WatchOptions, WatchProgressRequest,
+    WatchRequest, WatchTracesRequest,
 };
 
 use crate::bus::Bus;
@@ -32,12 +37,23 @@ use unary::serve_unary;
 #[derive(Clone, Debug)]
 pub struct TelemetryGrpc {
     bus: Bus,
+    last_error_fallback: Option<Arc<dyn LastErrorFallback>>,
 }
 
 impl TelemetryGrpc {
     /// Serves this bus.
     pub fn new(bus: Bus) -> Self {
-        TelemetryGrpc { bus }
+        TelemetryGrpc {
+            bus,
+            last_error_fallback: None,
+        }
+    }
+
+    /// `GetLastError` answers from `fallback` when the bus has no error
+    /// record (the daemon passes its datastore's Host Status `lastError`).
+    pub fn with_last_error_fallback(mut self, fallback: Arc<dyn LastErrorFallback>) -> Self {
+        self.last_error_fallback = Some(fallback);
+        self
     }
 }
 
@@ -81,16 +97,19 @@ impl tower::Service<http::Request<Body>> for TelemetryGrpc {
             "Watch" => serve_watch(bus, request, |r: WatchRequest| {
                 Ok((r.options, kinds_of(&r.kinds)?))
             }),
-            "GetLastError" => serve_unary(bus, request, |bus, _: GetLastErrorRequest| {
-                GetLastErrorResponse {
-                    error: bus.last_error(),
-                }
+            "GetLastError" => {
+                let fallback = self.last_error_fallback.clone();
+                serve_unary(request, move |_: GetLastErrorRequest| {
+                    last_error::answer(bus.clone(), fallback.clone())
+                })
+            }
+            "GetBusStatus" => serve_unary(request, move |_: GetBusStatusRequest| {
+                ready(Ok(bus.status()))
             }),
-            "GetBusStatus" => serve_unary(bus, request, |bus, _: GetBusStatusRequest| bus.status()),
-            "ListOperations" => serve_unary(bus, request, |bus, _: ListOperationsRequest| {
-                ListOperationsResponse {
+            "ListOperations" => serve_unary(request, move |_: ListOperationsRequest| {
+                ready(Ok(ListOperationsResponse {
                     operations: bus.operations(),
-                }
+                }))
             }),
             _ => Box::pin(async { Ok(Status::new(Code::Unimplemented, "").into_http()) }),
         }
