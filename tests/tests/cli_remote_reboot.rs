@@ -145,7 +145,7 @@ async fn a_remote_host_that_reboots_and_comes_back_exits_0_and_names_its_state()
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("the remote host is rebooting; waiting up to 3m for it to come back"),
+        stderr.contains("the host is rebooting (a remote host: the daemon's boot id is not this host's); waiting up to 3m for it to come back"),
         "{stderr}"
     );
     assert!(stderr.contains("the remote host came back"), "{stderr}");
@@ -172,7 +172,10 @@ async fn a_remote_host_that_keeps_its_boot_id_did_not_reboot_exit_3() {
     let out = finish(cli).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
-    assert!(stderr.contains("the remote host is rebooting"), "{stderr}");
+    assert!(
+        stderr.contains("the host is rebooting (a remote host"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains(&format!(
             "the remote host did not reboot: its daemon still answers with boot id {BOOT_BEFORE}"

@@ -79,7 +79,12 @@ pub(super) async fn wait_for_remote_reboot(
 ) -> CliResult<Exit> {
     let timeout = reboot_timeout(REMOTE_REBOOT_TIMEOUT);
     let waited = humantime::format_duration(timeout);
-    eprintln!("trident: the remote host is rebooting; waiting up to {waited} for it to come back");
+    // Starts like the local wait's line: scripts watching for "the host is
+    // rebooting" (scripts/vm-demo.sh) see both.
+    eprintln!(
+        "trident: the host is rebooting (a remote host: the daemon's boot id is not this host's); \
+         waiting up to {waited} for it to come back"
+    );
     let start = Instant::now();
     let deadline = start + timeout;
     let mut watch = RebootWatch::new(before, own);
