@@ -5,10 +5,14 @@
 //! The daemon's `--reboot systemd` runs a stand-in `systemctl` on PATH (the
 //! one mock: a real reboot cannot run here) that writes the host's next
 //! boot id and stops the daemon (SIGTERM to its parent), as a reboot would.
-//! The test then plays the host coming back (or not) with a real daemon.
+//! The test then plays the host coming back (or not) with a real daemon,
+//! directly on the daemon's socket or through the reverse-connect proxy
+//! (`trident rcp-listen` and a `trident-rcp` agent), as an orchestrator
+//! drives a host.
 
 #![allow(clippy::unwrap_used)]
 
+mod rcp_support;
 mod servicing_support;
 
 use std::os::unix::fs::PermissionsExt;
@@ -16,8 +20,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, wait_path};
 use servicing_support::Fixture;
 use trident_e2e::{Daemon, DaemonBuilder, bin_path};
+use trident_rcp::pki::LeafSpec;
 
 /// Generous: installs and restarts on a loaded 2-core machine.
 const WAIT: Duration = Duration::from_secs(180);
@@ -203,4 +209,49 @@ async fn a_remote_host_that_goes_down_and_stays_down_exits_2() {
     let line = reboot_line(&stdout);
     assert_eq!(line["outcome"], "did-not-come-back", "{line}");
     assert_eq!(line["boot_id"], serde_json::Value::Null, "{line}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn through_the_proxy_the_cli_follows_the_host_across_its_reboot_and_reconnect() {
+    let host = RemoteHost::new(Some(BOOT_AFTER), true);
+    let pki = Pki::new();
+    let listener = ListenerProc::start(&pki, &[]);
+    let files = pki.host("host-1", &LeafSpec::dns("host-1"));
+    let host_socket = pki.sockets_dir().join("host-1.sock");
+    let mut before = host.daemon().spawn().await.unwrap();
+    let mut agent = AgentProc::start(listener.addr, ORCHESTRATOR, &files, before.socket_path());
+    wait_path(&host_socket, true).await;
+    let cli = start_install(&host_socket, &host.config(), "plain", "3m");
+    // The "reboot": the daemon stops, then the agent with it (the tunnel
+    // and the host's socket go away), and both start again.
+    assert!(before.wait_exit(WAIT).await.unwrap().is_some());
+    agent.kill();
+    wait_path(&host_socket, false).await;
+    let _after = host
+        .daemon()
+        .socket(before.socket_path())
+        .state_dir(before.state_dir())
+        .spawn()
+        .await
+        .unwrap();
+    let _agent = AgentProc::start(listener.addr, ORCHESTRATOR, &files, before.socket_path());
+    let out = finish(cli).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the host is rebooting (a remote host"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the remote host came back after"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("boot id {BOOT_AFTER}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        listener.nth_event("connected", 1, |_| true)["host"],
+        "host-1"
+    );
 }
