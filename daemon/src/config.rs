@@ -31,12 +31,12 @@ pub const DEFAULT_INACTIVITY_TIMEOUT: &str = "5m";
 pub const DEFAULT_SHUTDOWN_GRACE: &str = "10s";
 /// File name of the SQLite datastore inside the state directory.
 pub const DATASTORE_FILE: &str = "datastore.sqlite";
-/// Env var: bound on connecting to an image server (same as `--http-connect-timeout`).
-pub const ENV_HTTP_CONNECT_TIMEOUT: &str = "TRIDENT_HTTP_CONNECT_TIMEOUT";
 /// Env var: file the daemon reads its host's boot id from (same as
 /// `--boot-id-file`); for containers and tests, where /proc is not the
 /// serviced host's.
 pub const ENV_BOOT_ID_FILE: &str = "TRIDENT_BOOT_ID_FILE";
+/// Env var: bound on connecting to an image server (same as `--http-connect-timeout`).
+pub const ENV_HTTP_CONNECT_TIMEOUT: &str = "TRIDENT_HTTP_CONNECT_TIMEOUT";
 /// Env var: bound on a stalled image download (same as `--http-read-timeout`).
 pub const ENV_HTTP_READ_TIMEOUT: &str = "TRIDENT_HTTP_READ_TIMEOUT";
 /// Default of `--http-connect-timeout` (trident-cosi's default, spelled for clap).
