@@ -8,8 +8,8 @@
 //! |---|---|
 //! | 0 | success (also `--help`, `--version`) |
 //! | 1 | the CLI itself could not set up (its async runtime) |
-//! | 2 | everything else that fails: usage error, daemon unreachable, an RPC refused (busy, invalid argument, failed precondition, permission denied) or failed, Host Configuration unreadable or invalid, servicing failed, stream lost, local file errors |
-//! | 3 | Trident was to reboot the host and the reboot did not happen |
+//! | 2 | everything else that fails: usage error, daemon unreachable, an RPC refused (busy, invalid argument, failed precondition, permission denied) or failed, Host Configuration unreadable or invalid, servicing failed, stream lost, local file errors; also a remote host (daemon with another boot id) that went down for its reboot and did not come back within `TRIDENT_REBOOT_TIMEOUT` |
+//! | 3 | Trident was to reboot the host and the reboot did not happen (this host still up; or a remote host whose daemon still answers with its old boot id) |
 //! | 4 | the agent configuration could not be loaded: never for this CLI, which has none; `tridentd` exits 4 when `/etc/trident/trident.conf` cannot be loaded |
 //!
 //! Ctrl-C is not in upstream's table (its CLI dies of SIGINT, which a shell
@@ -104,6 +104,11 @@ pub enum CliError {
     /// Trident was asked to handle the reboot and it did not happen.
     #[error("{0}")]
     RebootUnsuccessful(String),
+    /// A remote host went down for the reboot its daemon started and did
+    /// not come back in time: the reboot may have happened, the host is
+    /// unreachable (exit 2, like any unreachable daemon).
+    #[error("{0}")]
+    RemoteHostLost(String),
     /// The stream ended without saying how the operation finished.
     #[error("{0}")]
     StreamLost(String),
@@ -132,7 +137,8 @@ impl CliError {
             | CliError::ConfigInvalid(_)
             | CliError::File { .. }
             | CliError::ServicingFailed
-            | CliError::StreamLost(_) => Exit::ServicingFailed,
+            | CliError::StreamLost(_)
+            | CliError::RemoteHostLost(_) => Exit::ServicingFailed,
         }
     }
 
@@ -215,6 +221,7 @@ mod tests {
             (CliError::StreamLost("s".into()), 2),
             (CliError::Local("l".into()), 2),
             (CliError::RebootUnsuccessful("r".into()), 3),
+            (CliError::RemoteHostLost("h".into()), 2),
             (CliError::Interrupted, 130),
         ];
         for (error, code) in cases {

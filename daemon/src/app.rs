@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use trident_host::boot_id::read_boot_id;
 use trident_telemetry::Bus;
 
 use crate::config::Config;
@@ -65,6 +66,7 @@ async fn serve(
         bus,
         engine: Arc::new(engine),
         disks: ctx.config.disks.clone(),
+        boot_id: read_boot_id(&ctx.config.boot_id_file).unwrap_or_default(),
     };
     let (routes, health) = router::build(&parts).await?;
     // Registered last, so it runs first once the server has stopped.

@@ -31,6 +31,10 @@ pub const DEFAULT_INACTIVITY_TIMEOUT: &str = "5m";
 pub const DEFAULT_SHUTDOWN_GRACE: &str = "10s";
 /// File name of the SQLite datastore inside the state directory.
 pub const DATASTORE_FILE: &str = "datastore.sqlite";
+/// Env var: file the daemon reads its host's boot id from (same as
+/// `--boot-id-file`); for containers and tests, where /proc is not the
+/// serviced host's.
+pub const ENV_BOOT_ID_FILE: &str = "TRIDENT_BOOT_ID_FILE";
 /// Env var: bound on connecting to an image server (same as `--http-connect-timeout`).
 pub const ENV_HTTP_CONNECT_TIMEOUT: &str = "TRIDENT_HTTP_CONNECT_TIMEOUT";
 /// Env var: bound on a stalled image download (same as `--http-read-timeout`).
@@ -135,6 +139,13 @@ pub struct Config {
     /// without receiving a byte.
     #[arg(long, env = ENV_HTTP_READ_TIMEOUT, default_value = DEFAULT_HTTP_READ_TIMEOUT, value_parser = humantime::parse_duration, value_name = "DUR")]
     pub http_read_timeout: Duration,
+
+    /// File holding the host's boot id, which Version tells clients that
+    /// opted in to `ids` (the CLI tells a remote daemon from a local one
+    /// by it). Another file only for containers and tests, where /proc is
+    /// not the serviced host's; unreadable means "unknown" (empty).
+    #[arg(long, env = ENV_BOOT_ID_FILE, default_value = trident_host::boot_id::BOOT_ID_PATH, value_name = "PATH")]
+    pub boot_id_file: PathBuf,
 
     /// What to do when servicing requires a reboot.
     #[arg(long, value_enum, default_value_t = RebootMode::Record)]

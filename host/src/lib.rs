@@ -3,6 +3,7 @@
 //! commands: the error model, the Host Configuration (parse + validate),
 //! the Host Status, and the SQLite datastore.
 
+pub mod boot_id;
 pub mod config;
 pub mod convert;
 pub mod datastore;

@@ -41,7 +41,7 @@ pub const ADDITION_PROGRESS: &str = "progress";
 /// `Started.operation_id` / `cursor` / `trace_id`, `TridentError.context` /
 /// `causes` / `operation_id` / `trace_id` / `timestamp` (in `Completed`,
 /// `GetLastError` and `ValidateHostConfiguration`) and
-/// `VersionResponse.git_commit`.
+/// `VersionResponse.git_commit` / `boot_id`.
 pub const ADDITION_IDS: &str = "ids";
 
 /// Addition name (in [`ADDITIONS_HEADER`]): servicing streams carry the

@@ -1,12 +1,15 @@
 """A stock grpcio client (stubs generated from proto/) talks to tridentd over
 its Unix socket: Version and the standard health check."""
 
+from pathlib import Path
+
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 
-def test_version_answers_crate_version_and_git_commit(stubs, daemon):
-    """git_commit (our field 1000) only for a client that opted in to `ids`."""
+def test_version_answers_crate_version_git_commit_and_boot_id(stubs, daemon):
+    """git_commit and boot_id (our fields 1000, 1001) only for a client that
+    opted in to `ids`; the boot id is this host's by default."""
     from trident.v1 import version_pb2, version_pb2_grpc
 
     with daemon.channel() as channel:
@@ -17,8 +20,11 @@ def test_version_answers_crate_version_and_git_commit(stubs, daemon):
         )
     assert strict.version.count(".") == 2, strict
     assert strict.git_commit == "", strict
+    assert strict.boot_id == "", strict
     assert response.version == strict.version, response
     assert response.git_commit, response
+    own = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert response.boot_id == own, response
 
 
 def test_health_check_reports_serving_overall_and_for_version_service(stubs, daemon):

@@ -197,6 +197,7 @@ impl DaemonBuilder {
             .env_remove("TRIDENT_UPSTREAM_SOCKET")
             .env_remove("TRIDENT_AGENT_CONFIG")
             .env_remove("TRIDENT_STATE_DIR")
+            .env_remove("TRIDENT_BOOT_ID_FILE")
             .env_remove("NOTIFY_SOCKET")
             .env_remove("LISTEN_FDS")
             .env_remove("LISTEN_PID")

@@ -258,7 +258,7 @@ async fn only_a_client_that_opted_in_gets_the_full_error_report_in_the_stream() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn version_says_its_git_commit_only_to_clients_that_opted_in() {
+async fn version_says_its_git_commit_and_boot_id_only_to_clients_that_opted_in() {
     let d = daemon().await;
     let mut client = VersionServiceClient::new(d.strict_channel().await.unwrap());
     let strict = client
@@ -268,6 +268,7 @@ async fn version_says_its_git_commit_only_to_clients_that_opted_in() {
         .into_inner();
     assert!(!strict.version.is_empty());
     assert_eq!(strict.git_commit, "", "no field of ours by default");
+    assert_eq!(strict.boot_id, "", "no field of ours by default");
     let with_ids = client
         .version(request(VersionRequest {}, Some("IDS")))
         .await
@@ -275,6 +276,9 @@ async fn version_says_its_git_commit_only_to_clients_that_opted_in() {
         .into_inner();
     assert_eq!(with_ids.version, strict.version);
     assert!(!with_ids.git_commit.is_empty(), "{with_ids:?}");
+    // By default the daemon tells this host's boot id (/proc).
+    let own = std::fs::read_to_string(trident_host::boot_id::BOOT_ID_PATH).unwrap();
+    assert_eq!(with_ids.boot_id, own.trim(), "{with_ids:?}");
 }
 
 /// Asserts `result` is INVALID_ARGUMENT whose message names `field`.

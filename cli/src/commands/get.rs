@@ -71,7 +71,7 @@ fn with_newline(mut text: String) -> String {
 }
 
 /// Parses YAML text into a JSON value (null for empty or unparsable text).
-fn yaml_value(text: &str) -> serde_json::Value {
+pub(crate) fn yaml_value(text: &str) -> serde_json::Value {
     if text.trim().is_empty() {
         return serde_json::Value::Null;
     }

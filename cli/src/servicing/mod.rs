@@ -21,9 +21,10 @@ use crate::args::{OutputFormat, ServicingArgs};
 use crate::client::TraceParent;
 use crate::commands::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
-use crate::live::progress::Progress;
+use crate::live::progress::{Mode, Progress};
 use crate::live::servicing_stream::follow_servicing_stream;
 use error_file::{error_view_of, write_error_file};
+use reboot::DaemonHost;
 
 /// Runs one servicing RPC. `open` starts the stream on a channel, with the
 /// CLI's trace context. `config_rpc` says whether INVALID_ARGUMENT refers to
@@ -39,7 +40,7 @@ where
     F: FnOnce(Channel, TraceParent) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
 {
-    let stream = open_stream(ctx, args, what, config_rpc, open).await?;
+    let (stream, host) = open_stream(ctx, args, what, config_rpc, open).await?;
     let mut progress = Progress::new(args.progress, ctx.verbosity);
     let followed = follow_servicing_stream(ctx, &mut progress, stream, what).await;
     progress.finish();
@@ -62,7 +63,8 @@ where
         .as_ref()
         .is_some_and(|o| o.reboot_status == RebootStatus::RebootStarted);
     if exit == Exit::Success && rebooting {
-        return reboot::wait_for_reboot(ctx).await;
+        let json = Mode::resolve(args.progress) == Mode::Json;
+        return reboot::wait_for_reboot(ctx, &host, json).await;
     }
     // The daemon found the Host Configuration invalid: say so in one line
     // (exit 2, as upstream's CLI).
@@ -80,22 +82,24 @@ where
 }
 
 /// Opens the servicing stream; a refusal (busy, invalid) is the command's
-/// error, with the -e file written.
+/// error, with the -e file written. Asks the daemon first where it runs
+/// ([`DaemonHost`]): after `Completed` it may be gone.
 async fn open_stream<F, Fut>(
     ctx: &Ctx,
     args: &ServicingArgs,
     what: &'static str,
     config_rpc: bool,
     open: F,
-) -> CliResult<Streaming<ServicingResponse>>
+) -> CliResult<(Streaming<ServicingResponse>, DaemonHost)>
 where
     F: FnOnce(Channel, TraceParent) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
 {
     let channel = ctx.channel().await?;
+    let host = DaemonHost::locate(&channel).await;
     let trace = TraceParent::from_env_or_generate();
     match open(channel, trace).await {
-        Ok(response) => Ok(response.into_inner()),
+        Ok(response) => Ok((response.into_inner(), host)),
         Err(status) => {
             let err = if config_rpc && status.code() == tonic::Code::InvalidArgument {
                 CliError::ConfigInvalid(format!(

@@ -100,6 +100,7 @@ impl Additions {
         }
         VersionResponse {
             git_commit: String::new(),
+            boot_id: String::new(),
             ..response
         }
     }

@@ -33,6 +33,8 @@ pub struct GrpcParts {
     pub engine: Arc<Engine>,
     /// Disks StreamDisk may write (`--disk`).
     pub disks: Vec<PathBuf>,
+    /// The host's boot id, told by Version (empty when unknown).
+    pub boot_id: String,
 }
 
 /// Collects services and their names.
@@ -68,7 +70,7 @@ impl ServiceRegistry {
 /// Adds every Trident service. Other parts of the daemon register here.
 fn add_services(registry: &mut ServiceRegistry, parts: &GrpcParts) {
     registry.add(v1::version_service_server::VersionServiceServer::new(
-        Version,
+        Version::new(parts.boot_id.clone()),
     ));
     registry.add(
         parts
