@@ -17,12 +17,18 @@
 #   6. `trident update` to v2, live progress; the VM tries volume B once,
 #      the commit service commits: the OS says v2, the status volume B
 #   7. `trident traces` of that commit: its span tree
+#   8. a failing update (the scenario's step 4): `trident update` to v1
+#      with a health check on a unit that never becomes active
+#      (timeoutSeconds 15), live progress; the VM tries volume A once, the
+#      commit service's health check fails, tridentd points the next boot
+#      back at B and reboots: the VM comes back on v2 by itself, and
+#      `trident get status` and `trident get last-error` say why
 #
 # TRIDENT_BIN_DIR=DIR uses the binaries in DIR (tridentd, trident,
 # trident-rcp, mkcosi, trident-e2e-pki; e.g. target/debug) instead of
 # building release binaries.
-# --keep DIR keeps the COSI images (DIR/*.cosi), the disks, the serial log
-# and the listener's events in DIR.
+# --keep DIR keeps the COSI images (DIR/*.cosi), the disks, the serial log,
+# the listener's events and the CLI's logs (cli-*.log) in DIR.
 # Needs: qemu-system-x86 ovmf mmdebstrap mtools dosfstools squashfs-tools
 # socat python3. Nothing on this machine is touched except
 # /var/cache/trident-vm (the cached Debian tree) and files under the work
@@ -163,7 +169,7 @@ QEMU_PID=$!
 PIDS+=("$QEMU_PID")
 BOOT_STARTED=$SECONDS
 
-wait_boot() { # N: waits for the N-th ready marker and the N-th connection of the host
+wait_marker() { # N: waits for the N-th ready marker and prints it
     local n="$1"
     until [ "$(count TRIDENT-TEST-OS-READY "$WORK/serial.log")" -ge "$n" ] 2>/dev/null; do
         kill -0 "$QEMU_PID" 2>/dev/null || { echo "QEMU exited; see $WORK/qemu.log" >&2; exit 1; }
@@ -177,6 +183,11 @@ wait_boot() { # N: waits for the N-th ready marker and the N-th connection of th
     echo "boot $n: up after $((SECONDS - BOOT_STARTED)) s; the test OS says:"
     grep -a TRIDENT-TEST-OS-READY "$WORK/serial.log" | sed -n "${n}p" |
         sed 's/.*\(TRIDENT-TEST-OS-READY\)/    \1/'
+}
+
+wait_boot() { # N: waits for the N-th ready marker and the N-th connection of the host
+    local n="$1"
+    wait_marker "$n"
     until [ "$(count '"event":"connected"' "$EVENTS")" -ge "$n" ] 2>/dev/null; do
         if [ $((SECONDS - BOOT_STARTED)) -gt "$BOOT_TIMEOUT" ]; then
             echo "the guest's trident-rcp did not connect; events:" >&2
@@ -192,12 +203,20 @@ wait_boot() { # N: waits for the N-th ready marker and the N-th connection of th
 }
 
 wait_committed() { # VOLUME: polls the status until the commit service committed
-    local status=""
+    local status="" state seen=""
     for _ in $(seq 1 120); do
-        status="$("$TRIDENT" --socket "$GUEST" get status 2>/dev/null || true)"
-        if grep -q 'servicingState: provisioned' <<<"$status"; then
-            grep -E 'servicingState|abActiveVolume' <<<"$status" | sed 's/^/    /'
-            grep -q "abActiveVolume: $1" <<<"$status" && return 0
+        # Bounded: right after a reboot the socket may still lead to the
+        # tunnel of the boot before, until the new boot dials in.
+        status="$(timeout 60 "$TRIDENT" --socket "$GUEST" get status 2>/dev/null || true)"
+        state="$(sed -n 's/^servicingState: //p' <<<"$status")"
+        if [ -n "$state" ] && [ "$state" != "$seen" ] && [ "$state" != provisioned ]; then
+            echo "    servicing state: $state"
+            seen="$state"
+        fi
+        if [ "$state" = provisioned ]; then
+            grep -E '^(servicingState|abActiveVolume)' <<<"$status" | sed 's/^/    /'
+            last_error_summary <<<"$status"
+            grep -q "^abActiveVolume: $1" <<<"$status" && return 0
             echo "expected active volume $1" >&2
             exit 1
         fi
@@ -208,12 +227,19 @@ wait_committed() { # VOLUME: polls the status until the commit service committed
     exit 1
 }
 
+last_error_summary() { # the Host Status's lastError on stdin: category, subkind, message
+    sed -n '/^lastError:/,/^[a-zA-Z]/p' |
+        grep -E '^lastError|^ +(category|subkind|message):' | sed 's/^/    /'
+}
+
 # Runs `trident install|update CONFIG` through the tunnel with live progress
 # until the daemon started the reboot. The CLI then waits for its own host
 # to go down (it assumes it runs on the host, as upstream's does); here the
 # host is the VM, so the demo stops it once the reboot has started.
 service_and_reboot() {
-    local log="$WORK/trident-$1.log" cli rc
+    # One log per run: an older one would say "rebooting" already.
+    local log="$WORK/cli-$(basename "$2" .yaml).log" cli rc
+    rm -f "$log"
     "$TRIDENT" --socket "$GUEST" "$1" --progress "$PROGRESS" "$2" 2> >(tee "$log" >&2) &
     cli=$!
     until grep -qs 'the host is rebooting' "$log"; do
@@ -231,7 +257,7 @@ service_and_reboot() {
     BOOT_STARTED=$SECONDS
 }
 
-host_config() { # VERSION: the Host Configuration installing/updating to it
+host_config() { # VERSION [UNIT TIMEOUT]: the Host Configuration installing/updating to it
     cat <<YAML
 image:
   url: http://10.0.2.2:$HTTP_PORT/$1.cosi
@@ -250,6 +276,15 @@ storage:
   filesystems:
   - { deviceId: esp, mountPoint: { path: /boot/efi, options: umask=0077 } }
   - { deviceId: root, mountPoint: / }
+YAML
+    # With UNIT: the commit after the reboot first waits up to TIMEOUT
+    # seconds for UNIT to be active (a systemdServices health check).
+    [ $# -lt 3 ] || cat <<YAML
+health:
+  checks:
+  - name: units-up
+    systemdServices: [$2]
+    timeoutSeconds: $3
 YAML
 }
 
@@ -286,5 +321,33 @@ grep -a TRIDENT-TEST-OS-READY "$WORK/serial.log" |
 step "trident traces: the span tree of the commit of v2 (the newest operation)"
 "$TRIDENT" --socket "$GUEST" traces
 
+# --- 8: a failing update comes back by itself ------------------------------
+
+# A unit the test OS does not have: `systemctl is-active` says inactive forever.
+NEVER_ACTIVE=trident-never-active.service
+host_config v1 "$NEVER_ACTIVE" 15 >"$WORK/update-v1-failing.yaml"
+step "trident update: v1 into volume A, with a health check on $NEVER_ACTIVE (the test OS has no such unit)"
+sed -n '/^health:/,$p' "$WORK/update-v1-failing.yaml" | sed 's/^/    /'
+service_and_reboot update "$WORK/update-v1-failing.yaml"
+step "the VM tries volume A once: v1 boots from trident-volume-a.conf"
+wait_marker 4
+BOOT_STARTED=$SECONDS
+step "the commit service's health check fails; tridentd points the next boot back at volume B and reboots by itself"
+wait_marker 5
+echo "the failed commit on the trial boot's console (serial.log):"
+# The commit service writes to the console; its lines of boot 4 that tell
+# what failed and what tridentd did about it.
+awk '/TRIDENT-TEST-OS-READY/ { n++ } n == 4' "$WORK/serial.log" | tr -d '\r' |
+    grep -aE 'trident\[[0-9]+\]: .*(phase Run health checks|datastore handed|commit failed|reboot starts|operation failed in|error: |while: )' |
+    sed 's/^.*trident\[[0-9]*\]: /    /'
+step "back on volume B: the commit service settles; trident get status"
+wait_committed volume-b
+grep '"event":"connected"' "$EVENTS" | tail -n 1 | sed 's/^/    connected: /'
+step "trident get last-error: the structured error of the failed commit"
+"$TRIDENT" --socket "$GUEST" get last-error
+step "/etc/os-release on the last three boots: v2 on B, the trial of v1 on A, v2 on B again"
+grep -a TRIDENT-TEST-OS-READY "$WORK/serial.log" | tail -n 3 |
+    sed 's/.*TRIDENT-TEST-OS-READY \(version=[^ ]*\).*\(root-partuuid=[^ ]*\).*\(entry=[^ ]*\).*/    \1 \3 \2/'
+
 step "done"
-[ -z "$KEEP" ] || echo "kept in $WORK: v1.cosi, v2.cosi, installer.img, target.img, serial.log, qemu.log, rcp-events.jsonl"
+[ -z "$KEEP" ] || echo "kept in $WORK: v1.cosi, v2.cosi, installer.img, target.img, serial.log, qemu.log, rcp-events.jsonl, cli-*.log"
