@@ -335,9 +335,9 @@ async fn a_slow_install_in_a_real_terminal_shows_the_overall_line_and_a_summary(
         "{screen}"
     );
     // The install's plan, declared up front: validate, partition,
-    // download, verify, mount, boot-files, finalize; the write runs in
-    // "verify", the fourth.
-    assert!(overall.ends_with("step 4 of 7"), "{screen}");
+    // download, verify, mount, configure, boot-files, finalize; the write
+    // runs in "verify", the fourth.
+    assert!(overall.ends_with("step 4 of 8"), "{screen}");
     assert!(
         screen.contains("    ▶ Write / to root-a"),
         "phases indented under Overall:\n{screen}"
@@ -355,8 +355,8 @@ async fn a_slow_install_in_a_real_terminal_shows_the_overall_line_and_a_summary(
         .find(|l| l.starts_with("operation succeeded in"))
         .unwrap_or_else(|| panic!("no closing summary:\n{screen}"));
     // mkcosi's root volume holds no filesystem the daemon mounts, so the
-    // boot files step left the plan when the mount found no root: every
-    // step of the revised plan ran.
+    // configure and boot files steps left the plan when the mount found no
+    // root: every step of the revised plan ran.
     assert!(
         summary.contains(" average, 6 of 6 steps; reboot required"),
         "every planned step ran: {summary}"

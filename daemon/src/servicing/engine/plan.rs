@@ -5,7 +5,8 @@
 //!
 //! Each flow declares its plan once it knows it (after the Host
 //! Configuration parsed, i.e. with `validate` done) and drops a step that
-//! turns out not to apply (boot files when no new root could be mounted),
+//! turns out not to apply (configure and boot files when no new root could
+//! be mounted),
 //! which declares the new count. A step is a phase id the flow starts
 //! with `Phase::start`; the ids here must match those (the e2e tests check
 //! that an operation ends with every planned step done).
@@ -39,7 +40,8 @@ impl StepPlan {
     /// Install (clean install into volume A) or A/B update (into the
     /// inactive volume): validate, preServicing scripts, partition (install
     /// only), image download and region writes, the new root (mount,
-    /// postProvision and postConfigure scripts, boot files), finalize.
+    /// configure, postProvision and postConfigure scripts, boot files),
+    /// finalize.
     /// Script groups count only when a script of the group is selected.
     pub fn servicing(hc: &HostConfiguration, kind: ServicingType, halves: Halves) -> StepPlan {
         let scripts = &hc.scripts;
@@ -50,7 +52,7 @@ impl StepPlan {
         if kind == ServicingType::CleanInstall {
             steps.push("partition".to_owned());
         }
-        steps.extend(["download", "verify", "mount"].map(str::to_owned));
+        steps.extend(["download", "verify", "mount", CONFIGURE].map(str::to_owned));
         steps.extend(group(
             "postProvision",
             kind.selected(&scripts.post_provision),
@@ -103,6 +105,9 @@ impl StepPlan {
     }
 }
 
+/// The configure step (fstab, OS configuration): it runs only when the new
+/// root is mounted.
+pub const CONFIGURE: &str = "configure";
 /// The boot-files step: it runs only when the new root is mounted.
 pub const BOOT_FILES: &str = "boot-files";
 
@@ -141,6 +146,7 @@ storage:
                 "download",
                 "verify",
                 "mount",
+                "configure",
                 "boot-files",
                 "finalize"
             ]
@@ -162,6 +168,7 @@ storage:
                 "download",
                 "verify",
                 "mount",
+                "configure",
                 "scripts/postConfigure",
                 "boot-files"
             ]
@@ -176,6 +183,7 @@ storage:
                 "download",
                 "verify",
                 "mount",
+                "configure",
                 "scripts/postConfigure",
                 "boot-files",
                 "finalize"
@@ -186,6 +194,7 @@ storage:
     #[test]
     fn a_skipped_step_leaves_the_plan() {
         let mut plan = StepPlan::servicing(&hc(STORAGE), ServicingType::AbUpdate, Halves::Stage);
+        plan.skip(CONFIGURE);
         plan.skip(BOOT_FILES);
         plan.skip("not-planned");
         assert_eq!(

@@ -31,7 +31,7 @@ use self::partitions::PartitionInfo;
 use self::probe::FsKind;
 use self::tools::{LoopDevice, MountGuard, run_tool};
 use super::engine::layout::WriteTarget;
-use super::engine::plan::{BOOT_FILES, StepPlan};
+use super::engine::plan::{BOOT_FILES, CONFIGURE, StepPlan};
 use super::engine::{Engine, blocking, script_phase};
 use super::scripts::ScriptEnv;
 
@@ -192,7 +192,7 @@ impl NewRoot {
     /// Runs [`CONFIGURE_STEPS`] as one progress phase.
     pub fn configure(&self) -> Result<(), TridentError> {
         let phase = Phase::start(
-            "configure",
+            CONFIGURE,
             "Configure the new root",
             Unit::Items,
             Some(CONFIGURE_STEPS.len() as u64),
@@ -252,7 +252,8 @@ pub struct NewRootRequest {
 /// Mount, grow, configure, postProvision and postConfigure scripts, the
 /// volume's boot files (boot control), unmount: the whole new-root step of
 /// install and A/B update.
-/// Without a mounted new root, the boot-files step leaves `plan`.
+/// Without a mounted new root, the configure and boot-files steps leave
+/// `plan`.
 pub async fn service_new_root(
     engine: Arc<Engine>,
     req: NewRootRequest,
@@ -263,20 +264,30 @@ pub async fn service_new_root(
     let install = req.install;
     let phase = Phase::start("mount", "Mount the new root", Unit::Items, Some(1));
     let mounted = blocking(move || {
-        let Some(root) = NewRoot::mount(&req.hc, &req.layout, &req.targets, req.volume, &req.path)?
-        else {
+        let root = NewRoot::mount(&req.hc, &req.layout, &req.targets, req.volume, &req.path)?;
+        if root.is_none() {
             super::os_config::refuse_without_new_root(&req.hc.os)?;
-            return Ok(None);
-        };
-        root.configure()?;
-        Ok(Some(root))
+        }
+        Ok(root)
     })
     .await?;
     phase.set(1);
     phase.done();
-    if mounted.is_none() {
-        plan.skip(BOOT_FILES);
-    }
+    // A step of its own (planned), after mount rather than inside it.
+    let mounted = match mounted {
+        Some(root) => Some(
+            blocking(move || {
+                root.configure()?;
+                Ok(root)
+            })
+            .await?,
+        ),
+        None => {
+            plan.skip(CONFIGURE);
+            plan.skip(BOOT_FILES);
+            None
+        }
+    };
     let mut env = env.clone();
     env.target_root = mounted.as_ref().map(|r| r.path.clone());
     let scripts_result = async {
