@@ -147,7 +147,16 @@ async fn a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext() 
     let host = trident_e2e::version(Daemon::start().await.unwrap().socket_path())
         .await
         .unwrap();
-    assert_eq!(version, host, "the guest runs the tridentd built here");
+    assert_eq!(
+        (&version.version, &version.git_commit),
+        (&host.version, &host.git_commit),
+        "the guest runs the tridentd built here"
+    );
+    // Another host: the CLI tells it from a local daemon by its boot id.
+    assert!(
+        !version.boot_id.is_empty() && version.boot_id != host.boot_id,
+        "the guest's boot id is its own: {version:?} vs {host:?}"
+    );
 
     // The real CLI, unchanged, through the reverse-connect proxy's socket.
     let socket = guest.path().to_owned();
