@@ -8,18 +8,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures::StreamExt;
 use trident_cosi::writer::{self, FixtureOutput, FixtureSpec};
 use trident_e2e::throttled_http::ThrottledServer;
 use trident_e2e::tmux::Tmux;
 use trident_e2e::{Daemon, bin_path};
-use trident_proto::v1::{
-    OverallProgress, RecordKind, StreamDiskRequest, WatchOptions, WatchRequest, record,
-    stream_event, streaming_service_client::StreamingServiceClient,
-    telemetry_service_client::TelemetryServiceClient,
-};
+use trident_proto::v1::{StreamDiskRequest, streaming_service_client::StreamingServiceClient};
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -49,45 +45,6 @@ async fn daemon(target: &Path) -> Daemon {
         .spawn()
         .await
         .unwrap()
-}
-
-/// Every overall record of the operation, with its timestamp, and the time
-/// of its completion.
-async fn overall_records(
-    daemon: &Daemon,
-    operation_id: &str,
-) -> (Vec<(SystemTime, OverallProgress)>, SystemTime) {
-    let mut client = TelemetryServiceClient::new(daemon.channel().await.unwrap());
-    let mut stream = client
-        .watch(WatchRequest {
-            options: Some(WatchOptions {
-                operation_id: operation_id.to_owned(),
-                ..WatchOptions::default()
-            }),
-            kinds: vec![RecordKind::Progress as i32, RecordKind::Operation as i32],
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut overall = Vec::new();
-    loop {
-        let response = tokio::time::timeout(Duration::from_secs(120), stream.next())
-            .await
-            .expect("the watch stalled")
-            .expect("the watch ended before the completion")
-            .unwrap();
-        for event in response.events {
-            let Some(stream_event::Event::Record(rec)) = event.event else {
-                continue;
-            };
-            let at = SystemTime::try_from(rec.timestamp.unwrap()).unwrap();
-            match rec.record {
-                Some(record::Record::OverallProgress(o)) => overall.push((at, o)),
-                Some(record::Record::Operation(op)) if op.result != 0 => return (overall, at),
-                _ => {}
-            }
-        }
-    }
 }
 
 /// Starts a StreamDisk and returns its operation id (the stream is drained
@@ -122,7 +79,9 @@ async fn the_overall_eta_of_a_throttled_stream_disk_stays_within_20_percent() {
     let server = ThrottledServer::start(&fx.cosi.path, rate).unwrap();
     let daemon = daemon(&fx.target).await;
     let id = start_stream_disk(&daemon, server.url(), &fx.cosi.metadata_sha384).await;
-    let (overall, completed) = overall_records(&daemon, &id).await;
+    let (overall, completed) = trident_e2e::overall::overall_records(daemon.socket_path(), &id)
+        .await
+        .unwrap();
 
     let total = overall
         .iter()

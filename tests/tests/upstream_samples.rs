@@ -19,14 +19,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use futures::StreamExt;
 use servicing_support::Clients;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::FixtureOutput;
-use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use trident_proto::v1::{
-    OverallProgress, RecordKind, WatchOptions, WatchRequest, record, stream_event,
-};
 
 const ESP_TYPE: &str = "c12a7328-f81f-11d2-ba4b-00a0c93ec93b";
 const ROOT_X86_64_TYPE: &str = "4f68bce3-e8cd-4db1-96e7-fbcaf984b709";
@@ -161,7 +156,11 @@ async fn install_sample(name: &str, bytes: u64) -> Installed {
         run.assert_success();
         // A real new root runs every planned step (mount, configure, boot
         // files...) and no step the plan did not count.
-        let last = last_overall_progress(&d, &run.operation_id()).await;
+        let (overall, _) =
+            trident_e2e::overall::overall_records(d.socket_path(), &run.operation_id())
+                .await
+                .unwrap();
+        let last = &overall.last().expect("overall progress").1;
         assert!(last.finished, "{last:?}");
         assert_eq!(last.steps_done, last.steps_planned, "{last:?}");
         assert_eq!(
@@ -173,43 +172,6 @@ async fn install_sample(name: &str, bytes: u64) -> Installed {
         drop(loop_disk);
         assert_eq!(mini_os::loop_devices_on(&disk), "");
         Installed { dir, disk, logs }
-    }
-}
-
-/// The last overall progress of operation `id` (finished), replayed by a
-/// Watch of that operation.
-async fn last_overall_progress(d: &trident_e2e::Daemon, id: &str) -> OverallProgress {
-    let mut client = TelemetryServiceClient::new(d.channel().await.unwrap());
-    let mut stream = client
-        .watch(WatchRequest {
-            options: Some(WatchOptions {
-                operation_id: id.to_owned(),
-                ..WatchOptions::default()
-            }),
-            kinds: vec![RecordKind::Progress as i32, RecordKind::Operation as i32],
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut last = None;
-    loop {
-        let response = tokio::time::timeout(std::time::Duration::from_secs(120), stream.next())
-            .await
-            .expect("the watch stalled")
-            .expect("the watch ended before the operation's end")
-            .unwrap();
-        for event in response.events {
-            match event.event.and_then(|e| match e {
-                stream_event::Event::Record(r) => r.record,
-                _ => None,
-            }) {
-                Some(record::Record::OverallProgress(o)) => last = Some(o),
-                Some(record::Record::Operation(op)) if op.result != 0 => {
-                    return last.expect("overall progress before the operation's end");
-                }
-                _ => {}
-            }
-        }
     }
 }
 
