@@ -156,9 +156,7 @@ cp /usr/share/OVMF/OVMF_VARS_4M.fd "$WORK/OVMF_VARS.fd"
 rm -f "$WORK/serial.log"
 # The guest's agent dials 10.0.2.100:7443 (an address of QEMU's user
 # network); QEMU hands each such connection to a socat piped to the listener.
-# -cpu qemu64,+rdrand: RDRAND seeds the guest kernel's RNG at boot (without it,
-# early getrandom() waits for jitter entropy, which under TCG can stall).
-qemu-system-x86_64 -machine q35 -accel tcg -cpu qemu64,+rdrand -m 1024 -smp 2 -no-user-config \
+qemu-system-x86_64 -machine q35 -accel tcg -m 1024 -smp 2 -no-user-config \
     -display none -vga none -monitor none -serial "file:$WORK/serial.log" \
     -drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
     -drive "if=pflash,format=raw,unit=1,file=$WORK/OVMF_VARS.fd" \

@@ -30,8 +30,6 @@ use crate::vm_rcp::{GUEST_RCP_ADDR, GuestSocket, Orchestrator};
 pub const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 /// Template of the UEFI variable store; copied per VM.
 pub const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
-/// The guest CPU: QEMU's default model plus RDRAND (see where it is used).
-pub const GUEST_CPU: &str = "qemu64,+rdrand";
 /// Serial marker the test OS prints once it is up (`trident-test-ready.service`).
 pub const READY_MARKER: &str = "TRIDENT-TEST-OS-READY";
 const POLL: Duration = Duration::from_millis(500);
@@ -147,11 +145,6 @@ impl Vm {
 
         let mut cmd = Command::new("qemu-system-x86_64");
         cmd.args(["-machine", "q35", "-accel", "tcg", "-no-user-config"])
-            // RDRAND (TCG emulates it) seeds the guest kernel's RNG at boot
-            // (Debian's kernel trusts the CPU): without it, getrandom() in
-            // early boot waits for jitter entropy, which under TCG took 20 s
-            // and once never came (a soft lockup in systemd-udevd).
-            .args(["-cpu", GUEST_CPU])
             .args(["-m", &spec.memory_mib.to_string()])
             .args(["-smp", &spec.cpus.to_string()])
             .args(["-display", "none", "-vga", "none", "-monitor", "none"])
