@@ -2,7 +2,8 @@
 //! not apply yet. Using one (with a value other than its default) is an
 //! unsupported-configuration error naming the key path, its line and, where
 //! there is one, what to use instead. When the engine learns to apply a
-//! feature, delete its rule here (and update the README's key table).
+//! feature, delete its rule here (and update the key table in
+//! docs/host-configuration.md).
 
 use super::{FileSystemType, FilesystemSource, HostConfiguration, OverrideEspMount, spans};
 use crate::error::{Subkind, TridentError};
@@ -190,20 +191,23 @@ pub(super) fn check(hc: &HostConfiguration, yaml: &str) -> Result<(), TridentErr
 mod tests {
     use super::RULES;
 
-    /// The README's key table names every refused key, so the two cannot
-    /// drift apart when a rule is added or removed.
+    /// The key table of docs/host-configuration.md names every refused key,
+    /// so the two cannot drift apart when a rule is added or removed.
     #[test]
-    fn the_readme_table_lists_every_refused_key() {
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-        let start = readme.find("### Host Configuration keys").unwrap();
-        let table = &readme[start..];
+    fn the_key_table_in_the_docs_lists_every_refused_key() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/host-configuration.md"
+        ))
+        .unwrap();
+        let start = doc.find("| key | status |").unwrap();
+        let table = &doc[start..];
         for rule in RULES {
             // "storage.filesystems[].source: new" → "storage.filesystems[].source"
             let key = rule.key.split([':', ' ']).next().unwrap();
             assert!(
                 table.contains(&format!("`{key}")),
-                "README's key table does not mention `{key}` ({})",
+                "docs/host-configuration.md's key table does not mention `{key}` ({})",
                 rule.key
             );
         }
