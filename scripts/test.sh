@@ -283,8 +283,8 @@ section "container image (combined root filesystem under unshare + chroot)"
 BIN_DIR="$REPO/target/debug" bash scripts/test-container.sh
 
 # ---------------------------------------------------------------------------
-# Fuzzing: a short run of every target in fuzz/ (README "Reliability" says
-# how to run them longer). New inputs go to a temp dir, not the seed corpus.
+# Fuzzing: a short run of every target in fuzz/ (docs/reliability.md,
+# "Fuzzing", says how to run them longer). New inputs go to a temp dir, not the seed corpus.
 # Last, and bounded: the sanitizer build of every target is long on a cold
 # machine, so past FUZZ_BUILD_LIMIT seconds (or when the run is already past
 # FUZZ_START_BEFORE seconds) the section says it skipped instead of pushing

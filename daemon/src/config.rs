@@ -1,7 +1,7 @@
 //! Command-line flags and environment of `tridentd`.
 //!
 //! Every environment variable the daemon reads is a named constant here, so
-//! the README, the unit files and the code agree on one spelling.
+//! daemon/README.md, the unit files and the code agree on one spelling.
 
 use std::{path::PathBuf, time::Duration};
 

@@ -61,7 +61,8 @@ SYSUSERS
     # x86-64 binaries: refuse to merge on other architectures.
     echo "ARCHITECTURE=x86-64"
     # systemd >= 255 reloads the manager after merging, so the units are
-    # known at once (older systemd ignores this; see README "System extension").
+    # known at once (older systemd ignores this; see docs/deployment.md,
+    # "System extension").
     echo "EXTENSION_RELOAD_MANAGER=1"
 } | install -D -m 0644 /dev/stdin "$TREE/usr/lib/extension-release.d/extension-release.trident"
 

@@ -1,4 +1,4 @@
-//! Requests tonic refuses before a handler runs get the codes the README's
+//! Requests tonic refuses before a handler runs get the codes daemon/README.md's
 //! error mapping promises: an oversize message RESOURCE_EXHAUSTED naming
 //! the limit, malformed protobuf INVALID_ARGUMENT (tonic alone answers
 //! OUT_OF_RANGE and INTERNAL). A raw-bytes client sends what a generated

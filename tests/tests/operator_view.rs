@@ -191,7 +191,7 @@ async fn plain_stream_disk_over_http_shows_our_records_and_a_summary_not_ureq() 
 }
 
 /// Environment variable naming a file the tmux test writes its mid-install
-/// screen to (how the README's captured screen is made).
+/// screen to (how cli/README.md's captured screen is made).
 const ENV_SCREEN_CAPTURE: &str = "TRIDENT_SCREEN_CAPTURE";
 
 /// A Host Configuration installing `url` onto `disk` (A/B root of 100 MiB).

@@ -93,7 +93,8 @@ fn open_http(url: &str) -> Result<Opened, CosiError> {
     // HTTPS trusts the system's certificate store (rustls-platform-verifier:
     // on Linux the distribution's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR
     // when set), so an image server behind an organisation's own CA works
-    // once that CA is added to the system store (README, "Image sources").
+    // once that CA is added to the system store (docs/servicing.md,
+    // "Image sources over HTTPS").
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(ureq::tls::RootCerts::PlatformVerifier)
         .build();

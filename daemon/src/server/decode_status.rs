@@ -2,7 +2,7 @@
 //! request message over the size limit (tonic answers `OUT_OF_RANGE`)
 //! becomes `RESOURCE_EXHAUSTED` naming the limit, and a message that is not
 //! valid protobuf (tonic answers `INTERNAL`) becomes `INVALID_ARGUMENT`, as
-//! the error mapping in the README promises. Handler errors are mapped in
+//! daemon/README.md ("Served gRPC services") promises. Handler errors are mapped in
 //! `crate::grpc::error_status`; this layer only rewrites tonic's own two
 //! answers, recognised by code and message, in trailers-only responses (the
 //! request message is decoded before any response is sent). It is part of
