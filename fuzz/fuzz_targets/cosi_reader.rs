@@ -11,9 +11,7 @@ use trident_cosi::{CosiSource, ExpectedHash};
 fuzz_target!(|data: &[u8]| {
     let reader = Box::new(Cursor::new(data.to_vec()));
     let expected = ExpectedHash::Ignored;
-    let Ok(mut source) =
-        CosiSource::from_reader("fuzz.cosi", reader, Some(data.len() as u64), &expected)
-    else {
+    let Ok(mut source) = CosiSource::from_reader("fuzz.cosi", reader, &expected) else {
         return;
     };
     let _ = source.total_uncompressed();

@@ -31,11 +31,6 @@ impl ServicingState {
     pub fn to_proto(self) -> ProtoState {
         self.into()
     }
-
-    /// A host that booted into an installed OS (or was told it did).
-    pub fn is_provisioned_family(self) -> bool {
-        !matches!(self, Self::NotProvisioned | Self::CleanInstallStaged)
-    }
 }
 
 impl std::fmt::Display for ServicingState {

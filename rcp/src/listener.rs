@@ -88,11 +88,6 @@ impl Host {
         self.generation
     }
 
-    /// Whether the tunnel has closed.
-    pub fn is_closed(&self) -> bool {
-        *self.closed.borrow()
-    }
-
     /// Resolves when the tunnel closes.
     pub async fn closed(&self) {
         let mut closed = self.closed.clone();

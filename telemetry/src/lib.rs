@@ -17,7 +17,6 @@
 pub mod bus;
 pub mod config;
 pub mod error;
-pub mod error_report;
 pub mod ids;
 pub mod interrupted;
 pub mod journal;

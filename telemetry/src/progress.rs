@@ -164,13 +164,6 @@ impl Phase {
         self.maybe_emit();
     }
 
-    /// Sets (or learns) the total.
-    pub fn set_total(&self, total: Option<u64>) {
-        self.total
-            .store(total.unwrap_or(UNKNOWN_TOTAL), Ordering::Relaxed);
-        self.maybe_emit();
-    }
-
     /// The phase finished successfully (reported immediately).
     pub fn done(self) {
         self.finish(PhaseState::Done);

@@ -12,8 +12,6 @@ mod transport;
 
 use std::io::Read;
 
-use sha2::{Digest, Sha384};
-
 use crate::error::CosiError;
 use crate::hash::ExpectedHash;
 use crate::metadata::{Disk, Metadata, RegionType};
@@ -42,8 +40,6 @@ pub struct CosiSource {
     metadata: Metadata,
     metadata_sha384: String,
     disk: Disk,
-    /// Length of the whole stream, when the transport knows it.
-    len: Option<u64>,
     /// Index into `disk.gptRegions` of the next region expected in the tar.
     next_index: usize,
     /// The region being read, if any (kept here so a region the caller did
@@ -65,8 +61,7 @@ impl CosiSource {
     /// Opens `url` (`file:///path`, an absolute path, or `http(s)://...`),
     /// checks the marker, reads and verifies `metadata.json`.
     pub fn open(url: &str, expected: &ExpectedHash) -> Result<Self, CosiError> {
-        let opened = transport::open(url)?;
-        Self::from_reader(url, opened.reader, opened.len, expected)
+        Self::from_reader(url, transport::open(url)?, expected)
     }
 
     /// Like [`CosiSource::open`] over an already open stream; `name` is
@@ -74,7 +69,6 @@ impl CosiSource {
     pub fn from_reader(
         name: &str,
         reader: Box<dyn Read + Send>,
-        len: Option<u64>,
         expected: &ExpectedHash,
     ) -> Result<Self, CosiError> {
         let mut tar = TarReader::new(reader);
@@ -115,7 +109,7 @@ impl CosiSource {
         }
         let mut json = vec![0u8; meta.size as usize];
         read_entry_exact(name, &mut tar, &mut json)?;
-        let actual = hex::encode(Sha384::digest(&json));
+        let actual = crate::hash::sha384_hex(&json);
         if let ExpectedHash::Sha384(want) = expected
             && *want != actual
         {
@@ -138,7 +132,6 @@ impl CosiSource {
             metadata,
             metadata_sha384: actual,
             disk,
-            len,
             next_index: 0,
             current: None,
         })
@@ -160,11 +153,6 @@ impl CosiSource {
     /// The metadata hash in the `Completed.image_hash` form `sha384:<hex>`.
     pub fn image_hash(&self) -> String {
         format!("sha384:{}", self.metadata_sha384)
-    }
-
-    /// Length of the COSI file, when the transport reported it.
-    pub fn stream_len(&self) -> Option<u64> {
-        self.len
     }
 
     /// The disk layout (validation guarantees it is present).

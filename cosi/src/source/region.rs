@@ -284,11 +284,6 @@ impl<'a> RegionReader<'a> {
         self.state.produced
     }
 
-    /// True once the end was reached and every check passed.
-    pub fn is_verified(&self) -> bool {
-        self.state.finished && self.state.produced == self.state.info.image.uncompressed_size
-    }
-
     /// Fills as much of `out` as possible; 0 means the region ended and was
     /// verified.
     pub fn read_chunk(&mut self, out: &mut [u8]) -> Result<usize, CosiError> {

@@ -48,15 +48,12 @@ pub fn http_timeouts() -> HttpTimeouts {
     HTTP_TIMEOUTS.get().copied().unwrap_or_default()
 }
 
-/// A readable image stream plus its length when known.
-pub(crate) struct Opened {
-    pub reader: Box<dyn Read + Send>,
-    pub len: Option<u64>,
-}
+/// A readable image stream.
+pub(crate) type ImageStream = Box<dyn Read + Send>;
 
 /// Turns `file:///abs/path`, a bare absolute path, or `http(s)://...` into a
 /// stream.
-pub(crate) fn open(url: &str) -> Result<Opened, CosiError> {
+pub(crate) fn open(url: &str) -> Result<ImageStream, CosiError> {
     if let Some(path) = url.strip_prefix("file://") {
         return open_file(url, path);
     }
@@ -71,7 +68,7 @@ pub(crate) fn open(url: &str) -> Result<Opened, CosiError> {
     })
 }
 
-fn open_file(url: &str, path: &str) -> Result<Opened, CosiError> {
+fn open_file(url: &str, path: &str) -> Result<ImageStream, CosiError> {
     // file://host/path is not supported; file:///path has an empty host.
     if !path.starts_with('/') {
         return Err(CosiError::UnsupportedUrl {
@@ -82,14 +79,10 @@ fn open_file(url: &str, path: &str) -> Result<Opened, CosiError> {
         url: url.to_owned(),
         source,
     })?;
-    let len = file.metadata().ok().map(|m| m.len());
-    Ok(Opened {
-        reader: Box::new(file),
-        len,
-    })
+    Ok(Box::new(file))
 }
 
-fn open_http(url: &str) -> Result<Opened, CosiError> {
+fn open_http(url: &str) -> Result<ImageStream, CosiError> {
     // HTTPS trusts the system's certificate store (rustls-platform-verifier:
     // on Linux the distribution's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR
     // when set), so an image server behind an organisation's own CA works
@@ -118,15 +111,14 @@ fn open_http(url: &str) -> Result<Opened, CosiError> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
     let body = response.into_body().into_reader();
-    let reader: Box<dyn Read + Send> = match len {
+    Ok(match len {
         Some(announced) => Box::new(AnnouncedLength {
             inner: body,
             announced,
             received: 0,
         }),
         None => Box::new(body),
-    };
-    Ok(Opened { reader, len })
+    })
 }
 
 /// An HTTP body that must be as long as its `Content-Length`: a server

@@ -165,7 +165,7 @@ pub fn pack_images(spec: &ImagesSpec, out: &Path) -> Result<FixtureOutput, Write
     let metadata = metadata(spec, disk_size, &planned);
     metadata.validate().map_err(|e| spec_error(e.to_string()))?;
     let json = serde_json::to_vec_pretty(&metadata).map_err(|e| spec_error(e.to_string()))?;
-    let metadata_sha384 = hex::encode(Sha384::digest(&json));
+    let metadata_sha384 = crate::hash::sha384_hex(&json);
     write_archive(out, &json, &planned)?;
     Ok(FixtureOutput {
         path: out.to_owned(),

@@ -237,7 +237,7 @@ fn write(
     let metadata = build_metadata(spec, &planned);
     let json =
         serde_json::to_vec_pretty(&metadata).map_err(|e| WriterError::Spec(e.to_string()))?;
-    let metadata_sha384 = hex::encode(Sha384::digest(&json));
+    let metadata_sha384 = crate::hash::sha384_hex(&json);
 
     write_archive(out, &json, &planned)?;
     if let Some(Corruption::Truncate { region }) = spec.corruption

@@ -9,7 +9,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
-use sha2::{Digest, Sha384};
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::{Corruption, FixtureOutput, FixtureSpec, write_cosi};
 use trident_e2e::Channel;
@@ -102,7 +101,7 @@ storage:
         let mut buf = vec![0u8; entry.size_bytes(512).min(HASHED_PREFIX_BYTES) as usize];
         file.read_exact_at(&mut buf, entry.start_offset(512))
             .unwrap();
-        hex::encode(Sha384::digest(&buf))
+        trident_cosi::hash::sha384_hex(&buf)
     }
 
     pub fn boot_record(&self, daemon: &Daemon) -> serde_json::Value {
