@@ -9,7 +9,6 @@
 //! the transport (a tower layer beside the peer check and the activity
 //! count), which knows nothing of the gRPC handlers.
 
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use http::HeaderMap;
@@ -43,8 +42,6 @@ pub struct DecodeStatusService<S> {
     inner: S,
 }
 
-type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
-
 impl<S, ReqBody> Service<http::Request<ReqBody>> for DecodeStatusService<S>
 where
     S: Service<http::Request<ReqBody>, Response = http::Response<Body>> + Send + 'static,
@@ -52,7 +49,7 @@ where
 {
     type Response = http::Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+    type Future = super::ResponseFuture<Self::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)

@@ -220,8 +220,6 @@ pub struct ActivityService<S> {
     activity: Activity,
 }
 
-type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
-
 impl<S, ReqBody> Service<http::Request<ReqBody>> for ActivityService<S>
 where
     S: Service<http::Request<ReqBody>, Response = http::Response<Body>> + Send + 'static,
@@ -229,7 +227,7 @@ where
 {
     type Response = http::Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+    type Future = super::ResponseFuture<Self::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)

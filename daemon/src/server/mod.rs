@@ -22,6 +22,12 @@ use listener::{Listening, StartMode};
 use security::PeerAuthLayer;
 use shutdown::{ShutdownHooks, ShutdownReason, ShutdownTrigger};
 
+/// The future of the transport's own tower services ([`idle`], [`security`],
+/// [`decode_status`]): each wraps the gRPC routes, answers with their
+/// response type and boxes its future, since an async block cannot be named.
+pub type ResponseFuture<E> =
+    futures::future::BoxFuture<'static, Result<http::Response<tonic::body::Body>, E>>;
+
 /// Why the daemon could not start or serve.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

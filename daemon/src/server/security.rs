@@ -5,7 +5,6 @@
 
 use std::{
     fmt, fs,
-    pin::Pin,
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -182,8 +181,6 @@ pub struct PeerAuthService<S> {
     refusals: RefusalLog,
 }
 
-type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
-
 impl<S, ReqBody> Service<http::Request<ReqBody>> for PeerAuthService<S>
 where
     S: Service<http::Request<ReqBody>, Response = http::Response<Body>> + Send + 'static,
@@ -191,7 +188,7 @@ where
 {
     type Response = http::Response<Body>;
     type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+    type Future = super::ResponseFuture<Self::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
