@@ -3,7 +3,8 @@
 //! ([`encoded`]: no decode and re-encode); the unary calls read bus state
 //! (`GetLastError` falls back to its owner's [`LastErrorFallback`]).
 //! [`TelemetryGrpc::call`] is the one table of methods, and of the record
-//! kinds each Watch method delivers.
+//! kinds each Watch method delivers; a test checks that it routes every
+//! method the proto declares.
 
 mod encoded;
 mod last_error;
@@ -147,4 +148,74 @@ fn kinds_of(values: &[i32]) -> Result<Vec<RecordKind>, Status> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use prost::Message;
+    use tower::Service;
+
+    use super::*;
+    use crate::config::BusConfig;
+
+    /// `TelemetryService`'s methods as the proto declares them, from the
+    /// descriptor set the daemon also serves for reflection.
+    fn methods_in_the_proto() -> Vec<String> {
+        let set =
+            prost_types::FileDescriptorSet::decode(trident_proto::FILE_DESCRIPTOR_SET).unwrap();
+        let (package, service) = SERVICE_NAME.rsplit_once('.').unwrap();
+        set.file
+            .iter()
+            .filter(|file| file.package() == package)
+            .flat_map(|file| &file.service)
+            .filter(|s| s.name() == service)
+            .flat_map(|s| s.method.iter().map(|m| m.name().to_owned()))
+            .collect()
+    }
+
+    /// The `grpc-status` a call of `method` answers with in its headers
+    /// (a trailers-only answer), or None when the call was served.
+    async fn status_in_the_headers(method: &str) -> Option<String> {
+        let mut service = TelemetryGrpc::new(Bus::in_memory(BusConfig::default()));
+        // One gRPC frame holding an empty (all-default) request message.
+        let body = Body::new(String::from("\0\0\0\0\0"));
+        let request = http::Request::builder()
+            .method("POST")
+            .uri(format!("/{SERVICE_NAME}/{method}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(body)
+            .unwrap();
+        let response = service.call(request).await.unwrap();
+        let status = response.headers().get("grpc-status");
+        status.map(|s| s.to_str().unwrap().to_owned())
+    }
+
+    /// The dispatch in `call` matches method names as strings (it serves
+    /// pre-encoded records, without tonic's generated server): a method
+    /// added to the proto and not routed would answer UNIMPLEMENTED.
+    #[tokio::test]
+    async fn every_method_the_proto_declares_is_routed() {
+        let methods = methods_in_the_proto();
+        // The descriptor lookup found the service (not an empty list).
+        assert!(
+            methods.iter().any(|m| m == "Watch") && methods.iter().any(|m| m == "GetLastError"),
+            "{methods:?}"
+        );
+        for method in &methods {
+            let status = status_in_the_headers(method).await;
+            assert_ne!(
+                status.as_deref(),
+                Some("12"),
+                "TelemetryService.{method} is in the proto but not routed in TelemetryGrpc::call"
+            );
+        }
+        // And the check tells: a method the service does not route is
+        // UNIMPLEMENTED.
+        assert_eq!(
+            status_in_the_headers("NoSuchMethod").await.as_deref(),
+            Some("12")
+        );
+    }
 }
