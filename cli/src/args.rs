@@ -5,10 +5,13 @@
 //! Adding a command: a variant here, a module in `commands/`, one arm in
 //! `commands::run`.
 
+mod rcp_listen;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use self::rcp_listen::RcpListenArgs;
 use crate::client::{DEFAULT_SOCKET, SOCKET_ENV};
 
 /// Default Host Configuration path of upstream Trident.
@@ -76,7 +79,7 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Accept hosts' reverse-connect proxies (trident-rcp) and give each a local socket.
     #[command(name = "rcp-listen")]
-    RcpListen(crate::commands::rcp_listen::RcpListenArgs),
+    RcpListen(RcpListenArgs),
 }
 
 /// Log verbosity filter (upstream's LevelFilter names).

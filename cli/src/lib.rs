@@ -5,6 +5,7 @@
 pub mod args;
 pub mod client;
 pub mod commands;
+pub mod ctx;
 pub mod cursor;
 pub mod exit;
 pub mod live;

@@ -41,3 +41,19 @@ pub fn emit(text: &str, outfile: Option<&Path>) -> CliResult<()> {
         }
     }
 }
+
+/// `text` ending with a newline.
+pub fn with_newline(mut text: String) -> String {
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// Parses YAML text into a JSON value (null for empty or unparsable text).
+pub fn yaml_value(text: &str) -> serde_json::Value {
+    if text.trim().is_empty() {
+        return serde_json::Value::Null;
+    }
+    serde_saphyr::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()))
+}

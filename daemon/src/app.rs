@@ -61,7 +61,11 @@ async fn serve(
     tokio::spawn(crate::rcp_agent_state::follow(
         ctx.config.rcp_state_file.clone(),
     ));
-    let engine = Engine::new(&ctx.config, bus.clone(), Arc::new(ctx.activity.clone()));
+    let engine = Engine::new(
+        ctx.config.engine_settings(),
+        bus.clone(),
+        Arc::new(ctx.activity.clone()),
+    );
     let parts = GrpcParts {
         bus,
         engine: Arc::new(engine),

@@ -5,8 +5,8 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use crate::servicing::boot_control::BootControlMode;
-use clap::{ArgAction, Parser, ValueEnum};
+use crate::servicing::settings::{BootControlMode, EngineSettings, RebootMode};
+use clap::{ArgAction, Parser};
 // The bus owns its defaults (ring bounds, journal folder); the flags use them.
 use trident_telemetry::config::{DEFAULT_RING_BYTES, DEFAULT_RING_RECORDS};
 
@@ -48,17 +48,6 @@ pub const REBOOT_REQUESTS_FILE: &str = "reboot-requests.log";
 
 /// Where `trident-rcp` mirrors its state by default (its `--state-file`).
 pub const DEFAULT_RCP_STATE_FILE: &str = "/run/trident/rcp-agent.json";
-
-/// What the daemon does when a servicing operation needs a reboot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RebootMode {
-    /// Only record the request (to STATE_DIR/reboot-requests.log and the bus).
-    Record,
-    /// Ask systemd to reboot the machine.
-    Systemd,
-    /// Do nothing at all.
-    None,
-}
 
 /// `tridentd`: the Trident servicing daemon, serving gRPC on a Unix socket.
 ///
@@ -249,6 +238,18 @@ impl Config {
     /// Reboot-request log: STATE_DIR/reboot-requests.log.
     pub fn reboot_requests_path(&self) -> PathBuf {
         self.state_dir.join(REBOOT_REQUESTS_FILE)
+    }
+
+    /// The servicing engine's settings from the flags.
+    pub fn engine_settings(&self) -> EngineSettings {
+        EngineSettings {
+            state_dir: self.state_dir.clone(),
+            datastore_path: self.datastore_path(),
+            boot_control: self.boot_control,
+            efivars: self.efivars.clone(),
+            reboot: self.reboot,
+            reboot_requests_path: self.reboot_requests_path(),
+        }
     }
 
     /// OTLP export settings from the flags (the `OTEL_*` variables fill the rest).

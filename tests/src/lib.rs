@@ -12,6 +12,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod module_graph;
 pub mod overall;
 pub mod test_os;
 pub mod throttled_http;

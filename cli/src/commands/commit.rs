@@ -3,8 +3,8 @@
 use trident_proto::v1::CommitRequest;
 use trident_proto::v1::commit_service_client::CommitServiceClient;
 
-use super::Ctx;
 use crate::args::ServicingArgs;
+use crate::ctx::Ctx;
 use crate::exit::{CliResult, Exit};
 use crate::servicing::{self, reboot};
 

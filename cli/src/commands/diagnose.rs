@@ -35,8 +35,8 @@ use trident_proto::v1::{
     WatchOptions, WatchRequest, stream_event,
 };
 
-use super::Ctx;
 use crate::args::DiagnoseArgs;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::render::event::Event;
 use crate::render::json;
@@ -229,7 +229,7 @@ async fn collect_bus_status(telemetry: &mut TelemetryServiceClient<Channel>, bun
 
 /// The full Host Status (upstream's keys) and last error, as `trident get` shows them.
 async fn collect_servicing(ctx: &Ctx, bundle: &mut Bundle) {
-    match super::get::host_status_text(ctx, crate::args::OutputFormat::Json).await {
+    match ctx.host_status_text(crate::args::OutputFormat::Json).await {
         Ok(status) => {
             bundle.report.insert(
                 "servicing".into(),

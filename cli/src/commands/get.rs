@@ -1,17 +1,16 @@
 //! `trident get [configuration|status|last-error|rollback-chain|rollback-target] [-o FILE]`.
 //! YAML by default like upstream; `trident --output json get ...` for JSON.
 
-use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
+use trident_proto::v1::GetLastErrorRequest;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use trident_proto::v1::{GetHostStatusRequest, GetLastErrorRequest};
 use trident_proto::v1preview::rollback_service_client::RollbackServiceClient;
 use trident_proto::v1preview::status_service_client::StatusServiceClient;
 use trident_proto::v1preview::{
     GetConfigRequest, GetRollbackChainRequest, GetRollbackTargetRequest,
 };
 
-use super::Ctx;
 use crate::args::{GetArgs, GetKind, OutputFormat};
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::output;
 use crate::render::error::ErrorView;
@@ -23,11 +22,11 @@ pub async fn run(ctx: &Ctx, args: &GetArgs) -> CliResult<Exit> {
             let config = configuration(ctx).await?;
             match format {
                 // The daemon's YAML text as is.
-                OutputFormat::Yaml | OutputFormat::Human => with_newline(config),
-                OutputFormat::Json => output::encode(&yaml_value(&config), format)?,
+                OutputFormat::Yaml | OutputFormat::Human => output::with_newline(config),
+                OutputFormat::Json => output::encode(&output::yaml_value(&config), format)?,
             }
         }
-        GetKind::Status => host_status_text(ctx, format).await?,
+        GetKind::Status => ctx.host_status_text(format).await?,
         GetKind::LastError => {
             let error = last_error(ctx).await?;
             output::encode(&error, yaml_if_human(format))?
@@ -63,21 +62,6 @@ fn yaml_if_human(format: OutputFormat) -> OutputFormat {
     }
 }
 
-fn with_newline(mut text: String) -> String {
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text
-}
-
-/// Parses YAML text into a JSON value (null for empty or unparsable text).
-pub(crate) fn yaml_value(text: &str) -> serde_json::Value {
-    if text.trim().is_empty() {
-        return serde_json::Value::Null;
-    }
-    serde_saphyr::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()))
-}
-
 async fn configuration(ctx: &Ctx) -> CliResult<String> {
     let response = StatusServiceClient::new(ctx.channel().await?)
         .get_provisioned_config(GetConfigRequest {})
@@ -85,20 +69,6 @@ async fn configuration(ctx: &Ctx) -> CliResult<String> {
         .map_err(|s| CliError::rpc("GetProvisionedConfig", s))?
         .into_inner();
     Ok(response.config.map(|c| c.config).unwrap_or_default())
-}
-
-/// The full Host Status (upstream's keys), as the daemon's YAML or as JSON.
-pub async fn host_status_text(ctx: &Ctx, format: OutputFormat) -> CliResult<String> {
-    let yaml = HostStatusServiceClient::new(ctx.channel().await?)
-        .get_host_status(GetHostStatusRequest {})
-        .await
-        .map_err(|s| CliError::rpc("GetHostStatus", s))?
-        .into_inner()
-        .host_status;
-    match format {
-        OutputFormat::Json => output::encode(&yaml_value(&yaml), format),
-        OutputFormat::Yaml | OutputFormat::Human => Ok(with_newline(yaml)),
-    }
 }
 
 /// The last error in full. The daemon answers from its bus, or from the

@@ -3,8 +3,8 @@
 use trident_proto::v1preview::install_service_client::InstallServiceClient;
 use trident_proto::v1preview::{FinalizeInstallRequest, InstallRequest, StageInstallRequest};
 
-use super::Ctx;
 use crate::args::ServicingConfigArgs;
+use crate::ctx::Ctx;
 use crate::exit::{CliResult, Exit};
 use crate::servicing::{self, Steps, reboot};
 

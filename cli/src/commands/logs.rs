@@ -13,8 +13,8 @@ use trident_proto::v1::{
     stream_event,
 };
 
-use super::Ctx;
 use crate::args::{LogsArgs, OutputFormat};
+use crate::ctx::Ctx;
 use crate::cursor;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::live::progress::max_level;

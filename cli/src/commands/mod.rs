@@ -18,34 +18,9 @@ pub mod validate;
 pub mod version;
 pub mod watch;
 
-use std::path::PathBuf;
-
-use crate::client::Channel;
-
-use crate::args::{Cli, Command, OutputFormat, Verbosity};
+use crate::args::{Cli, Command};
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
-
-/// What every command may need from the global arguments.
-#[derive(Debug, Clone)]
-pub struct Ctx {
-    pub socket: PathBuf,
-    pub verbosity: Verbosity,
-    /// The root-level --output, if given.
-    pub output: Option<OutputFormat>,
-}
-
-impl Ctx {
-    /// A channel to the daemon, on our socket or else upstream's path
-    /// (fails with one clear line).
-    pub async fn channel(&self) -> CliResult<Channel> {
-        crate::client::connect_with_fallback(&self.socket).await
-    }
-
-    /// The data format: a command-level choice wins over the root one.
-    pub fn format(&self, local: Option<OutputFormat>, default: OutputFormat) -> OutputFormat {
-        local.or(self.output).unwrap_or(default)
-    }
-}
 
 /// Runs the command line. Ctrl-C detaches: the CLI stops showing, the
 /// daemon's operation goes on (it runs in the daemon, not in this process).

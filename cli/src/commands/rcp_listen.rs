@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use clap::Args;
 use serde_json::json;
 use tokio::net::UnixListener;
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -23,40 +22,8 @@ use tokio::task::JoinHandle;
 use trident_rcp::tunnel::splice;
 use trident_rcp::{Event, Host, Keepalive, Listener, ListenerConfig, TlsFiles};
 
+use crate::args::RcpListenArgs;
 use crate::exit::{CliError, CliResult, Exit};
-
-/// `trident rcp-listen` arguments.
-#[derive(Debug, Clone, Args)]
-pub struct RcpListenArgs {
-    /// TCP address hosts dial (port 0 picks one; see the "listening" event).
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: SocketAddr,
-    /// CA certificate (PEM) that signs the hosts' and this listener's certificates.
-    #[arg(long, value_name = "FILE")]
-    pub ca: PathBuf,
-    /// This listener's certificate (PEM); hosts check it against --server-name.
-    #[arg(long, value_name = "FILE")]
-    pub cert: PathBuf,
-    /// This listener's private key (PEM, mode 0600).
-    #[arg(long, value_name = "FILE")]
-    pub key: PathBuf,
-    /// Directory of the per-host sockets (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub sockets_dir: PathBuf,
-    /// Shell command run when a host connects (TRIDENT_HOST_ID, TRIDENT_HOST_ADDR,
-    /// TRIDENT_HOST_SOCKET in its environment).
-    #[arg(long, value_name = "CMD")]
-    pub on_connect: Option<String>,
-    /// Shell command run when a host's tunnel closes (same environment).
-    #[arg(long, value_name = "CMD")]
-    pub on_disconnect: Option<String>,
-    /// Interval of keepalive pings on each tunnel.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s", value_name = "DURATION")]
-    pub keepalive_interval: Duration,
-    /// A ping unanswered this long closes the tunnel.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "20s", value_name = "DURATION")]
-    pub keepalive_timeout: Duration,
-}
 
 /// One host's socket and the task serving it.
 struct Served {

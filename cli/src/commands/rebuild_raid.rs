@@ -5,8 +5,8 @@
 use trident_proto::v1preview::RebuildRaidRequest;
 use trident_proto::v1preview::rebuild_raid_service_client::RebuildRaidServiceClient;
 
-use super::Ctx;
 use crate::args::RebuildRaidArgs;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::servicing;
 

@@ -6,8 +6,8 @@ use trident_proto::v1preview::{
     RollbackRequest, RollbackStageRequest,
 };
 
-use super::Ctx;
 use crate::args::{OutputFormat, RollbackArgs};
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::servicing::{self, Steps, reboot};
 

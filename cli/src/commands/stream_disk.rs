@@ -3,8 +3,8 @@
 use trident_proto::v1::StreamDiskRequest;
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
 
-use super::Ctx;
 use crate::args::StreamDiskArgs;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::servicing::{self, fail, reboot};
 

@@ -13,8 +13,8 @@ use trident_proto::v1::{
     WatchRequest, record, stream_event,
 };
 
-use super::Ctx;
 use crate::args::{OutputFormat, TraceFormat, TracesArgs};
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::output;
 use crate::render::event::system_time;

@@ -3,8 +3,8 @@
 use trident_proto::v1::update_service_client::UpdateServiceClient;
 use trident_proto::v1::{FinalizeUpdateRequest, StageUpdateRequest, UpdateRequest};
 
-use super::Ctx;
 use crate::args::ServicingConfigArgs;
+use crate::ctx::Ctx;
 use crate::exit::{CliResult, Exit};
 use crate::servicing::{self, Steps, reboot};
 

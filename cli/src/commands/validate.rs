@@ -6,8 +6,8 @@ use trident_proto::v1::HostConfiguration;
 use trident_proto::v1preview::ValidateHostConfigurationRequest;
 use trident_proto::v1preview::validation_service_client::ValidationServiceClient;
 
-use super::Ctx;
 use crate::args::{OutputFormat, ValidateArgs};
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::output;
 use crate::render::error::ErrorView;

@@ -4,8 +4,8 @@ use serde::Serialize;
 use trident_proto::v1::VersionRequest;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 
-use super::Ctx;
 use crate::args::OutputFormat;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::output;
 

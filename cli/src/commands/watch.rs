@@ -9,8 +9,8 @@ use trident_proto::v1::{
     WatchRequest, record, stream_event,
 };
 
-use super::Ctx;
 use crate::args::WatchArgs;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::live::follow::{Dedup, Followed, follow_operation};
 use crate::live::progress::Progress;

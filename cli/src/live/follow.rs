@@ -22,7 +22,7 @@ use trident_proto::v1::{
 
 use super::progress::Progress;
 use super::read::{StreamEnd, read_stream};
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult};
 use crate::render::event::{Event, system_time};
 

@@ -7,7 +7,7 @@ use trident_proto::v1::{Cursor, ServicingResponse};
 use super::follow::{Dedup, Followed, follow_operation};
 use super::progress::Progress;
 use super::read::{StreamEnd, read_stream};
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult};
 use crate::render::event::Event;
 

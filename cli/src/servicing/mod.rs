@@ -19,7 +19,7 @@ pub use plan::{Steps, load_config, plan, reboot};
 
 use crate::args::{OutputFormat, ServicingArgs};
 use crate::client::TraceParent;
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::live::progress::{Mode, Progress};
 use crate::live::servicing_stream::follow_servicing_stream;
@@ -55,7 +55,7 @@ where
         write_error_file(args, view)?;
     }
     if let Some(path) = &args.status {
-        let text = crate::commands::get::host_status_text(ctx, OutputFormat::Yaml).await?;
+        let text = ctx.host_status_text(OutputFormat::Yaml).await?;
         crate::output::emit(&text, Some(path))?;
     }
     let rebooting = model

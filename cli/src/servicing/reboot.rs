@@ -15,7 +15,7 @@ use trident_proto::v1::VersionRequest;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 
 use crate::client::Channel;
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 
 /// Environment variable: how long to wait for the host to go down (local

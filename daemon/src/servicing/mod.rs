@@ -4,24 +4,41 @@
 //! operation. No transport here: the gRPC handlers (`crate::grpc`) check
 //! requests, hand steps to the runner and stream the operation from the bus.
 //!
+//! # Layers
+//!
+//! Imports go one way, top to bottom (the e2e test `module_layers` fails on
+//! any module that names a module naming it back, at any level):
+//!
+//! * the flows, `engine::{install, update, commit, rollback, handoff,
+//!   new_root_step}` and `stream_disk`;
+//! * `engine::step` (blocking work, script phases, the validate phase, the
+//!   next Host Status), above `engine::runner` (a step made an operation),
+//!   above `engine` itself (`Engine`: datastore, boot control, reboot,
+//!   locks), built from [`settings::EngineSettings`];
+//! * the parts the flows drive: `boot_control` (given a
+//!   `new_root::volume::VolumeRoot`, never a `NewRoot`), `os_config`,
+//!   `new_storage`, `new_root` (mounts and its tools), `scripts`, `reboot`,
+//!   `locks`, `boot_record`;
+//! * leaves: `settings`, `write_target`, `step_ids`.
+//!
 //! # Writing a step (the runner API)
 //!
 //! A servicing RPC is a *step*: an async function that gets a
-//! [`runner::StepContext`] and returns a [`runner::StepResult`]. The handler
-//! hands it to [`runner::start`], which does everything else:
+//! [`engine::runner::StepContext`] and returns a [`engine::runner::StepResult`]. The handler
+//! hands it to [`engine::runner::start`], which does everything else:
 //!
 //! ```ignore
-//! use crate::servicing::runner::{self, ServicingRequest, StepContext, StepOutcome, StepResult, RebootRequest};
+//! use crate::servicing::engine::runner::{self, ServicingRequest, StepContext, StepOutcome, StepResult, RebootRequest};
 //!
 //! async fn stream_disk_step(ctx: StepContext, url: String) -> StepResult {
-//!     // Blocking disk I/O: run it with engine::blocking(..), which keeps
+//!     // Blocking disk I/O: run it with step::blocking(..), which keeps
 //!     // the operation's span so logs/progress belong to the operation.
-//!     let hash = engine::blocking(move || {
+//!     let hash = step::blocking(move || {
 //!         let phase = Phase::start("write/disk", "Write disk", Unit::Bytes, Some(total));
 //!         // ... phase.add(n) ...; phase.done();
 //!         Ok(image_hash)
 //!     }).await?;                       // `?` turns a TridentError into a StepError
-//!     let mut status = engine::next_status(&ctx.engine.host_status()?);
+//!     let mut status = step::next_status(&ctx.engine.host_status()?);
 //!     status.servicing_state = ServicingState::CleanInstallFinalized;
 //!     Ok(StepOutcome {
 //!         status: Some(status),        // committed with the operation's end, ONE transaction
@@ -37,7 +54,7 @@
 //! let started = runner::start(&engine, meta, move |ctx| stream_disk_step(ctx, url)).await?;
 //! ```
 //!
-//! [`runner::start`]:
+//! [`engine::runner::start`]:
 //! * takes the global servicing lock or refuses at once, naming the
 //!   running operation (id, rpc; the gRPC layer answers UNAVAILABLE);
 //! * starts the telemetry operation (`trident_telemetry::operation`) with the
@@ -55,7 +72,7 @@
 //!   the bus, ends with it as `Completed`.
 //!
 //! Steps that need an intermediate state (stage+finalize in one RPC) call
-//! [`runner::StepContext::commit_status`]. Queries take
+//! [`engine::runner::StepContext::commit_status`]. Queries take
 //! `engine.connection_lock` in read mode; the runner takes it in write mode
 //! around each state transition (see [`locks`]).
 //!
@@ -73,7 +90,9 @@ pub mod new_root;
 pub mod new_storage;
 pub mod os_config;
 pub mod reboot;
-pub mod runner;
 pub mod scripts;
+pub mod settings;
+pub mod step_ids;
 pub mod stream_disk;
 pub mod systemd_check;
+pub mod write_target;

@@ -11,8 +11,8 @@ use trident_host::config::{FileSystemType, FilesystemSource, HostConfiguration};
 use trident_host::status::PartitionLayout;
 use trident_host::{ContextExt, Subkind, TridentError};
 
-use super::engine::layout::WriteTarget;
 use super::new_root::tools::{LoopDevice, run_tool};
+use super::write_target::WriteTarget;
 
 /// The targets whose content comes from the image (`targets` minus the
 /// filesystems created here).

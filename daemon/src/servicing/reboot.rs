@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_proto::v1::RebootStatus;
 
-use crate::config::RebootMode;
+use super::settings::RebootMode;
 
 /// Carries out a reboot request made after a servicing state was committed.
 pub trait Reboot: Send + Sync + std::fmt::Debug {

@@ -22,8 +22,9 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::engine::plan::StepPlan;
-use super::engine::{self, write::CosiResultExt};
-use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use super::engine::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use super::engine::step;
+use super::engine::write::CosiResultExt;
 
 /// The StreamDisk step (see the module docs for its phases).
 pub async fn stream_disk_step(
@@ -33,8 +34,7 @@ pub async fn stream_disk_step(
     handling: RebootHandling,
     disks: Arc<[PathBuf]>,
 ) -> StepResult {
-    let (hash, target) =
-        engine::blocking(move || stream_disk(&url, hash.as_deref(), &disks)).await?;
+    let (hash, target) = step::blocking(move || stream_disk(&url, hash.as_deref(), &disks)).await?;
     Ok(StepOutcome {
         status: None,
         reboot: Some(RebootRequest {

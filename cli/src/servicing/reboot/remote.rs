@@ -12,7 +12,7 @@ use trident_proto::v1::GetHostStatusRequest;
 use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
 
 use super::{PROBE_TIMEOUT, REBOOT_POLL, REMOTE_REBOOT_TIMEOUT, daemon_boot_id, reboot_timeout};
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 
 /// What the polls saw of the remote host so far.
@@ -162,7 +162,7 @@ async fn came_back_as(ctx: &Ctx) -> CameBackAs {
         Ok(Err(why)) => return unread(why),
         Err(_) => return unread(format!("no answer within {PROBE_TIMEOUT:?}")),
     };
-    let status = crate::commands::get::yaml_value(&yaml);
+    let status = crate::output::yaml_value(&yaml);
     let field = |key: &str| status.get(key).and_then(|v| v.as_str()).map(str::to_owned);
     CameBackAs {
         servicing_state: field("servicingState"),

@@ -17,8 +17,8 @@ use trident_telemetry::TraceParent;
 use super::additions::Additions;
 use super::error_status::{busy, to_status};
 use super::servicing_stream::{ServicingStream, servicing_stream};
+use crate::servicing::engine::runner::{self, ServicingRequest, StepContext, StepResult};
 use crate::servicing::engine::{Engine, rollback};
-use crate::servicing::runner::{self, ServicingRequest, StepContext, StepResult};
 pub(crate) use streaming::reboot_handling;
 use streaming::rollback_kind;
 

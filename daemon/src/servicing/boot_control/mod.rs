@@ -27,28 +27,16 @@ pub mod record;
 pub mod uefi;
 pub mod uefi_entry;
 
-use std::path::Path;
-
-use clap::ValueEnum;
 use trident_host::TridentError;
 use trident_host::status::{AbVolume, HostStatus};
 
-use super::new_root::NewRoot;
-
-/// `--boot-control`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BootControlMode {
-    /// Simulated boots recorded in STATE_DIR/boot-record.json.
-    Record,
-    /// systemd-boot entries on the ESP and EFI variables.
-    Uefi,
-}
+use super::new_root::volume::VolumeRoot;
 
 /// One boot-control backend.
 pub trait BootControl: Send + Sync + std::fmt::Debug {
     /// While a written volume's new root is mounted: put its boot files in
     /// place (`install`: the bootloader too).
-    fn prepare_volume(&self, root: &NewRoot, install: bool) -> Result<(), TridentError>;
+    fn prepare_volume(&self, root: &VolumeRoot<'_>, install: bool) -> Result<(), TridentError>;
     /// Finalize: the next boot starts `volume` (a one-shot trial where an
     /// old volume stays the default).
     fn set_next_boot(
@@ -71,13 +59,5 @@ pub trait BootControl: Send + Sync + std::fmt::Debug {
     /// Daemon start (the record backend simulates a pending reboot here).
     fn on_start(&self) -> Result<(), TridentError> {
         Ok(())
-    }
-}
-
-/// Builds the backend selected by `--boot-control`.
-pub fn from_mode(mode: BootControlMode, state_dir: &Path, efivars: &Path) -> Box<dyn BootControl> {
-    match mode {
-        BootControlMode::Record => Box::new(record::RecordBootControl::new(state_dir)),
-        BootControlMode::Uefi => Box::new(uefi::UefiBootControl::new(efivars)),
     }
 }

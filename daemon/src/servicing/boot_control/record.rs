@@ -8,7 +8,7 @@ use trident_host::status::{AbVolume, HostStatus};
 
 use super::BootControl;
 use crate::servicing::boot_record::BootRecordFile;
-use crate::servicing::new_root::NewRoot;
+use crate::servicing::new_root::volume::VolumeRoot;
 
 #[derive(Debug)]
 pub struct RecordBootControl {
@@ -24,7 +24,7 @@ impl RecordBootControl {
 }
 
 impl BootControl for RecordBootControl {
-    fn prepare_volume(&self, _root: &NewRoot, _install: bool) -> Result<(), TridentError> {
+    fn prepare_volume(&self, _root: &VolumeRoot<'_>, _install: bool) -> Result<(), TridentError> {
         // Nothing boots from a disk-image file: no boot files needed.
         Ok(())
     }

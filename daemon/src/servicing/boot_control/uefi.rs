@@ -14,8 +14,8 @@ use super::booted::root_partition;
 use super::efivars;
 use super::esp::Esp;
 use super::fallback::{self, Moment};
-use crate::servicing::new_root::NewRoot;
 use crate::servicing::new_root::partitions::partition_for;
+use crate::servicing::new_root::volume::VolumeRoot;
 
 /// Where images ship systemd-boot (Debian's systemd-boot-efi).
 const SYSTEMD_BOOT_EFI: &str = "usr/lib/systemd/boot/efi/systemd-bootx64.efi";
@@ -130,8 +130,8 @@ fn esp_layout(
 }
 
 impl BootControl for UefiBootControl {
-    fn prepare_volume(&self, root: &NewRoot, install: bool) -> Result<(), TridentError> {
-        let esp_id = esp_partition_id(&root.hc);
+    fn prepare_volume(&self, root: &VolumeRoot<'_>, install: bool) -> Result<(), TridentError> {
+        let esp_id = esp_partition_id(root.hc);
         let esp_part = esp_id.as_ref().and_then(|id| root.partitions.get(id));
         let (Some(esp_part), Some(root_part)) = (esp_part, root.partition_of("/")) else {
             return Err(TridentError::new(
@@ -140,7 +140,7 @@ impl BootControl for UefiBootControl {
             ));
         };
         let esp = Esp::open(&esp_part.layout)?;
-        let kernel = super::uefi_entry::Kernel::find(&root.path)?;
+        let kernel = super::uefi_entry::Kernel::find(root.path)?;
         let dir = format!("trident/{}", root.volume);
         esp.copy_in(&kernel.vmlinuz, &format!("{dir}/vmlinuz"))?;
         if let Some(initrd) = &kernel.initrd {
@@ -153,7 +153,7 @@ impl BootControl for UefiBootControl {
         )?;
         tracing::info!(volume = %root.volume, kernel = %kernel.release, "boot entry written on the ESP");
         // The volume's own systemd-boot, for the UEFI fallback path.
-        let loader = systemd_boot_of(&root.path)?;
+        let loader = systemd_boot_of(root.path)?;
         esp.copy_in(&loader, &fallback::volume_loader(root.volume))?;
         if install {
             esp.copy_in(&loader, "EFI/systemd/systemd-bootx64.efi")?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use trident_host::{Subkind, TridentError};
 
-use crate::servicing::new_root::NewRoot;
+use crate::servicing::new_root::volume::VolumeRoot;
 
 /// The kernel a volume boots.
 #[derive(Debug, Clone)]
@@ -50,7 +50,7 @@ impl Kernel {
 /// The kernel command line: the root by PARTUUID, the image's
 /// `/etc/kernel/cmdline` (any `root=` of its own dropped), then the Host
 /// Configuration's `os.kernelCommandLine.extraCommandLine`.
-pub fn command_line(root: &NewRoot, part_uuid: &str) -> String {
+pub fn command_line(root: &VolumeRoot<'_>, part_uuid: &str) -> String {
     let image = std::fs::read_to_string(root.path.join("etc/kernel/cmdline")).unwrap_or_default();
     let mut args = vec![format!("root=PARTUUID={part_uuid}"), "rw".to_owned()];
     args.extend(
@@ -86,11 +86,11 @@ fn pretty_name(root: &Path) -> String {
 }
 
 /// The entry file of `root.volume`, files under ESP directory `dir`.
-pub fn entry_text(root: &NewRoot, kernel: &Kernel, part_uuid: &str, dir: &str) -> String {
+pub fn entry_text(root: &VolumeRoot<'_>, kernel: &Kernel, part_uuid: &str, dir: &str) -> String {
     let mut text = format!(
         "# Written by Trident for {volume}.\ntitle   {name} ({volume})\nversion {release}\nlinux   /{dir}/vmlinuz\n",
         volume = root.volume,
-        name = pretty_name(&root.path),
+        name = pretty_name(root.path),
         release = kernel.release,
     );
     if kernel.initrd.is_some() {

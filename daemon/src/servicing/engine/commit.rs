@@ -8,9 +8,10 @@ use trident_host::{ContextExt, Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
+use super::handoff;
 use super::plan::StepPlan;
-use super::{handoff, next_status};
-use crate::servicing::runner::{RebootRequest, StepContext, StepError, StepOutcome, StepResult};
+use super::runner::{RebootRequest, StepContext, StepError, StepOutcome, StepResult};
+use super::step::next_status;
 use crate::servicing::scripts::{ScriptEnv, ServicingType, run_health_checks};
 
 /// What a commit in the current state expects.

@@ -22,9 +22,9 @@ use trident_host::status::{AbVolume, HostStatus};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 
 use super::layout::{self, Targets};
+use super::runner::StepContext;
 use super::{Engine, OperationIds};
 use crate::servicing::new_root::NewRoot;
-use crate::servicing::runner::StepContext;
 
 /// Where the booted OS's tridentd looks by default.
 const DEFAULT_DATASTORE: &str = "var/lib/trident/datastore.sqlite";
@@ -144,5 +144,5 @@ pub async fn hand_over_blocking(
     end: OperationEnd,
 ) -> Result<(), TridentError> {
     let (engine, status, op) = (ctx.engine.clone(), status.clone(), ctx.clone());
-    super::blocking(move || hand_over(&engine, &status, volume, &op.ids(), &end)).await
+    super::step::blocking(move || hand_over(&engine, &status, volume, &op.ids(), &end)).await
 }

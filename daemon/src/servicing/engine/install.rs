@@ -9,11 +9,12 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::layout::{self, Targets};
+use super::new_root_step::{NewRootRequest, service_new_root};
 use super::plan::{Halves, StepPlan};
-use super::{blocking, handoff, next_status, script_phase, validate_phase, write};
-use crate::servicing::new_root::{NewRootRequest, service_new_root};
+use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use super::step::{blocking, next_status, script_phase, validate_phase};
+use super::{handoff, write};
 use crate::servicing::new_storage;
-use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
 
 /// States from which a clean install may (re)start.

@@ -12,8 +12,7 @@ use trident_host::status::{AbVolume, PartitionLayout};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use uuid::Uuid;
 
-/// Sector size of the GPTs we create.
-pub const LBA_SIZE: u64 = 512;
+use crate::servicing::write_target::{LBA_SIZE, WriteTarget};
 
 /// Creates the GPT of every disk (primary and backup) and returns where
 /// each partition landed. Blocking.
@@ -119,13 +118,6 @@ fn write_gpt(disk: &Disk, gpt: &Gpt) -> Result<(), TridentError> {
         .with_context(|| format!("Writing the backup GPT of {}", disk.device))?;
     file.sync_all().structured(Subkind::CreatePartitionTable)?;
     Ok(())
-}
-
-/// Where the image of one filesystem goes.
-#[derive(Debug, Clone)]
-pub struct WriteTarget {
-    pub partition_id: String,
-    pub layout: PartitionLayout,
 }
 
 /// Which filesystems a servicing writes.

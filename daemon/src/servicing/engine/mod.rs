@@ -5,9 +5,12 @@ pub mod commit;
 pub mod handoff;
 pub mod install;
 pub mod layout;
+pub mod new_root_step;
 pub mod plan;
 pub mod query;
 pub mod rollback;
+pub mod runner;
+pub mod step;
 pub mod update;
 pub mod write;
 
@@ -19,13 +22,14 @@ use trident_host::status::HostStatus;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use trident_telemetry::Bus;
 
-use super::boot_control::{self, BootControl};
+use super::boot_control::BootControl;
+use super::boot_control::record::RecordBootControl;
+use super::boot_control::uefi::UefiBootControl;
 use super::keep_alive::KeepAlive;
 use super::locks::{ConnectionLock, ServicingLock};
 use super::reboot::{self, Reboot};
-use crate::config::Config;
+use super::settings::{BootControlMode, EngineSettings};
 use crate::legacy_bridge::LegacyBridge;
-use crate::servicing::runner::StepContext;
 
 /// File in the state directory remembering a datastore moved by
 /// `trident.datastorePath`, so a restarted daemon reopens it.
@@ -56,16 +60,16 @@ pub struct Engine {
 impl Engine {
     /// Builds the engine and opens the datastore; operations left running
     /// by a previous daemon (crash, SIGKILL) are marked interrupted now.
-    pub fn new(config: &Config, bus: Bus, keep_alive: Arc<dyn KeepAlive>) -> Engine {
-        let state_dir = config.state_dir.clone();
+    pub fn new(settings: EngineSettings, bus: Bus, keep_alive: Arc<dyn KeepAlive>) -> Engine {
+        let state_dir = settings.state_dir;
         let redirect = std::fs::read_to_string(state_dir.join(DATASTORE_REDIRECT_FILE))
             .ok()
             .map(|s| PathBuf::from(s.trim()))
             .filter(|p| !p.as_os_str().is_empty());
         let engine = Engine {
-            boot: boot_control::from_mode(config.boot_control, &state_dir, &config.efivars),
-            reboot: reboot::from_mode(config.reboot, config.reboot_requests_path()),
-            datastore_path: Mutex::new(redirect.unwrap_or_else(|| config.datastore_path())),
+            boot: boot_control_of(settings.boot_control, &state_dir, &settings.efivars),
+            reboot: reboot::from_mode(settings.reboot, settings.reboot_requests_path),
+            datastore_path: Mutex::new(redirect.unwrap_or(settings.datastore_path)),
             datastore: Mutex::new(None),
             state_dir,
             servicing_lock: ServicingLock::default(),
@@ -183,6 +187,18 @@ impl Engine {
     }
 }
 
+/// The boot-control backend selected by `--boot-control`.
+fn boot_control_of(
+    mode: BootControlMode,
+    state_dir: &Path,
+    efivars: &Path,
+) -> Box<dyn BootControl> {
+    match mode {
+        BootControlMode::Record => Box::new(RecordBootControl::new(state_dir)),
+        BootControlMode::Uefi => Box::new(UefiBootControl::new(efivars)),
+    }
+}
+
 /// Identity of a running operation, as recorded in the datastore.
 #[derive(Debug, Clone, Copy)]
 pub struct OperationIds<'a> {
@@ -190,74 +206,4 @@ pub struct OperationIds<'a> {
     pub kind: &'a str,
     pub rpc: &'a str,
     pub trace_id: &'a str,
-}
-
-/// A fresh Host Status row based on `current`, stamped with our version.
-pub fn next_status(current: &HostStatus) -> HostStatus {
-    let mut next = current.clone();
-    next.trident_version = TRIDENT_VERSION.to_owned();
-    next
-}
-
-/// Runs blocking work (disk I/O) on the blocking pool inside the current
-/// span, so its progress and logs belong to the operation.
-pub async fn blocking<R: Send + 'static>(
-    f: impl FnOnce() -> Result<R, TridentError> + Send + 'static,
-) -> Result<R, TridentError> {
-    let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || span.in_scope(f))
-        .await
-        .structured(Subkind::TaskFailed)?
-}
-
-/// Runs one script group as a progress phase (skipped when no script of
-/// the group is selected for this servicing).
-pub async fn script_phase(
-    group: &'static str,
-    scripts: &[trident_host::config::Script],
-    env: &super::scripts::ScriptEnv,
-) -> Result<(), TridentError> {
-    let selected = env.servicing_type.selected(scripts);
-    if selected == 0 {
-        return Ok(());
-    }
-    let phase = trident_telemetry::progress::Phase::start(
-        format!("scripts/{group}"),
-        format!("Run {group} scripts"),
-        trident_telemetry::progress::Unit::Items,
-        Some(selected as u64),
-    );
-    super::scripts::run_scripts(group, scripts, env)
-        .await
-        .with_context(|| format!("Running {group} scripts"))?;
-    phase.set(selected as u64);
-    phase.done();
-    Ok(())
-}
-
-/// Parses the request's Host Configuration as the "validate" phase; a
-/// configuration that still sets upstream's phonehome/logstream gets the
-/// legacy bridge for this operation.
-pub fn validate_phase(
-    ctx: &StepContext,
-    yaml: &str,
-) -> Result<trident_host::config::HostConfiguration, TridentError> {
-    let phase = trident_telemetry::progress::Phase::start(
-        "validate",
-        "Validate Host Configuration",
-        trident_telemetry::progress::Unit::Items,
-        Some(1),
-    );
-    let hc = trident_host::config::parse(yaml)?;
-    trident_host::redact::known::remember(&trident_host::redact::Secrets::of_config(&hc));
-    phase.set(1);
-    phase.done();
-    let engine = ctx.engine.clone();
-    ctx.engine.legacy_bridge.activate(
-        &hc,
-        &ctx.operation_id,
-        ctx.rpc,
-        Arc::new(move || engine.host_status().ok()?.redacted().ok()?.to_yaml().ok()),
-    );
-    Ok(hc)
 }

@@ -14,6 +14,7 @@
 use trident_host::config::HostConfiguration;
 
 use crate::servicing::scripts::ServicingType;
+use crate::servicing::step_ids::{BOOT_FILES, CONFIGURE};
 
 /// The planned top-level phases of one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,12 +105,6 @@ impl StepPlan {
         }
     }
 }
-
-/// The configure step (fstab, OS configuration): it runs only when the new
-/// root is mounted.
-pub const CONFIGURE: &str = "configure";
-/// The boot-files step: it runs only when the new root is mounted.
-pub const BOOT_FILES: &str = "boot-files";
 
 #[cfg(test)]
 mod tests {

@@ -7,9 +7,10 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_proto::v1preview::{CheckRollbackKind, ManualRollbackKind};
 use trident_telemetry::progress::{Phase, Unit};
 
+use super::handoff;
 use super::plan::StepPlan;
-use super::{handoff, next_status};
-use crate::servicing::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use super::step::next_status;
 
 /// The volume an A/B rollback would boot, if one is available.
 pub fn ab_rollback_target(status: &HostStatus) -> Option<AbVolume> {

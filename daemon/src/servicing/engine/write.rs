@@ -9,7 +9,7 @@ use trident_cosi::{CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind, 
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::layout::WriteTarget;
+use crate::servicing::write_target::WriteTarget;
 
 /// `result.cosi()?`: maps a COSI error with [`cosi_error`], located at the
 /// caller. Use this instead of `map_err(cosi_error)`: a `#[track_caller]`

@@ -5,13 +5,13 @@
 use trident_host::config::FileSystemType;
 use trident_host::{ResultExt, Subkind, TridentError};
 
-use super::NewRoot;
 use super::partitions::partition_for;
 use super::probe::probe;
+use super::volume::VolumeRoot;
 
 /// Renders the fstab text (no I/O except probing filesystem types that the
 /// configuration leaves open).
-pub fn render(root: &NewRoot) -> Result<String, TridentError> {
+pub fn render(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
     let mut out = String::from(
         "# Written by Trident from the Host Configuration (storage.filesystems).\n\
          # <file system> <mount point> <type> <options> <dump> <pass>\n",
@@ -20,7 +20,7 @@ pub fn render(root: &NewRoot) -> Result<String, TridentError> {
         if fs.mount_point.is_none() {
             continue;
         }
-        let partition_id = partition_for(&root.hc, &fs.device_id, root.volume);
+        let partition_id = partition_for(root.hc, &fs.device_id, root.volume);
         let Some(part) = root.partitions.get(&partition_id) else {
             return Err(TridentError::new(
                 Subkind::ConfigureNewRoot,
@@ -64,7 +64,7 @@ pub fn render(root: &NewRoot) -> Result<String, TridentError> {
 }
 
 /// Configure step: writes NEW_ROOT/etc/fstab (replacing the image's).
-pub fn write_fstab(root: &NewRoot) -> Result<(), TridentError> {
+pub fn write_fstab(root: &VolumeRoot<'_>) -> Result<(), TridentError> {
     let text = render(root)?;
     let etc = root.path.join("etc");
     std::fs::create_dir_all(&etc).structured(Subkind::ConfigureNewRoot)?;

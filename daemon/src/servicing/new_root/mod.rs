@@ -1,10 +1,12 @@
 //! The new root: after the images are written, the serviced volume's
-//! filesystems are mounted under one directory, ext4 is grown to its
-//! partition (before mounting), the configure steps run on it ([`CONFIGURE_STEPS`]: fstab,
-//! and the OS configuration steps), then postProvision scripts run on this
-//! host with `TARGET_ROOT` set to it and postConfigure scripts chrooted
-//! into it (`chroot`), and everything is unmounted (guards unmount and
-//! detach on every path, errors included).
+//! filesystems are mounted under one directory ([`NewRoot`]), ext4 grown
+//! to its partition (before mounting), and everything is unmounted again
+//! (guards unmount and detach on every path, errors included). What runs
+//! on it in between (configure steps, scripts, boot files) is the engine's
+//! new-root step (`engine::new_root_step`); configure steps and boot
+//! control see it through [`volume::VolumeRoot`]. Its tools: fstab,
+//! chroot mounts for postConfigure, loop devices and mounts, partition
+//! identities.
 //!
 //! Mounting goes through loop devices over each partition's byte range of
 //! its disk, so a disk-image file and a block device are handled alike.
@@ -17,43 +19,20 @@ pub mod fstab;
 pub mod partitions;
 pub mod probe;
 pub mod tools;
+pub mod volume;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use trident_host::config::{HostConfiguration, Script};
+use trident_host::config::HostConfiguration;
 use trident_host::status::{AbVolume, PartitionLayout};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
-use trident_telemetry::progress::{Phase, Unit};
 
 use self::partitions::PartitionInfo;
 use self::probe::FsKind;
 use self::tools::{LoopDevice, MountGuard, run_tool};
-use super::engine::layout::WriteTarget;
-use super::engine::plan::{BOOT_FILES, CONFIGURE, StepPlan};
-use super::engine::{Engine, blocking, script_phase};
-use super::scripts::ScriptEnv;
-
-/// One step that configures the mounted new root.
-#[derive(Debug, Clone, Copy)]
-pub struct ConfigureStep {
-    /// Names the step in progress and errors.
-    pub name: &'static str,
-    pub run: fn(&NewRoot) -> Result<(), TridentError>,
-}
-
-/// Every configure step, in order. OS configuration steps go here.
-pub const CONFIGURE_STEPS: &[ConfigureStep] = &[
-    ConfigureStep {
-        name: "fstab",
-        run: fstab::write_fstab,
-    },
-    ConfigureStep {
-        name: "os-config",
-        run: super::os_config::configure_step,
-    },
-];
+use self::volume::VolumeRoot;
+use super::write_target::WriteTarget;
 
 /// A filesystem of the new root, mounted.
 #[derive(Debug)]
@@ -160,19 +139,14 @@ impl NewRoot {
         Ok(())
     }
 
-    /// The partition a mount point of the Host Configuration lands on.
-    pub fn partition_of(&self, mount_point: &str) -> Option<&PartitionInfo> {
-        let fs = self
-            .hc
-            .storage
-            .filesystems
-            .iter()
-            .find(|f| f.mount_point.path() == mount_point)?;
-        self.partitions.get(&partitions::partition_for(
-            &self.hc,
-            &fs.device_id,
-            self.volume,
-        ))
+    /// What configure steps and boot control see of it.
+    pub fn view(&self) -> VolumeRoot<'_> {
+        VolumeRoot {
+            path: &self.path,
+            hc: &self.hc,
+            volume: self.volume,
+            partitions: &self.partitions,
+        }
     }
 
     /// Unmounts children first, then removes the mount directory.
@@ -187,22 +161,6 @@ impl NewRoot {
             let _ = std::fs::remove_dir_all(&self.path);
         }
         first_error.map_or(Ok(()), Err)
-    }
-
-    /// Runs [`CONFIGURE_STEPS`] as one progress phase.
-    pub fn configure(&self) -> Result<(), TridentError> {
-        let phase = Phase::start(
-            CONFIGURE,
-            "Configure the new root",
-            Unit::Items,
-            Some(CONFIGURE_STEPS.len() as u64),
-        );
-        for (done, step) in CONFIGURE_STEPS.iter().enumerate() {
-            (step.run)(self).with_context(|| format!("Configure step '{}'", step.name))?;
-            phase.set(done as u64 + 1);
-        }
-        phase.done();
-        Ok(())
     }
 }
 
@@ -233,113 +191,5 @@ fn grow_ext4(device: &LoopDevice) -> Result<(), TridentError> {
     }
     run_tool("resize2fs", &[&path], Subkind::MountNewRoot)?;
     tracing::info!(device = %path, "ext4 grown to its partition");
-    Ok(())
-}
-
-/// What [`service_new_root`] needs besides the scripts' environment.
-#[derive(Debug, Clone)]
-pub struct NewRootRequest {
-    pub hc: HostConfiguration,
-    pub layout: BTreeMap<String, PartitionLayout>,
-    pub targets: BTreeMap<String, WriteTarget>,
-    pub volume: AbVolume,
-    /// Where to mount (created, removed afterwards).
-    pub path: PathBuf,
-    /// A clean install (the ESP gets the bootloader too).
-    pub install: bool,
-}
-
-/// Mount, grow, configure, postProvision and postConfigure scripts, the
-/// volume's boot files (boot control), unmount: the whole new-root step of
-/// install and A/B update.
-/// Without a mounted new root, the configure and boot-files steps leave
-/// `plan`.
-pub async fn service_new_root(
-    engine: Arc<Engine>,
-    req: NewRootRequest,
-    env: &ScriptEnv,
-    plan: &mut StepPlan,
-) -> Result<(), TridentError> {
-    let scripts = req.hc.scripts.clone();
-    let install = req.install;
-    let phase = Phase::start("mount", "Mount the new root", Unit::Items, Some(1));
-    let mounted = blocking(move || {
-        let root = NewRoot::mount(&req.hc, &req.layout, &req.targets, req.volume, &req.path)?;
-        if root.is_none() {
-            super::os_config::refuse_without_new_root(&req.hc.os)?;
-        }
-        Ok(root)
-    })
-    .await?;
-    phase.set(1);
-    phase.done();
-    // A step of its own (planned), after mount rather than inside it.
-    let mounted = match mounted {
-        Some(root) => Some(
-            blocking(move || {
-                root.configure()?;
-                Ok(root)
-            })
-            .await?,
-        ),
-        None => {
-            plan.skip(CONFIGURE);
-            plan.skip(BOOT_FILES);
-            None
-        }
-    };
-    let mut env = env.clone();
-    env.target_root = mounted.as_ref().map(|r| r.path.clone());
-    let scripts_result = async {
-        script_phase("postProvision", &scripts.post_provision, &env).await?;
-        post_configure(&scripts.post_configure, &env).await
-    }
-    .await;
-    let Some(root) = mounted else {
-        return scripts_result;
-    };
-    blocking(move || {
-        let prepared = match scripts_result {
-            Ok(()) => boot_files(&engine, &root, install),
-            Err(e) => Err(e),
-        };
-        let unmounted = root.unmount();
-        prepared.and(unmounted)
-    })
-    .await
-}
-
-/// postConfigure as upstream runs it: chrooted into the mounted new root
-/// (`TARGET_ROOT=/`), with `/dev`, `/proc` and `/sys` mounted inside for the
-/// time of the scripts and unmounted whatever they did. Without a mounted
-/// root (a volume holding no known filesystem) on this host, without
-/// `TARGET_ROOT`.
-async fn post_configure(scripts: &[Script], env: &ScriptEnv) -> Result<(), TridentError> {
-    let Some(root) = env.target_root.clone() else {
-        return script_phase("postConfigure", scripts, env).await;
-    };
-    if !scripts
-        .iter()
-        .any(|s| env.servicing_type.selected_by(&s.run_on))
-    {
-        return Ok(());
-    }
-    let special = blocking(move || chroot::SpecialMounts::mount(&root)).await?;
-    let chrooted = ScriptEnv {
-        chrooted: true,
-        ..env.clone()
-    };
-    let ran = script_phase("postConfigure", scripts, &chrooted).await;
-    let released = blocking(move || special.release()).await;
-    ran.and(released)
-}
-
-/// The boot-control phase: the volume's boot files (and, on install, the
-/// bootloader) from the mounted new root.
-fn boot_files(engine: &Engine, root: &NewRoot, install: bool) -> Result<(), TridentError> {
-    let phase = Phase::start(BOOT_FILES, "Write boot files", Unit::Items, Some(1));
-    engine.boot.prepare_volume(root, install)?;
-    phase.set(1);
-    phase.done();
     Ok(())
 }

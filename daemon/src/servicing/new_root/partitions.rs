@@ -9,7 +9,7 @@ use trident_host::config::HostConfiguration;
 use trident_host::status::{AbVolume, PartitionLayout};
 use trident_host::{ResultExt, Subkind, TridentError};
 
-use crate::servicing::engine::layout::LBA_SIZE;
+use crate::servicing::write_target::LBA_SIZE;
 
 /// One partition of the serviced host.
 #[derive(Debug, Clone, PartialEq, Eq)]

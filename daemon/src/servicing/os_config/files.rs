@@ -7,7 +7,7 @@ use std::path::Path;
 
 use trident_host::config::AdditionalFile;
 
-use super::{OsConfigError, in_root, write_file};
+use super::root_fs::{OsConfigError, in_root, write_file};
 
 const DEFAULT_MODE: u32 = 0o644;
 

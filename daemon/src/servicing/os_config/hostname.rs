@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{OsConfigError, write_file};
+use super::root_fs::{OsConfigError, write_file};
 
 const KEY: &str = "os.hostname";
 

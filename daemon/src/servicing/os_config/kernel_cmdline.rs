@@ -6,11 +6,11 @@ use trident_host::config::Os;
 
 /// The extra kernel arguments, in the order given, each checked to be one
 /// word (a boot entry's `options` line is split on whitespace).
-pub fn extra_args(os: &Os) -> Result<Vec<String>, super::OsConfigError> {
+pub fn extra_args(os: &Os) -> Result<Vec<String>, super::root_fs::OsConfigError> {
     let args = &os.kernel_command_line.extra_command_line;
     for (i, arg) in args.iter().enumerate() {
         if arg.is_empty() || arg.chars().any(char::is_whitespace) {
-            return Err(super::OsConfigError::refused(
+            return Err(super::root_fs::OsConfigError::refused(
                 format!("os.kernelCommandLine.extraCommandLine[{i}]"),
                 format!("'{arg}' is not one kernel argument (no spaces)"),
             ));

@@ -18,81 +18,15 @@ pub mod selinux;
 pub mod services;
 pub mod users;
 
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Component, Path, PathBuf};
-use std::process::Command;
+pub mod root_fs;
 
+use std::path::Path;
+
+use trident_host::TridentError;
 use trident_host::config::Os;
-use trident_host::{Subkind, TridentError};
 
-/// Why a key of `os` could not be applied. Every variant carries the key
-/// path (`os.users[0].sshPublicKeys`, [`OsConfigError::key`]); the
-/// conversion to [`TridentError`] puts it first in the message.
-#[derive(Debug, thiserror::Error)]
-pub enum OsConfigError {
-    /// The configuration asks for something the new root cannot take (a
-    /// path escaping the root, SELinux on an image without it).
-    #[error("{message}")]
-    Refused { key: String, message: String },
-    /// Reading or writing a file of the new root failed.
-    #[error("{message}")]
-    Io {
-        key: String,
-        message: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A tool run on the new root failed.
-    #[error("`{command}` failed: {detail}")]
-    Tool {
-        key: String,
-        command: String,
-        detail: String,
-    },
-}
-
-impl OsConfigError {
-    /// The Host Configuration key path the error is about.
-    pub fn key(&self) -> &str {
-        match self {
-            Self::Refused { key, .. } | Self::Io { key, .. } | Self::Tool { key, .. } => key,
-        }
-    }
-
-    pub(crate) fn refused(key: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Refused {
-            key: key.into(),
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn io(key: &str, message: impl Into<String>, source: std::io::Error) -> Self {
-        Self::Io {
-            key: key.to_owned(),
-            message: message.into(),
-            source,
-        }
-    }
-}
-
-impl From<OsConfigError> for TridentError {
-    fn from(e: OsConfigError) -> Self {
-        let message = format!("Host Configuration key '{}': {e}", e.key());
-        match e {
-            // The image lacks what the configuration needs: the request
-            // does not match the image, not a servicing fault.
-            OsConfigError::Refused { .. } => {
-                TridentError::new(Subkind::ImageDoesNotMatchConfiguration, message)
-            }
-            OsConfigError::Tool { .. } => TridentError::new(Subkind::ApplyOsConfig, message),
-            OsConfigError::Io { source, .. } => {
-                TridentError::with_source(Subkind::ApplyOsConfig, message, source)
-            }
-        }
-    }
-}
+pub use self::root_fs::OsConfigError;
+use super::new_root::volume::VolumeRoot;
 
 /// Applies every `os` key to the new root at `root`. Blocking.
 pub fn apply(root: &Path, os: &Os) -> Result<(), OsConfigError> {
@@ -112,9 +46,9 @@ pub fn apply(root: &Path, os: &Os) -> Result<(), OsConfigError> {
     Ok(())
 }
 
-/// The configure step of the mounted new root (`new_root::CONFIGURE_STEPS`).
-pub fn configure_step(root: &super::new_root::NewRoot) -> Result<(), TridentError> {
-    apply(&root.path, &root.hc.os)?;
+/// The configure step of the mounted new root (`engine::new_root_step::CONFIGURE_STEPS`).
+pub fn configure_step(root: &VolumeRoot<'_>) -> Result<(), TridentError> {
+    apply(root.path, &root.hc.os)?;
     Ok(())
 }
 
@@ -140,86 +74,6 @@ pub fn refuse_without_new_root(os: &Os) -> Result<(), TridentError> {
         .into()),
         None => Ok(()),
     }
-}
-
-/// `abs` (an absolute path of the new root, e.g. `/etc/hostname`) under
-/// `root`. Refuses relative paths and `..`, which could leave the root.
-pub(crate) fn in_root(root: &Path, abs: &str, key: &str) -> Result<PathBuf, OsConfigError> {
-    let path = Path::new(abs);
-    if !path.is_absolute() {
-        return Err(OsConfigError::refused(
-            key,
-            format!("'{abs}' is not an absolute path"),
-        ));
-    }
-    let mut out = root.to_path_buf();
-    for part in path.components() {
-        match part {
-            Component::RootDir | Component::CurDir => {}
-            Component::Normal(p) => out.push(p),
-            Component::ParentDir | Component::Prefix(_) => {
-                return Err(OsConfigError::refused(
-                    key,
-                    format!("'{abs}' leaves the new root ('..' is not allowed)"),
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Writes `content` to `path` (parents created) with exactly `mode`,
-/// replacing what was there.
-pub(crate) fn write_file(
-    path: &Path,
-    content: &[u8],
-    mode: u32,
-    key: &str,
-) -> Result<(), OsConfigError> {
-    let fail = |what: &str, e| OsConfigError::io(key, format!("{what} {}", path.display()), e);
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(|e| fail("cannot create the folder of", e))?;
-    }
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|e| fail("cannot open", e))?;
-    file.write_all(content)
-        .map_err(|e| fail("cannot write", e))?;
-    // `mode` at creation is filtered by the umask, and an existing file
-    // keeps its mode: set it explicitly.
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .map_err(|e| fail("cannot set the mode of", e))?;
-    Ok(())
-}
-
-/// Runs `program args`, failing with its stderr.
-pub(crate) fn run(key: &str, program: &str, args: &[&str]) -> Result<(), OsConfigError> {
-    let command = format!("{program} {}", args.join(" "));
-    tracing::debug!(%command, "os config: running");
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| OsConfigError::Tool {
-            key: key.to_owned(),
-            command: command.clone(),
-            detail: e.to_string(),
-        })?;
-    if output.status.success() {
-        return Ok(());
-    }
-    Err(OsConfigError::Tool {
-        key: key.to_owned(),
-        command,
-        detail: format!(
-            "{}: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ),
-    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use trident_host::config::{LoadMode, Module};
 
-use super::{OsConfigError, write_file};
+use super::root_fs::{OsConfigError, write_file};
 
 pub const MODULES_LOAD_FILE: &str = "etc/modules-load.d/99-trident.conf";
 pub const MODPROBE_FILE: &str = "etc/modprobe.d/99-trident.conf";

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{OsConfigError, write_file};
+use super::root_fs::{OsConfigError, write_file};
 
 const KEY: &str = "os.netplan";
 /// Where the configuration goes; sorts after the image's own files so its

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use trident_host::config::SelinuxMode;
 
-use super::{OsConfigError, write_file};
+use super::root_fs::{OsConfigError, write_file};
 
 const KEY: &str = "os.selinux.mode";
 pub const SELINUX_CONFIG: &str = "etc/selinux/config";

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use trident_host::config::Services;
 
-use super::{OsConfigError, run};
+use super::root_fs::{OsConfigError, run};
 
 pub fn apply(root: &Path, services: &Services) -> Result<(), OsConfigError> {
     let root_arg = format!("--root={}", root.display());

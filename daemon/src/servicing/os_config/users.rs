@@ -11,7 +11,7 @@ use std::path::Path;
 
 use trident_host::config::{SshMode, User};
 
-use super::{OsConfigError, in_root, run, write_file};
+use super::root_fs::{OsConfigError, in_root, run, write_file};
 
 /// sshd drop-in holding the `sshMode` of the configured users.
 pub const SSHD_DROP_IN: &str = "/etc/ssh/sshd_config.d/50-trident-users.conf";

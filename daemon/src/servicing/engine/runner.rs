@@ -17,8 +17,8 @@ use trident_proto::v1::{RebootHandling, RebootStatus, ServicingKind, Started, St
 use trident_telemetry::TraceParent;
 use trident_telemetry::operation::{Completion, Operation, OperationSpec};
 
-use super::engine::{Engine, OperationIds};
-use super::locks::RunningOperation;
+use super::{Engine, OperationIds};
+use crate::servicing::locks::RunningOperation;
 
 /// What a step gets.
 #[derive(Debug, Clone)]

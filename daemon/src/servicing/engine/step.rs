@@ -1,0 +1,83 @@
+//! The building blocks every flow's steps use: blocking work inside the
+//! operation's span, script groups as phases, the validate phase, the
+//! next Host Status row. Beneath the flows (install, update, commit,
+//! rollback, stream disk), above the runner.
+
+use std::sync::Arc;
+
+use trident_host::status::HostStatus;
+use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
+
+use super::TRIDENT_VERSION;
+use super::runner::StepContext;
+use crate::servicing::scripts::{self, ScriptEnv};
+
+/// A fresh Host Status row based on `current`, stamped with our version.
+pub fn next_status(current: &HostStatus) -> HostStatus {
+    let mut next = current.clone();
+    next.trident_version = TRIDENT_VERSION.to_owned();
+    next
+}
+
+/// Runs blocking work (disk I/O) on the blocking pool inside the current
+/// span, so its progress and logs belong to the operation.
+pub async fn blocking<R: Send + 'static>(
+    f: impl FnOnce() -> Result<R, TridentError> + Send + 'static,
+) -> Result<R, TridentError> {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(f))
+        .await
+        .structured(Subkind::TaskFailed)?
+}
+
+/// Runs one script group as a progress phase (skipped when no script of
+/// the group is selected for this servicing).
+pub async fn script_phase(
+    group: &'static str,
+    scripts: &[trident_host::config::Script],
+    env: &ScriptEnv,
+) -> Result<(), TridentError> {
+    let selected = env.servicing_type.selected(scripts);
+    if selected == 0 {
+        return Ok(());
+    }
+    let phase = trident_telemetry::progress::Phase::start(
+        format!("scripts/{group}"),
+        format!("Run {group} scripts"),
+        trident_telemetry::progress::Unit::Items,
+        Some(selected as u64),
+    );
+    scripts::run_scripts(group, scripts, env)
+        .await
+        .with_context(|| format!("Running {group} scripts"))?;
+    phase.set(selected as u64);
+    phase.done();
+    Ok(())
+}
+
+/// Parses the request's Host Configuration as the "validate" phase; a
+/// configuration that still sets upstream's phonehome/logstream gets the
+/// legacy bridge for this operation.
+pub fn validate_phase(
+    ctx: &StepContext,
+    yaml: &str,
+) -> Result<trident_host::config::HostConfiguration, TridentError> {
+    let phase = trident_telemetry::progress::Phase::start(
+        "validate",
+        "Validate Host Configuration",
+        trident_telemetry::progress::Unit::Items,
+        Some(1),
+    );
+    let hc = trident_host::config::parse(yaml)?;
+    trident_host::redact::known::remember(&trident_host::redact::Secrets::of_config(&hc));
+    phase.set(1);
+    phase.done();
+    let engine = ctx.engine.clone();
+    ctx.engine.legacy_bridge.activate(
+        &hc,
+        &ctx.operation_id,
+        ctx.rpc,
+        Arc::new(move || engine.host_status().ok()?.redacted().ok()?.to_yaml().ok()),
+    );
+    Ok(hc)
+}
