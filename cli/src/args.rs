@@ -343,6 +343,15 @@ pub struct LogsArgs {
     /// Resume after the cursor stored in FILE and update it as records are shown.
     #[arg(long, value_name = "FILE")]
     pub cursor_file: Option<PathBuf>,
+    /// Show only records of one boot of the host: 0 (the default value) is
+    /// the current boot, -1 the one before, ...; or a boot id (as journalctl -b).
+    #[arg(short = 'b', long, value_name = "ID|-N", num_args = 0..=1,
+          default_missing_value = "0", allow_negative_numbers = true)]
+    pub boot: Option<String>,
+    /// List the host's boots the daemon's journal knows, oldest first, with
+    /// their first and last record (as journalctl --list-boots).
+    #[arg(long, conflicts_with_all = ["follow", "boot", "lines", "after_cursor", "cursor_file"])]
+    pub list_boots: bool,
     /// Output format (human or json).
     #[arg(short = 'o', long, value_enum)]
     pub output: Option<OutputFormat>,

@@ -223,6 +223,7 @@ impl Config {
         trident_telemetry::BusConfig {
             ring_records: self.bus_ring_records,
             ring_bytes: self.bus_ring_bytes,
+            boot_id: trident_host::boot_id::read_boot_id(&self.boot_id_file).unwrap_or_default(),
             ..trident_telemetry::BusConfig::with_state_dir(&self.state_dir)
         }
     }

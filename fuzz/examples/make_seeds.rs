@@ -74,6 +74,7 @@ fn journal() -> Result<()> {
     };
     let operation = |event: v1::OperationEvent, sequence| v1::Record {
         cursor: cursor(sequence),
+        boot_id: String::new(),
         timestamp: None,
         record: Some(v1::record::Record::Operation(v1::OperationRecord {
             event: event as i32,
@@ -88,6 +89,7 @@ fn journal() -> Result<()> {
         &mut segment,
         &v1::Record {
             cursor: cursor(2),
+            boot_id: String::new(),
             timestamp: None,
             record: Some(v1::record::Record::Log(v1::LogRecord {
                 message: "writing region 1".to_owned(),

@@ -45,6 +45,9 @@ pub struct BusConfig {
     /// Servicing operations whose latest progress and lifecycle state is
     /// kept for re-delivery after a gap and for ListOperations.
     pub tracked_operations: usize,
+    /// Boot id of the host this run lives in (empty if unknown): every
+    /// journaled record carries it, and Watch and ListBoots select by it.
+    pub boot_id: String,
 }
 
 impl Default for BusConfig {
@@ -59,6 +62,7 @@ impl Default for BusConfig {
             error_recent_logs: DEFAULT_ERROR_RECENT_LOGS,
             default_max_batch: DEFAULT_MAX_BATCH,
             tracked_operations: DEFAULT_TRACKED_OPERATIONS,
+            boot_id: String::new(),
         }
     }
 }

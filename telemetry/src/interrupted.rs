@@ -93,6 +93,7 @@ fn publish_completed(bus: &Bus, summary: &OperationSummary, error: TridentError)
     };
     let record = Record {
         cursor: None,
+        boot_id: String::new(),
         timestamp: update.completed,
         record: Some(record::Record::Operation(record)),
     };

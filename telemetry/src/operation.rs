@@ -238,6 +238,7 @@ impl Operation {
         let bus = &self.bus;
         let record = Record {
             cursor: None,
+            boot_id: String::new(),
             timestamp: Some(crate::record::now()),
             record: Some(record::Record::Operation(record)),
         };

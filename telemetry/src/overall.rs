@@ -345,6 +345,7 @@ impl crate::Bus {
         };
         let record = trident_proto::v1::Record {
             cursor: None,
+            boot_id: String::new(),
             timestamp: Some(crate::record::now()),
             record: Some(trident_proto::v1::record::Record::OverallProgress(view)),
         };

@@ -164,6 +164,7 @@ fn operation_progress_and_error_records_follow_the_emit_api() {
         .filter(|r| {
             trident_telemetry::record::operation_of(&trident_proto::v1::Record {
                 cursor: None,
+                boot_id: String::new(),
                 timestamp: None,
                 record: Some((*r).clone()),
             }) == op_id

@@ -1,6 +1,8 @@
 //! `trident logs`: the daemon's log records, like journalctl. With
 //! --cursor-file the file is updated as records are shown, so the next run
-//! resumes exactly after the last record printed.
+//! resumes exactly after the last record printed. `--boot` selects one boot
+//! of the host and `--list-boots` lists them (`super::boots`); the human
+//! output marks each reboot in the stream.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime};
@@ -9,10 +11,11 @@ use serde_json::json;
 use tokio_stream::StreamExt;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
-    Cursor, LogRecord, RecordKind, StreamEvent, WatchOptions, WatchRequest, field, record,
+    Cursor, LogRecord, Record, RecordKind, StreamEvent, WatchOptions, WatchRequest, field, record,
     stream_event,
 };
 
+use super::boots;
 use crate::args::{LogsArgs, OutputFormat};
 use crate::ctx::Ctx;
 use crate::cursor;
@@ -27,13 +30,22 @@ const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 
 pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
     let format = ctx.format(args.output, OutputFormat::Human);
+    if args.list_boots {
+        return boots::print_list(ctx, format).await;
+    }
+    let boot_id = match &args.boot {
+        Some(wanted) => boots::resolve(ctx, wanted).await?,
+        None => String::new(),
+    };
     let since = args.since.as_deref().map(parse_since).transpose()?;
     let mut after = match (&args.after_cursor, &args.cursor_file) {
         (Some(text), _) => Some(cursor::parse(text)?),
         (None, Some(path)) => cursor::read_file(path)?,
         (None, None) => None,
     };
+    // A boot's stream starts at the boot's first record.
     let tail = match (args.lines, args.follow, &args.operation) {
+        _ if args.boot.is_some() => None,
         (Some(n), _, _) => Some(n),
         (None, true, None) => Some(FOLLOW_DEFAULT_LINES),
         (None, false, None) => Some(u32::MAX),
@@ -41,6 +53,7 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
     };
     let min_level = args.level.and_then(max_level).map_or(0, |l| l as i32);
     let mut first = true;
+    let mut boot_seen = None;
     loop {
         let options = WatchOptions {
             after: after.clone(),
@@ -49,10 +62,16 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
             min_level,
             target_prefixes: args.target.clone(),
             operation_id: args.operation.clone().unwrap_or_default(),
+            boot_id: boot_id.clone(),
+            with_boot_ids: true,
             ..WatchOptions::default()
         };
         first = false;
-        let result = stream_logs(ctx, options, format, since, &mut after, args).await;
+        let mut position = Position {
+            after: &mut after,
+            boot: &mut boot_seen,
+        };
+        let result = stream_logs(ctx, options, format, since, &mut position, args).await;
         match result {
             Ok(Ended::ReaderGone) => return Ok(Exit::Success),
             Ok(Ended::Stream) if !args.follow => return Ok(Exit::Success),
@@ -64,6 +83,13 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
         }
         tokio::time::sleep(RECONNECT_DELAY).await;
     }
+}
+
+/// Where the output is: the cursor after the last record shown, and the
+/// boot of the last record shown (a record of another boot is a reboot).
+struct Position<'a> {
+    after: &'a mut Option<Cursor>,
+    boot: &'a mut Option<String>,
 }
 
 /// Why one stream of log records ended without an error.
@@ -97,7 +123,7 @@ async fn stream_logs(
     options: WatchOptions,
     format: OutputFormat,
     since: Option<SystemTime>,
-    after: &mut Option<Cursor>,
+    position: &mut Position<'_>,
     args: &LogsArgs,
 ) -> CliResult<Ended> {
     let mut stream = TelemetryServiceClient::new(ctx.channel().await?)
@@ -113,27 +139,28 @@ async fn stream_logs(
         let out: String = response
             .events
             .iter()
-            .map(|event| event_text(event, format, since, after))
+            .map(|event| event_text(event, format, since, position))
             .collect();
         if !write_stdout(&out)? {
             return Ok(Ended::ReaderGone);
         }
         // The cursor file moves only after the lines are out.
-        if let (Some(path), Some(c)) = (&args.cursor_file, after.as_ref()) {
+        if let (Some(path), Some(c)) = (&args.cursor_file, position.after.as_ref()) {
             cursor::write_file(path, c)?;
         }
     }
     Ok(Ended::Stream)
 }
 
-/// The text of one streamed event (log line, gap or run change notice),
-/// moving `after` past it; empty for what is not shown.
+/// The text of one streamed event (log line, gap or run change notice,
+/// reboot mark), moving the position past it; empty for what is not shown.
 fn event_text(
     event: &StreamEvent,
     format: OutputFormat,
     since: Option<SystemTime>,
-    after: &mut Option<Cursor>,
+    position: &mut Position<'_>,
 ) -> String {
+    let after = &mut *position.after;
     match &event.event {
         Some(stream_event::Event::Record(rec)) => {
             *after = rec.cursor.clone().or(after.take());
@@ -146,7 +173,8 @@ fn event_text(
             {
                 return String::new();
             }
-            log_line(log, rec.cursor.as_ref(), at, format)
+            let mark = reboot_mark(position.boot, &rec.boot_id, format);
+            mark + &log_line(log, rec, at, format)
         }
         Some(stream_event::Event::Gap(gap)) => {
             *after = gap.last_missing.clone().or(after.take());
@@ -176,6 +204,21 @@ fn event_text(
     }
 }
 
+/// A line saying the host rebooted, when a record's boot differs from the
+/// last shown one (human output; JSON lines carry `boot_id`).
+fn reboot_mark(seen: &mut Option<String>, boot_id: &str, format: OutputFormat) -> String {
+    if boot_id.is_empty() {
+        return String::new();
+    }
+    let previous = seen.replace(boot_id.to_owned());
+    match previous {
+        Some(previous) if previous != boot_id && format == OutputFormat::Human => {
+            format!("-- reboot: boot {boot_id} (previous boot {previous}) --\n")
+        }
+        _ => String::new(),
+    }
+}
+
 /// Writes `out` to stdout; false when the reader went away (`logs | head`).
 fn write_stdout(out: &str) -> CliResult<bool> {
     if out.is_empty() {
@@ -192,12 +235,8 @@ fn write_stdout(out: &str) -> CliResult<bool> {
     }
 }
 
-fn log_line(
-    log: &LogRecord,
-    c: Option<&Cursor>,
-    at: Option<SystemTime>,
-    format: OutputFormat,
-) -> String {
+fn log_line(log: &LogRecord, rec: &Record, at: Option<SystemTime>, format: OutputFormat) -> String {
+    let c = rec.cursor.as_ref();
     match format {
         OutputFormat::Json | OutputFormat::Yaml => {
             let fields: serde_json::Map<String, serde_json::Value> = log
@@ -229,6 +268,7 @@ fn log_line(
                     "trace_id": log.trace_id,
                     "span_id": log.span_id,
                     "operation_id": log.operation_id,
+                    "boot_id": rec.boot_id,
                 })
             )
         }

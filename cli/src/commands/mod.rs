@@ -1,5 +1,6 @@
 //! One module per command; [`run`] dispatches.
 
+pub mod boots;
 pub mod commit;
 pub mod completions;
 pub mod diagnose;

@@ -19,10 +19,16 @@ pub(crate) struct WatchFilter {
     span_name: Option<String>,
     /// Span ids (hex) of spans named `span_name` and their descendants.
     span_scope: HashSet<String>,
+    /// Only records of this boot (journal replays check it per record).
+    boot: Option<String>,
+    /// Whether the ring (this run) is in the wanted boot; true without one.
+    ring_in_boot: bool,
 }
 
 impl WatchFilter {
-    pub fn new(options: &WatchOptions, kinds: u8) -> Self {
+    /// The filter of `options`; `current_boot` is the boot of this run.
+    pub fn new(options: &WatchOptions, kinds: u8, current_boot: &str) -> Self {
+        let boot = (!options.boot_id.is_empty()).then(|| options.boot_id.clone());
         let max_level = match LogLevel::try_from(options.min_level) {
             Ok(LogLevel::Unspecified) | Err(_) => 0,
             Ok(level) => level as u8,
@@ -35,7 +41,19 @@ impl WatchFilter {
                 .then(|| Arc::from(options.operation_id.as_str())),
             span_name: (!options.span_name.is_empty()).then(|| options.span_name.clone()),
             span_scope: HashSet::new(),
+            ring_in_boot: boot.as_deref().is_none_or(|b| b == current_boot),
+            boot,
         }
+    }
+
+    /// The boot the subscriber is limited to.
+    pub fn boot(&self) -> Option<&str> {
+        self.boot.as_deref()
+    }
+
+    /// Whether this run's records (the ring) can match at all.
+    pub fn ring_in_boot(&self) -> bool {
+        self.ring_in_boot
     }
 
     /// Whether records must be decoded to be checked (target or span
@@ -56,7 +74,7 @@ impl WatchFilter {
 
     /// Checks what the ring knows without decoding.
     pub fn accepts_entry(&self, entry: &Entry) -> bool {
-        if self.kinds & (1 << entry.kind) == 0 {
+        if !self.ring_in_boot || self.kinds & (1 << entry.kind) == 0 {
             return false;
         }
         if entry.kind == RecordKind::Log as u8

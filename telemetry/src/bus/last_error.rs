@@ -38,6 +38,7 @@ impl Bus {
             (!report.operation_id.is_empty()).then(|| Arc::from(report.operation_id.as_str()));
         let record = Record {
             cursor: None,
+            boot_id: String::new(),
             timestamp: Some(timestamp),
             record: Some(record::Record::Error(report.clone())),
         };

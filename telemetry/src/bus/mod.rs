@@ -3,6 +3,7 @@
 //! and never wait for a consumer; subscribers read from their own position
 //! and are woken when something new arrives.
 
+mod boots;
 mod drops;
 pub(crate) mod filter;
 mod last_error;
@@ -301,12 +302,13 @@ impl Bus {
         subscription: Subscription,
     ) -> BoxStream<'static, Vec<StreamEvent>> {
         let bus = self.clone();
+        let with_boot_ids = subscription.options.with_boot_ids;
         subscriber::Subscriber::start(self.clone(), subscription)
             .into_stream()
             .map(move |batch| {
                 batch
                     .into_iter()
-                    .filter_map(|out| out.into_event(&bus))
+                    .filter_map(|out| out.into_event(&bus, with_boot_ids))
                     .collect()
             })
             .boxed()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 use trident_proto::v1::{
-    ErrorReport, OperationEvent, OperationSummary, Record, StatusCode, record,
+    BootSummary, ErrorReport, OperationEvent, OperationSummary, Record, StatusCode, record,
 };
 
 use super::segments::{list, read_frames, read_frames_from};
@@ -22,6 +22,10 @@ pub struct JournalHistory {
     runs: HashMap<String, u64>,
     /// Last progress phase (id) each operation reached.
     last_phase: HashMap<String, String>,
+    /// Boots of the journaled records, in order of first appearance, and
+    /// where each boot id is in it.
+    boots: Vec<BootSummary>,
+    boot_index: HashMap<String, usize>,
 }
 
 /// An operation an earlier run started and never completed: the daemon
@@ -62,6 +66,7 @@ impl JournalHistory {
         let cursor = record.cursor.clone().unwrap_or_default();
         let seen = self.runs.entry(cursor.run_id.clone()).or_default();
         *seen = (*seen).max(cursor.sequence);
+        self.count_boot(&record, &cursor.run_id);
         match record.record {
             Some(record::Record::Operation(op)) => {
                 if op.event == OperationEvent::Started as i32 {
@@ -95,6 +100,43 @@ impl JournalHistory {
             }
             _ => {}
         }
+    }
+
+    fn count_boot(&mut self, record: &Record, run_id: &str) {
+        let boots = &mut self.boots;
+        let at = *self
+            .boot_index
+            .entry(record.boot_id.clone())
+            .or_insert_with(|| {
+                boots.push(BootSummary {
+                    boot_id: record.boot_id.clone(),
+                    ..BootSummary::default()
+                });
+                boots.len() - 1
+            });
+        let Some(boot) = self.boots.get_mut(at) else {
+            return;
+        };
+        boot.records += 1;
+        if !boot.run_ids.iter().any(|r| r == run_id) {
+            boot.run_ids.push(run_id.to_owned());
+        }
+        if let Some(at) = record.timestamp {
+            let key = |t: &prost_types::Timestamp| (t.seconds, t.nanos);
+            if boot.first.as_ref().is_none_or(|f| key(&at) < key(f)) {
+                boot.first = Some(at);
+            }
+            if boot.last.as_ref().is_none_or(|l| key(&at) > key(l)) {
+                boot.last = Some(at);
+            }
+        }
+    }
+
+    /// Boots of the journaled records, oldest (first record) first.
+    pub fn boots(&self) -> Vec<BootSummary> {
+        let mut boots = self.boots.clone();
+        boots.sort_by_key(|b| b.first.map(|t| (t.seconds, t.nanos)));
+        boots
     }
 
     /// Operations of earlier runs, oldest first. One still "running" here
@@ -152,6 +194,8 @@ pub(crate) struct ReplayRequest {
     pub operation_id: Option<String>,
     /// No records of this run.
     pub exclude_run: Option<String>,
+    /// Only records of this boot.
+    pub boot_id: Option<String>,
     /// How far the replay got.
     pub position: ReplayPosition,
 }
@@ -179,7 +223,8 @@ impl ReplayRequest {
             .operation_id
             .as_deref()
             .is_none_or(|o| o == crate::record::operation_of(record));
-        in_run && in_range && in_operation
+        let in_boot = self.boot_id.as_deref().is_none_or(|b| b == record.boot_id);
+        in_run && in_range && in_operation && in_boot
     }
 }
 

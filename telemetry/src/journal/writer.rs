@@ -18,6 +18,8 @@ use crate::error::TelemetryError;
 
 /// Field 1 (cursor) of `Record`, length-delimited.
 const RECORD_CURSOR_TAG: u8 = 0x0a;
+/// Field 3 (boot_id) of `Record`, length-delimited.
+const RECORD_BOOT_ID_TAG: u8 = 0x1a;
 /// Frames are gathered up to this many bytes before one write to the file.
 const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 
@@ -25,6 +27,8 @@ const WRITE_BUFFER_BYTES: usize = 64 * 1024;
 pub(crate) struct Writer {
     dir: PathBuf,
     run_id: Arc<str>,
+    /// Boot id every frame carries (none when unknown).
+    boot_id: String,
     segment_bytes: u64,
     max_bytes: u64,
     index: u64,
@@ -65,6 +69,7 @@ impl Writer {
         let writer = Writer {
             dir: dir.to_owned(),
             run_id,
+            boot_id: config.boot_id.clone(),
             segment_bytes: config.journal_segment_bytes.max(4096),
             max_bytes: config.journal_max_bytes,
             index,
@@ -114,12 +119,17 @@ impl Writer {
             run_id: self.run_id.to_string(),
             sequence: seq,
         };
-        // The ring holds records without cursor; protobuf merges a field
-        // appended after the others, so the cursor is appended here.
+        // The ring holds records without cursor and boot id; protobuf
+        // takes fields appended after the others, so they are appended here.
         self.frame.clear();
         self.frame.extend_from_slice(record);
         self.frame.push(RECORD_CURSOR_TAG);
         let _ = cursor.encode_length_delimited(&mut self.frame);
+        if !self.boot_id.is_empty() {
+            self.frame.push(RECORD_BOOT_ID_TAG);
+            prost::encoding::encode_varint(self.boot_id.len() as u64, &mut self.frame);
+            self.frame.extend_from_slice(self.boot_id.as_bytes());
+        }
         let len = u32::try_from(self.frame.len()).unwrap_or(u32::MAX);
         self.pending.extend_from_slice(&len.to_le_bytes());
         self.pending.extend_from_slice(&self.frame);

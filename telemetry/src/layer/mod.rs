@@ -292,6 +292,7 @@ impl BusLayer {
         };
         let record = Record {
             cursor: None,
+            boot_id: String::new(),
             timestamp: Some(crate::record::now()),
             record: Some(record::Record::Span(record)),
         };
@@ -332,6 +333,7 @@ impl BusLayer {
         let overall = operation.clone().map(|op| (op, progress.clone()));
         let record = Record {
             cursor: None,
+            boot_id: String::new(),
             timestamp: progress.updated,
             record: Some(record::Record::Progress(progress)),
         };

@@ -31,13 +31,20 @@ const TAG_EVENT_RECORD: u32 = 1;
 const TAG_RECORD_CURSOR: u32 = 1;
 const TAG_CURSOR_RUN_ID: u32 = 1;
 const TAG_CURSOR_SEQUENCE: u32 = 2;
+/// Field 3 of `Record` (boot_id).
+const TAG_RECORD_BOOT_ID: u32 = 3;
 
 /// One Watch response, already encoded.
 #[derive(Debug)]
 pub struct EncodedResponse(Vec<u8>);
 
-/// Encodes a batch as a Watch response.
-pub(crate) fn encode_batch(batch: Vec<Out>, run_id: &str) -> EncodedResponse {
+/// Encodes a batch as a Watch response; records of the ring get `boot_id`
+/// when the subscriber asked for boot ids.
+pub(crate) fn encode_batch(
+    batch: Vec<Out>,
+    run_id: &str,
+    boot_id: Option<&str>,
+) -> EncodedResponse {
     let mut buf = Vec::with_capacity(
         batch
             .iter()
@@ -57,7 +64,10 @@ pub(crate) fn encode_batch(batch: Vec<Out>, run_id: &str) -> EncodedResponse {
             Out::Raw(seq, bytes) => {
                 let cursor_len = str_len(TAG_CURSOR_RUN_ID, run_id.as_bytes())
                     + varint_len(TAG_CURSOR_SEQUENCE, seq);
-                let record_len = bytes.len() + len_delimited_len(TAG_RECORD_CURSOR, cursor_len);
+                let boot_id = boot_id.unwrap_or_default().as_bytes();
+                let record_len = bytes.len()
+                    + len_delimited_len(TAG_RECORD_CURSOR, cursor_len)
+                    + str_len(TAG_RECORD_BOOT_ID, boot_id);
                 put_len_delimited(
                     TAG_EVENTS,
                     len_delimited_len(TAG_EVENT_RECORD, record_len),
@@ -68,6 +78,7 @@ pub(crate) fn encode_batch(batch: Vec<Out>, run_id: &str) -> EncodedResponse {
                 put_len_delimited(TAG_RECORD_CURSOR, cursor_len, &mut buf);
                 put_str(TAG_CURSOR_RUN_ID, run_id.as_bytes(), &mut buf);
                 put_varint(TAG_CURSOR_SEQUENCE, seq, &mut buf);
+                put_str(TAG_RECORD_BOOT_ID, boot_id, &mut buf);
             }
         }
     }
@@ -151,10 +162,13 @@ impl<R> WatchMethod<R> {
         let options = options.unwrap_or_default();
         validate(&options)?;
         let run_id = self.bus.run_id().to_owned();
+        let boot_id = options
+            .with_boot_ids
+            .then(|| self.bus.config().boot_id.clone());
         let batches = self.bus.subscribe_out(Subscription { options, kinds });
-        Ok(Response::new(Box::pin(
-            batches.map(move |batch| Ok(encode_batch(batch, &run_id))),
-        )))
+        Ok(Response::new(Box::pin(batches.map(move |batch| {
+            Ok(encode_batch(batch, &run_id, boot_id.as_deref()))
+        }))))
     }
 }
 

@@ -24,9 +24,9 @@ use tonic::server::NamedService;
 use tonic::{Code, Status};
 use trident_proto::v1::telemetry_service_server::SERVICE_NAME;
 use trident_proto::v1::{
-    GetBusStatusRequest, GetLastErrorRequest, ListOperationsRequest, ListOperationsResponse,
-    RecordKind, WatchErrorsRequest, WatchLogsRequest, WatchOptions, WatchProgressRequest,
-    WatchRequest, WatchTracesRequest,
+    GetBusStatusRequest, GetLastErrorRequest, ListBootsRequest, ListBootsResponse,
+    ListOperationsRequest, ListOperationsResponse, RecordKind, WatchErrorsRequest,
+    WatchLogsRequest, WatchOptions, WatchProgressRequest, WatchRequest, WatchTracesRequest,
 };
 
 use crate::bus::Bus;
@@ -111,6 +111,9 @@ impl tower::Service<http::Request<Body>> for TelemetryGrpc {
                 ready(Ok(ListOperationsResponse {
                     operations: bus.operations(),
                 }))
+            }),
+            "ListBoots" => serve_unary(request, move |_: ListBootsRequest| {
+                ready(Ok(ListBootsResponse { boots: bus.boots() }))
             }),
             _ => Box::pin(async { Ok(Status::new(Code::Unimplemented, "").into_http()) }),
         }

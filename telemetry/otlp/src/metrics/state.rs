@@ -216,6 +216,7 @@ mod tests {
     fn record(seconds: i64, body: Body) -> v1::Record {
         v1::Record {
             cursor: None,
+            boot_id: String::new(),
             timestamp: at(seconds),
             record: Some(body),
         }

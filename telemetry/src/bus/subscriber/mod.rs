@@ -36,13 +36,17 @@ pub(crate) enum Out {
 }
 
 impl Out {
-    /// The event, decoding a still-encoded record.
-    pub fn into_event(self, bus: &Bus) -> Option<StreamEvent> {
+    /// The event, decoding a still-encoded record (with this run's boot id
+    /// when the subscriber asked for boot ids).
+    pub fn into_event(self, bus: &Bus, with_boot_ids: bool) -> Option<StreamEvent> {
         match self {
             Out::Event(event) => Some(*event),
             Out::Raw(seq, bytes) => {
                 let mut record = Record::decode(bytes).ok()?;
                 record.cursor = Some(bus.cursor(seq));
+                if with_boot_ids {
+                    record.boot_id = bus.config().boot_id.clone();
+                }
                 Some(record_event(record))
             }
         }
@@ -93,6 +97,8 @@ impl Drop for Waiting<'_> {
 #[derive(Debug)]
 pub(crate) struct Subscriber {
     bus: Bus,
+    /// Records carry their boot id (`WatchOptions.with_boot_ids`).
+    with_boot_ids: bool,
     filter: WatchFilter,
     /// Next sequence to read from the ring.
     next: u64,
@@ -228,8 +234,17 @@ impl Subscriber {
         };
         if self.filter.accepts_record(&record) {
             record.cursor = Some(self.bus.cursor(seq));
-            self.push_event(record_event(record));
+            record.boot_id = self.bus.config().boot_id.clone();
+            self.push_record(record);
         }
+    }
+
+    /// Queues a decoded record, with its boot id only when asked for.
+    fn push_record(&mut self, mut record: Record) {
+        if !self.with_boot_ids {
+            record.boot_id.clear();
+        }
+        self.push_event(record_event(record));
     }
 
     fn on_gap(&mut self, first: u64, last: u64, missing: KindCounts, redeliver: Vec<(u64, Entry)>) {

@@ -4,7 +4,7 @@
 
 use trident_proto::v1::{GapReason, Record};
 
-use super::{Out, Prelude, Subscriber, cursor, gap_event, record_event};
+use super::{Out, Prelude, Subscriber, cursor, gap_event};
 use crate::journal::{ReplayRequest, replay_step};
 
 impl Subscriber {
@@ -83,7 +83,7 @@ impl Subscriber {
             }
             expected = seq + 1;
             if self.filter.accepts_record(&record) {
-                self.push_event(record_event(record));
+                self.push_record(record);
             }
         }
         expected

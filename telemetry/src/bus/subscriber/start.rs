@@ -22,14 +22,19 @@ impl Subscriber {
     pub fn start(bus: Bus, subscription: Subscription) -> Subscriber {
         bus.inner().subscribers.fetch_add(1, Ordering::Relaxed);
         let options = subscription.options;
-        let mut filter = WatchFilter::new(&options, kind_mask(&subscription.kinds));
+        let mut filter = WatchFilter::new(
+            &options,
+            kind_mask(&subscription.kinds),
+            &bus.config().boot_id,
+        );
         let max_batch = match options.max_batch {
             0 => bus.config().default_max_batch,
             n => n as usize,
         };
         let state = bus.lock();
         let oldest = state.ring.oldest();
-        let stop_at = options.snapshot.then_some(state.ring.head());
+        // A past boot has nothing more to come: its stream ends once replayed.
+        let stop_at = (options.snapshot || !filter.ring_in_boot()).then_some(state.ring.head());
         let mut plan = StartPlan {
             bus: &bus,
             state: &state,
@@ -40,6 +45,7 @@ impl Subscriber {
         };
         let start = match &options.after {
             Some(after) => plan.after_cursor(after),
+            None if filter.boot().is_some() => plan.boot_start(),
             None => plan.without_cursor(&options),
         };
         let start = plan.replay_evicted_part(start.max(1));
@@ -55,6 +61,7 @@ impl Subscriber {
         drop(state);
         Subscriber {
             bus: bus.clone(),
+            with_boot_ids: options.with_boot_ids,
             filter,
             next: start,
             passed,
@@ -101,6 +108,7 @@ impl StartPlan<'_> {
                     before: None,
                     operation_id: self.filter.operation().map(str::to_owned),
                     exclude_run: None,
+                    boot_id: self.filter.boot().map(str::to_owned),
                     position: Default::default(),
                 }),
                 flush: false,
@@ -141,6 +149,29 @@ impl StartPlan<'_> {
         }
     }
 
+    /// Without a cursor, limited to a boot: the boot's first record. Its
+    /// earlier runs come from the journal; the ring follows only when this
+    /// run is in that boot (else the stream ends after the replay).
+    fn boot_start(&mut self) -> u64 {
+        if self.journaled {
+            self.preludes.push_back(Prelude::Replay {
+                request: Box::new(ReplayRequest {
+                    operation_id: self.filter.operation().map(str::to_owned),
+                    exclude_run: Some(self.bus.run_id().to_owned()),
+                    boot_id: self.filter.boot().map(str::to_owned),
+                    ..ReplayRequest::default()
+                }),
+                flush: false,
+                previous_run: false,
+            });
+        }
+        if self.filter.ring_in_boot() {
+            self.state.ring.oldest()
+        } else {
+            self.state.ring.head() + 1
+        }
+    }
+
     /// The first record of an operation started in this run. Otherwise an
     /// operation of an earlier run (its records are on disk), or records
     /// that carry the id without a lifecycle: scan what the ring holds.
@@ -153,6 +184,7 @@ impl StartPlan<'_> {
                 request: Box::new(ReplayRequest {
                     operation_id: Some(operation.to_owned()),
                     exclude_run: Some(self.bus.run_id().to_owned()),
+                    boot_id: self.filter.boot().map(str::to_owned),
                     ..ReplayRequest::default()
                 }),
                 flush: false,
@@ -180,6 +212,7 @@ impl StartPlan<'_> {
                 before: Some(oldest),
                 operation_id: Some(operation.to_owned()),
                 exclude_run: None,
+                boot_id: self.filter.boot().map(str::to_owned),
                 position: Default::default(),
             }),
             flush: true,
