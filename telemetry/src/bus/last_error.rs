@@ -14,26 +14,9 @@ impl Bus {
     /// recent log lines from the ring; keeps it as the last error. Returns
     /// the report's cursor.
     pub fn report_error(&self, mut report: ErrorReport) -> Cursor {
-        if (report.operation_id.is_empty() || report.trace_id.is_empty())
-            && let Some(context) = crate::layer::current_context()
-        {
-            if report.operation_id.is_empty() {
-                report.operation_id = context
-                    .operation_id
-                    .map(|o| o.to_string())
-                    .unwrap_or_default();
-            }
-            if report.trace_id.is_empty() {
-                report.trace_id = crate::ids::trace_id_hex(context.trace_id);
-            }
-        }
         let timestamp = crate::record::now();
-        if report.timestamp.is_none() {
-            report.timestamp = Some(timestamp);
-        }
-        if report.recent_logs.is_empty() && !report.operation_id.is_empty() {
-            report.recent_logs = self.recent_logs(&report.operation_id);
-        }
+        report.timestamp.get_or_insert(timestamp);
+        let report = self.fill_report(report);
         let operation: Option<Arc<str>> =
             (!report.operation_id.is_empty()).then(|| Arc::from(report.operation_id.as_str()));
         let record = Record {
@@ -55,6 +38,31 @@ impl Bus {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(report);
         self.cursor(seq)
+    }
+
+    /// A report as `report_error` publishes it: timestamp, operation and
+    /// trace ids (from the current span when empty), recent log lines.
+    pub(crate) fn fill_report(&self, mut report: ErrorReport) -> ErrorReport {
+        if (report.operation_id.is_empty() || report.trace_id.is_empty())
+            && let Some(context) = crate::layer::current_context()
+        {
+            if report.operation_id.is_empty() {
+                report.operation_id = context
+                    .operation_id
+                    .map(|o| o.to_string())
+                    .unwrap_or_default();
+            }
+            if report.trace_id.is_empty() {
+                report.trace_id = crate::ids::trace_id_hex(context.trace_id);
+            }
+        }
+        if report.timestamp.is_none() {
+            report.timestamp = Some(crate::record::now());
+        }
+        if report.recent_logs.is_empty() && !report.operation_id.is_empty() {
+            report.recent_logs = self.recent_logs(&report.operation_id);
+        }
+        report
     }
 
     /// The last log records of an operation still in the ring, oldest first.

@@ -94,6 +94,7 @@ impl Bus {
         let run_id: Arc<str> = Arc::from(uuid::Uuid::new_v4().to_string());
         let (journal, history) = match &config.journal_dir {
             Some(dir) => {
+                crate::journal::handover::recover(dir);
                 let history = JournalHistory::load(dir)?;
                 let journal = Journal::open(dir, &config, run_id.clone())?;
                 (Some(journal), Some(history))

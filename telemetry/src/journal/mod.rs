@@ -10,10 +10,12 @@
 //! writes, fed by a bounded queue: producers never wait, a full queue drops
 //! the record and counts it.
 
+pub mod handover;
 mod history;
 mod segments;
 mod writer;
 
+pub use handover::{HandedEnd, HandoverSummary, read_records};
 pub use history::{InterruptedOperation, JournalHistory};
 pub(crate) use history::{ReplayRequest, replay_step};
 

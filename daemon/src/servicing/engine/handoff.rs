@@ -14,12 +14,21 @@
 //! The datastore goes to `trident.datastorePath` of the Host Configuration,
 //! else `/var/lib/trident/datastore.sqlite`. A root volume with no
 //! filesystem we know (test fixtures) gets none.
+//!
+//! The telemetry journal goes with it, at the same moments, to
+//! `/var/lib/trident/journal` (where the booted OS's tridentd keeps it):
+//! merged with the journal that volume already holds, so the volume that
+//! boots holds the host's whole history, each record once, with the end of
+//! this operation as recorded here (`Bus::hand_over_journal`). A journal
+//! that cannot be written fails the handover, as a datastore would.
 
 use std::path::Path;
 
 use trident_host::datastore::{Datastore, OperationEnd, OperationResult};
 use trident_host::status::{AbVolume, HostStatus};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
+use trident_proto::v1::{RebootStatus, StatusCode};
+use trident_telemetry::journal::HandedEnd;
 
 use super::layout::{self, Targets};
 use super::runner::StepContext;
@@ -28,6 +37,8 @@ use crate::servicing::new_root::NewRoot;
 
 /// Where the booted OS's tridentd looks by default.
 const DEFAULT_DATASTORE: &str = "var/lib/trident/datastore.sqlite";
+/// Where the booted OS's tridentd keeps its telemetry journal by default.
+const DEFAULT_JOURNAL: &str = "var/lib/trident/journal";
 
 /// Writes `status` (install finalized) into volume A's root as a new
 /// datastore. Blocking.
@@ -50,7 +61,7 @@ pub fn hand_off_install(
         status,
         AbVolume::VolumeA,
         Targets::Install,
-        op,
+        (op, &end),
         write,
     )
 }
@@ -74,19 +85,19 @@ pub fn hand_over(
         status,
         volume,
         Targets::AbUpdate { volume },
-        op,
+        (op, end),
         write,
     )
 }
 
 /// Mounts the root filesystem of `volume`, runs `write` on its datastore
-/// path, unmounts.
+/// path, hands the journal over with the operation's `end`, unmounts.
 fn into_root(
     engine: &Engine,
     status: &HostStatus,
     volume: AbVolume,
     which: Targets,
-    op: &OperationIds<'_>,
+    (op, end): (&OperationIds<'_>, &OperationEnd),
     write: impl FnOnce(&Path) -> Result<(), TridentError>,
 ) -> Result<(), TridentError> {
     let Some(hc) = status.spec.as_ref() else {
@@ -105,11 +116,43 @@ fn into_root(
     let file = root.path.join(&relative);
     let written = prepare(&file)
         .and_then(|()| write(&file))
-        .with_context(|| format!("Writing the datastore /{relative} of {volume}"));
+        .with_context(|| format!("Writing the datastore /{relative} of {volume}"))
+        .and_then(|()| {
+            let journal = root.path.join(DEFAULT_JOURNAL);
+            engine
+                .bus()
+                .hand_over_journal(&journal, Some(handed_end(op.id, end)))
+                .structured(Subkind::Io)
+                .with_context(|| {
+                    format!("Writing the telemetry journal /{DEFAULT_JOURNAL} of {volume}")
+                })
+        });
     let unmounted = root.unmount();
-    written.and(unmounted)?;
-    tracing::info!(path = %format!("/{relative}"), %volume, "datastore handed to the volume that boots next");
+    let journal = written.and_then(|summary| unmounted.map(|()| summary))?;
+    tracing::info!(
+        path = %format!("/{relative}"),
+        %volume,
+        journal_records = journal.records,
+        journal_duplicates = journal.duplicates,
+        journal_dropped = journal.dropped,
+        "datastore and journal handed to the volume that boots next"
+    );
     Ok(())
+}
+
+/// The operation's end as the journal records it: the volume boots next,
+/// so a reboot is required.
+fn handed_end(operation_id: &str, end: &OperationEnd) -> HandedEnd {
+    let result = match end.result {
+        OperationResult::Success => StatusCode::Success,
+        _ => StatusCode::Failure,
+    };
+    HandedEnd {
+        operation_id: operation_id.to_owned(),
+        result,
+        reboot_status: RebootStatus::RebootRequired,
+        error: end.error.as_ref().map(|e| (e.to_proto(), e.to_report())),
+    }
 }
 
 /// Removes the file's old copy (and its WAL) and creates its directory.
