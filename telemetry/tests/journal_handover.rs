@@ -127,4 +127,8 @@ fn a_handover_merges_each_record_once_within_the_bounds_and_records_the_end() {
             .is_err()
     );
     assert_eq!(cursors(&target), all);
+    // Nor its own folder (the writer's).
+    let own = root.path().join("here/journal");
+    assert!(here.hand_over_journal(&own, None).is_err());
+    assert!(!read_records(&own).unwrap().is_empty());
 }

@@ -488,3 +488,35 @@ pub fn trident_command_via(wrapper: &[&str], socket: &Path) -> Command {
         .env("NO_COLOR", "1");
     command
 }
+
+/// A Host Configuration that parses, for a host never installed: staging
+/// an update with it fails at once (invalid servicing state), leaving a
+/// whole operation's records on the bus without touching any disk.
+pub const FAILING_UPDATE_CONFIG: &str =
+    "image:\n  url: file:///nonexistent/image.cosi\n  sha384: ignored\nstorage:\n  disks: []\n";
+
+/// Stages an update with [`FAILING_UPDATE_CONFIG`]; returns the servicing
+/// stream's messages. Fails if the stream stalls for `timeout`.
+pub async fn failing_update_stage(
+    channel: Channel,
+    timeout: Duration,
+) -> anyhow::Result<Vec<trident_proto::v1::servicing_response::Response>> {
+    use tokio_stream::StreamExt;
+    let mut update = trident_proto::v1::update_service_client::UpdateServiceClient::new(channel);
+    let mut stream = update
+        .update_stage(trident_proto::v1::StageUpdateRequest {
+            config: Some(trident_proto::v1::HostConfiguration {
+                config: FAILING_UPDATE_CONFIG.into(),
+            }),
+        })
+        .await?
+        .into_inner();
+    let mut messages = Vec::new();
+    while let Some(message) = tokio::time::timeout(timeout, stream.next())
+        .await
+        .context("servicing stream stalled")?
+    {
+        messages.extend(message?.response);
+    }
+    Ok(messages)
+}

@@ -15,32 +15,16 @@ use tokio_stream::StreamExt;
 use trident_e2e::Channel;
 use trident_e2e::{Daemon, uds_channel, watch_snapshot};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use trident_proto::v1::update_service_client::UpdateServiceClient;
 use trident_proto::v1::{
-    Cursor, HostConfiguration, OperationEvent, Record, StageUpdateRequest, WatchOptions,
-    WatchRequest, record, stream_event,
+    Cursor, OperationEvent, Record, WatchOptions, WatchRequest, record, stream_event,
 };
 use trident_rcp::pki::LeafSpec;
 
-/// Parses, but the host is not provisioned: the update fails at once,
-/// leaving a full operation's records on the bus without touching a disk.
-const CONFIG: &str =
-    "image:\n  url: file:///nonexistent/image.cosi\n  sha384: ignored\nstorage:\n  disks: []\n";
-
+/// An operation's full records on the bus, without touching a disk.
 async fn failing_update(channel: Channel) {
-    let mut update = UpdateServiceClient::new(channel);
-    let mut stream = update
-        .update_stage(StageUpdateRequest {
-            config: Some(HostConfiguration {
-                config: CONFIG.into(),
-            }),
-        })
+    trident_e2e::failing_update_stage(channel, WAIT)
         .await
-        .unwrap()
-        .into_inner();
-    while let Some(message) = tokio::time::timeout(WAIT, stream.next()).await.unwrap() {
-        message.unwrap();
-    }
+        .unwrap();
 }
 
 fn is_completion(record: &Record) -> bool {

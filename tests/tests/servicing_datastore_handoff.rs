@@ -27,17 +27,12 @@ const FAILING_CHECK: &str = r#"health:
 
 /// The datastore in the root filesystem of partition `name`.
 fn handed_datastore(disk: &Path, name: &str, dir: &Path) -> Datastore {
-    let root = mini_os::partition(disk, name);
     let out = dir.join(format!("{name}.sqlite"));
     let _ = std::fs::remove_file(&out);
-    mini_os::sh(
-        std::process::Command::new("debugfs")
-            .arg("-R")
-            .arg(format!(
-                "dump /var/lib/trident/datastore.sqlite {}",
-                out.display()
-            ))
-            .arg(format!("{}?offset={}", disk.display(), root.offset)),
+    mini_os::debugfs(
+        disk,
+        name,
+        &format!("dump /var/lib/trident/datastore.sqlite {}", out.display()),
     );
     Datastore::open_read_only(&out).unwrap()
 }

@@ -36,18 +36,12 @@ const FAILING_CHECK: &str = r#"health:
 
 /// Copies `/var/lib/trident` of partition `name`'s root out of the image.
 fn handed_state(disk: &Path, name: &str, dir: &Path) -> PathBuf {
-    let root = mini_os::partition(disk, name);
     let out = dir.join(format!("{name}-state"));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
-    let image = format!("{}?offset={}", disk.display(), root.offset);
     for what in ["datastore.sqlite", "journal"] {
-        mini_os::sh(
-            std::process::Command::new("debugfs")
-                .arg("-R")
-                .arg(format!("rdump /var/lib/trident/{what} {}", out.display()))
-                .arg(&image),
-        );
+        let request = format!("rdump /var/lib/trident/{what} {}", out.display());
+        mini_os::debugfs(disk, name, &request);
     }
     out
 }

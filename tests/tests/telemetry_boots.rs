@@ -13,17 +13,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio_stream::StreamExt;
-use trident_e2e::{Daemon, trident_cli};
-use trident_proto::v1::update_service_client::UpdateServiceClient;
-use trident_proto::v1::{Cursor, HostConfiguration, StageUpdateRequest, servicing_response};
+use trident_e2e::{Daemon, failing_update_stage, trident_cli, trident_command_via};
+use trident_proto::v1::{Cursor, servicing_response};
 
 const STREAM_TIMEOUT: Duration = Duration::from_secs(60);
 const BOOT_A: &str = "0b0070a1-0000-4000-8000-00000000000a";
 const BOOT_B: &str = "0b0070b2-0000-4000-8000-00000000000b";
-/// Parses; the host is not provisioned, so staging fails at once.
-const CONFIG: &str =
-    "image:\n  url: file:///nonexistent/image.cosi\n  sha384: ignored\nstorage:\n  disks: []\n";
 
 async fn daemon_in_boot(state: &Path, boot_id_file: &Path, boot: &str) -> Daemon {
     std::fs::write(boot_id_file, format!("{boot}\n")).unwrap();
@@ -37,26 +32,16 @@ async fn daemon_in_boot(state: &Path, boot_id_file: &Path, boot: &str) -> Daemon
 
 /// Runs a failing update stage; returns its operation id and first cursor.
 async fn failing_operation(daemon: &Daemon) -> (String, Cursor) {
-    let mut update = UpdateServiceClient::new(daemon.channel().await.unwrap());
-    let mut stream = update
-        .update_stage(StageUpdateRequest {
-            config: Some(HostConfiguration {
-                config: CONFIG.into(),
-            }),
+    let messages = failing_update_stage(daemon.channel().await.unwrap(), STREAM_TIMEOUT)
+        .await
+        .unwrap();
+    let started = messages
+        .into_iter()
+        .find_map(|m| match m {
+            servicing_response::Response::Started(s) => Some(s),
+            _ => None,
         })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut started = None;
-    while let Some(message) = tokio::time::timeout(STREAM_TIMEOUT, stream.next())
-        .await
-        .unwrap()
-    {
-        if let Some(servicing_response::Response::Started(s)) = message.unwrap().response {
-            started = Some(s);
-        }
-    }
-    let started = started.expect("Started");
+        .expect("Started");
     (started.operation_id, started.cursor.expect("cursor"))
 }
 
@@ -143,6 +128,13 @@ async fn logs_list_and_select_the_boots_of_a_daemon_restarted_after_a_reboot() {
         assert!(ops.contains(&op.as_str()), "--boot {selector}: {ops:?}");
         assert!(!ops.contains(&other.as_str()), "--boot {selector}: {ops:?}");
     }
+    // A past boot's records end the output, even when following.
+    let followed = trident_command_via(&["timeout", "60"], second.socket_path())
+        .args(["logs", "-f", "--boot", "-1"])
+        .output()
+        .unwrap();
+    assert!(followed.status.success(), "{followed:?}");
+    assert!(String::from_utf8_lossy(&followed.stdout).contains(&op_a[..8]));
     // Without a value, --boot is the current boot.
     let current = json_logs(&second, &["--boot"]);
     assert!(current.iter().all(|l| l["boot_id"] == BOOT_B));

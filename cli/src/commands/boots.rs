@@ -79,17 +79,17 @@ pub async fn print_list(ctx: &Ctx, format: OutputFormat) -> CliResult<Exit> {
     Ok(Exit::Success)
 }
 
-/// The boot id `--boot` names: a number <= 0 counts back from the current
+/// The boot `--boot` names: a number <= 0 counts back from the current
 /// boot, anything else is a boot id (or a unique prefix of one).
-pub async fn resolve(ctx: &Ctx, wanted: &str) -> CliResult<String> {
-    pick(&list(ctx).await?, wanted)
+pub async fn resolve(ctx: &Ctx, wanted: &str) -> CliResult<BootSummary> {
+    pick(&list(ctx).await?, wanted).cloned()
 }
 
-fn pick(boots: &[BootSummary], wanted: &str) -> CliResult<String> {
+fn pick<'a>(boots: &'a [BootSummary], wanted: &str) -> CliResult<&'a BootSummary> {
     if let Ok(offset) = wanted.parse::<i64>() {
         let at = (boots.len() as i64 - 1).checked_add(offset);
         return match at.and_then(|at| usize::try_from(at).ok()) {
-            Some(at) if offset <= 0 && at < boots.len() => Ok(boots[at].boot_id.clone()),
+            Some(at) if offset <= 0 && at < boots.len() => Ok(&boots[at]),
             _ => Err(CliError::Usage(format!(
                 "--boot {wanted}: the daemon knows {} boots, indexes {} to 0 (see --list-boots)",
                 boots.len(),
@@ -102,7 +102,7 @@ fn pick(boots: &[BootSummary], wanted: &str) -> CliResult<String> {
         .filter(|b| !b.boot_id.is_empty() && b.boot_id.starts_with(wanted))
         .collect();
     match found.as_slice() {
-        [one] => Ok(one.boot_id.clone()),
+        [one] => Ok(one),
         [] => Err(CliError::Usage(format!(
             "--boot {wanted}: no such boot (see --list-boots)"
         ))),
@@ -129,10 +129,22 @@ mod tests {
     #[test]
     fn offsets_count_back_from_the_current_boot_and_ids_match_by_unique_prefix() {
         let boots = boots();
-        assert_eq!(pick(&boots, "0").ok().as_deref(), Some("bbbc-3"));
-        assert_eq!(pick(&boots, "-2").ok().as_deref(), Some("aaaa-1"));
-        assert_eq!(pick(&boots, "aa").ok().as_deref(), Some("aaaa-1"));
-        assert_eq!(pick(&boots, "bbbb-2").ok().as_deref(), Some("bbbb-2"));
+        assert_eq!(
+            pick(&boots, "0").ok().map(|b| b.boot_id.as_str()),
+            Some("bbbc-3")
+        );
+        assert_eq!(
+            pick(&boots, "-2").ok().map(|b| b.boot_id.as_str()),
+            Some("aaaa-1")
+        );
+        assert_eq!(
+            pick(&boots, "aa").ok().map(|b| b.boot_id.as_str()),
+            Some("aaaa-1")
+        );
+        assert_eq!(
+            pick(&boots, "bbbb-2").ok().map(|b| b.boot_id.as_str()),
+            Some("bbbb-2")
+        );
         for bad in ["-3", "1", "bbb", "cc"] {
             assert!(
                 matches!(pick(&boots, bad), Err(CliError::Usage(_))),

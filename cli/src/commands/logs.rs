@@ -33,9 +33,13 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
     if args.list_boots {
         return boots::print_list(ctx, format).await;
     }
-    let boot_id = match &args.boot {
-        Some(wanted) => boots::resolve(ctx, wanted).await?,
-        None => String::new(),
+    // A past boot has nothing more to come: its stream ends, even with -f.
+    let (boot_id, past_boot) = match &args.boot {
+        Some(wanted) => {
+            let boot = boots::resolve(ctx, wanted).await?;
+            (boot.boot_id, !boot.current)
+        }
+        None => (String::new(), false),
     };
     let since = args.since.as_deref().map(parse_since).transpose()?;
     let mut after = match (&args.after_cursor, &args.cursor_file) {
@@ -74,7 +78,7 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
         let result = stream_logs(ctx, options, format, since, &mut position, args).await;
         match result {
             Ok(Ended::ReaderGone) => return Ok(Exit::Success),
-            Ok(Ended::Stream) if !args.follow => return Ok(Exit::Success),
+            Ok(Ended::Stream) if !args.follow || past_boot => return Ok(Exit::Success),
             Ok(Ended::Stream) => eprintln!("trident: the log stream ended; reconnecting"),
             Err(err) if args.follow && retryable(&err) => {
                 eprintln!("trident: {err}; reconnecting");

@@ -71,6 +71,14 @@ impl Bus {
         target: &Path,
         ended: Option<HandedEnd>,
     ) -> Result<HandoverSummary, TelemetryError> {
+        let own = self.config().journal_dir.as_deref();
+        if own.is_some_and(|own| same_dir(own, target)) {
+            // Swapping our own folder would pull it from under the writer.
+            return Err(TelemetryError::InvalidRequest(format!(
+                "journal {} cannot be handed over to itself",
+                target.display()
+            )));
+        }
         self.flush();
         let mut frames = Vec::new();
         let mut seen = HashSet::new();
@@ -150,6 +158,13 @@ impl Bus {
                 .encode_to_vec(),
             })
             .collect()
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }
 

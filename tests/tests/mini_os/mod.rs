@@ -193,11 +193,18 @@ pub fn partition(disk: &Path, name: &str) -> DiskPartition {
 
 /// A file of the ext4 filesystem in partition `name`, read with debugfs.
 pub fn ext4_file(disk: &Path, name: &str, path: &str) -> String {
+    debugfs(disk, name, &format!("cat {path}"))
+}
+
+/// Runs one debugfs `request` on the ext4 filesystem in partition `name`
+/// (e.g. `dump FILE OUT`, `rdump DIR OUTDIR`); returns its output.
+pub fn debugfs(disk: &Path, name: &str, request: &str) -> String {
     let p = partition(disk, name);
-    sh(Command::new("debugfs")
-        .arg("-R")
-        .arg(format!("cat {path}"))
-        .arg(format!("{}?offset={}", disk.display(), p.offset)))
+    sh(Command::new("debugfs").arg("-R").arg(request).arg(format!(
+        "{}?offset={}",
+        disk.display(),
+        p.offset
+    )))
 }
 
 /// Size in bytes of the ext4 filesystem in partition `name`.
