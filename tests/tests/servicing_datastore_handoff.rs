@@ -14,16 +14,10 @@ mod servicing_support;
 
 use std::path::Path;
 
-use servicing_support::{Clients, Fixture, daemon};
+use servicing_support::{Clients, FAILING_CHECK, Fixture, daemon};
 use trident_host::datastore::{Datastore, OperationResult};
 use trident_host::status::{AbVolume, ServicingState};
 use trident_proto::v1preview::ServicingState as State;
-
-const FAILING_CHECK: &str = r#"health:
-  checks:
-  - name: never-healthy
-    content: 'echo "service never came up" >&2; exit 3'
-"#;
 
 /// The datastore in the root filesystem of partition `name`.
 fn handed_datastore(disk: &Path, name: &str, dir: &Path) -> Datastore {

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use servicing_support::{Clients, Fixture, daemon};
+use servicing_support::{Clients, FAILING_CHECK, Fixture, daemon};
 use trident_e2e::{Daemon, watch_snapshot};
 use trident_host::datastore::Datastore;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
@@ -27,12 +27,6 @@ use trident_proto::v1::{
     GetLastErrorRequest, LastErrorOrigin, OperationEvent, Record, StatusCode, WatchOptions, record,
     stream_event,
 };
-
-const FAILING_CHECK: &str = r#"health:
-  checks:
-  - name: never-healthy
-    content: 'echo "service never came up" >&2; exit 3'
-"#;
 
 /// Copies `/var/lib/trident` of partition `name`'s root out of the image.
 fn handed_state(disk: &Path, name: &str, dir: &Path) -> PathBuf {

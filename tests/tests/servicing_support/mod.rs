@@ -293,6 +293,14 @@ impl Clients {
     }
 }
 
+/// A health check that never passes: the commit of an A/B update with it
+/// fails and goes back to the old volume.
+pub const FAILING_CHECK: &str = r#"health:
+  checks:
+  - name: never-healthy
+    content: 'echo "service never came up" >&2; exit 3'
+"#;
+
 pub fn hc(text: &str) -> v1::HostConfiguration {
     v1::HostConfiguration {
         config: text.to_owned(),
