@@ -49,6 +49,13 @@ impl CosiImage {
         writer::write_cosi(&self.spec, path)
             .unwrap_or_else(|e| panic!("write COSI fixture {}: {e}", path.display()))
     }
+
+    /// Writes the plain disk the image describes (intact, whatever the
+    /// corruption) to `path`: what a target holds after a good write.
+    pub fn write_disk_image(&self, path: &Path) {
+        writer::write_disk_image(&self.spec, path)
+            .unwrap_or_else(|e| panic!("write disk image {}: {e}", path.display()));
+    }
 }
 
 /// A hook a Host Configuration script runs at.
