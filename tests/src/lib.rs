@@ -12,6 +12,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod fixture;
 pub mod module_graph;
 pub mod overall;
 pub mod test_os;

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 use serde_json::Value;
-use trident_cosi::writer::{self, FixtureSpec};
 use trident_e2e::Daemon;
+use trident_e2e::fixture::CosiImage;
 use trident_proto::v1::{
     Completed, StatusCode, StreamDiskRequest, TridentErrorKind, servicing_response,
     streaming_service_client::StreamingServiceClient,
@@ -75,12 +75,8 @@ struct Setup {
 impl Setup {
     fn new() -> Setup {
         let dir = tempfile::tempdir().unwrap();
-        let spec = FixtureSpec {
-            esp_size: 2 << 20,
-            ..FixtureSpec::new(DISK, 11)
-        };
         let cosi = dir.path().join("good.cosi");
-        writer::write_cosi(&spec, &cosi).unwrap();
+        CosiImage::new(DISK, 11).esp_bytes(2 << 20).write(&cosi);
         let entries = read_entries(&cosi);
         let metadata = entries
             .iter()

@@ -7,68 +7,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use trident_e2e::{Daemon, bin_dir, bin_path, trident_cli};
+use trident_e2e::fixture::{CosiImage, InstallFixture, ScriptHook};
+use trident_e2e::{Daemon, bin_dir, trident_cli};
 
 /// A log line the failing script prints: markup that must stay text.
 const INJECTION: &str = "<script>document.title='owned'</script>";
-
-struct Fixture {
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let out = Command::new(bin_path("mkcosi"))
-            .args(["--size", "24MiB", "--esp-size", "4MiB", "--out"])
-            .arg(dir.path().join("img.cosi"))
-            .output()
-            .expect("run mkcosi (cargo build --workspace --bins)");
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        Fixture { dir }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// A config installing the image onto `name`.img, with `extra` YAML.
-    fn config(&self, name: &str, extra: &str) -> PathBuf {
-        let disk = self.path(&format!("{name}.img"));
-        std::fs::File::create(&disk)
-            .and_then(|f| f.set_len(96 << 20))
-            .expect("disk image");
-        let body = format!(
-            r#"image:
-  url: file://{cosi}
-  sha384: ignored
-storage:
-  disks:
-  - id: os
-    device: {disk}
-    partitions:
-    - {{ id: esp, type: esp, size: 8M }}
-    - {{ id: root-a, type: root, size: 32M }}
-    - {{ id: root-b, type: root, size: 32M }}
-  abUpdate:
-    volumePairs:
-    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
-  filesystems:
-  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
-  - {{ deviceId: root, mountPoint: / }}
-{extra}"#,
-            cosi = self.path("img.cosi").display(),
-            disk = disk.display(),
-        );
-        let path = self.path(&format!("{name}.yaml"));
-        std::fs::write(&path, body).expect("write config");
-        path
-    }
-}
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -105,10 +52,10 @@ fn complete_events(doc: &Value) -> Vec<&Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn traces_format_chrome_writes_nested_complete_events_named_after_the_phases() {
-    let fx = Fixture::new();
+    let fx = InstallFixture::new(&CosiImage::small(1));
     let d = daemon().await;
     let s = d.socket_path();
-    let config = fx.config("ok", "");
+    let config = fx.write("ok", &fx.config("ok"));
     ok(
         s,
         &["install", config.to_str().unwrap(), "--progress", "plain"],
@@ -176,13 +123,16 @@ fn chromium(page: &Path, flags: &[String]) -> Output {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn diagnose_report_html_shows_the_error_and_phases_in_headless_chromium() {
-    let fx = Fixture::new();
+    let fx = InstallFixture::new(&CosiImage::small(1));
     let d = daemon().await;
     let s = d.socket_path();
     // Fails after the image is written, so the operation has byte phases.
     let script = format!("echo \"{INJECTION}\"; echo failing now >&2; exit 7");
-    let extra = format!("scripts:\n  postProvision:\n  - name: breaks\n    content: {script:?}\n");
-    let config = fx.config("fail", &extra);
+    let config = fx.write(
+        "fail",
+        &fx.config("fail")
+            .script(ScriptHook::PostProvision, "breaks", &script),
+    );
     ok(
         s,
         &["install", config.to_str().unwrap(), "--progress", "plain"],

@@ -1,5 +1,5 @@
 //! The `trident` CLI driving real servicing operations on a real daemon:
-//! install on a disk-image file from a COSI fixture (built by `mkcosi`),
+//! install on a disk-image file from a COSI fixture (the harness's),
 //! live progress in plain and JSON modes, failure rendering and exit codes,
 //! a busy daemon, `watch` attach/--wait, and a daemon killed and restarted
 //! during `trident watch`.
@@ -12,82 +12,23 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use trident_e2e::fixture::{CosiImage, InstallFixture, ScriptHook};
 use trident_e2e::{Daemon, bin_path};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// A COSI image, a disk-image file and Host Configurations targeting them.
-struct Fixture {
-    dir: tempfile::TempDir,
-    cosi: PathBuf,
+/// The fixture image (`img.cosi`) and a dir for disks and configurations.
+fn fixture() -> InstallFixture {
+    InstallFixture::new(&CosiImage::small(1))
 }
 
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let cosi = dir.path().join("img.cosi");
-        let out = Command::new(bin_path("mkcosi"))
-            .args([
-                "--size",
-                "24MiB",
-                "--esp-size",
-                "4MiB",
-                "--seed",
-                "1",
-                "--out",
-            ])
-            .arg(&cosi)
-            .output()
-            .expect("run mkcosi (cargo build --workspace --bins)");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Fixture { dir, cosi }
-    }
-
-    /// A config installing the fixture image, with a preServicing script.
-    fn config(&self, name: &str, script: &str) -> PathBuf {
-        let disk = self.dir.path().join(format!("{name}.img"));
-        std::fs::File::create(&disk)
-            .and_then(|f| f.set_len(96 << 20))
-            .expect("disk image");
-        let body = format!(
-            r#"image:
-  url: file://{cosi}
-  sha384: ignored
-storage:
-  disks:
-  - id: os
-    device: {disk}
-    partitionTableType: gpt
-    partitions:
-    - {{ id: esp, type: esp, size: 8M }}
-    - {{ id: root-a, type: root, size: 32M }}
-    - {{ id: root-b, type: root, size: 32M }}
-  abUpdate:
-    volumePairs:
-    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
-  filesystems:
-  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
-  - {{ deviceId: root, mountPoint: {{ path: /, options: defaults }} }}
-scripts:
-  preServicing:
-  - name: prep
-    content: {script:?}
-"#,
-            cosi = self.cosi.display(),
-            disk = disk.display(),
-        );
-        let path = self.dir.path().join(format!("{name}.yaml"));
-        std::fs::write(&path, body).expect("write config");
-        path
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
+/// A config `name` installing the fixture image onto a fresh `name`.img,
+/// with a preServicing script.
+fn config_with_script(fx: &InstallFixture, name: &str, script: &str) -> PathBuf {
+    let config = fx
+        .config(name)
+        .script(ScriptHook::PreServicing, "prep", script);
+    fx.write(name, &config)
 }
 
 async fn daemon() -> anyhow::Result<Daemon> {
@@ -214,9 +155,9 @@ fn json_lines(text: &str) -> Vec<serde_json::Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn install_with_plain_progress_succeeds_and_writes_the_status_file() -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     let daemon = daemon().await?;
-    let config = fx.config("ok", "echo preparing");
+    let config = config_with_script(&fx, "ok", "echo preparing");
     let status = fx.path("status.yaml");
     let out = run(
         daemon.socket_path(),
@@ -255,9 +196,9 @@ async fn install_with_plain_progress_succeeds_and_writes_the_status_file() -> an
 #[tokio::test(flavor = "multi_thread")]
 async fn install_json_progress_is_one_object_per_record_and_joins_the_callers_trace()
 -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     let daemon = daemon().await?;
-    let config = fx.config("json", "echo one; echo two");
+    let config = config_with_script(&fx, "json", "echo one; echo two");
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let out = trident(daemon.socket_path())
         .args([
@@ -303,9 +244,13 @@ async fn install_json_progress_is_one_object_per_record_and_joins_the_callers_tr
 
 #[tokio::test(flavor = "multi_thread")]
 async fn failed_servicing_prints_the_structured_error_and_exits_2() -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     let daemon = daemon().await?;
-    let config = fx.config("fail", "echo about to fail; echo bad thing >&2; exit 3");
+    let config = config_with_script(
+        &fx,
+        "fail",
+        "echo about to fail; echo bad thing >&2; exit 3",
+    );
     let error_file = fx.path("error.yaml");
     let out = run(
         daemon.socket_path(),
@@ -354,9 +299,9 @@ async fn failed_servicing_prints_the_structured_error_and_exits_2() -> anyhow::R
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_2() -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     let daemon = daemon().await?;
-    let slow = fx.config("slow", "echo started-slow; sleep 4");
+    let slow = config_with_script(&fx, "slow", "echo started-slow; sleep 4");
     let mut first = Running::start(
         daemon.socket_path(),
         &[
@@ -367,7 +312,7 @@ async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_2() -> anyhow:
         ],
     );
     first.wait_for("the first operation to run", |t| t.contains("started-slow"));
-    let other = fx.config("other", "true");
+    let other = config_with_script(&fx, "other", "true");
     let out = run(
         daemon.socket_path(),
         &["install", other.to_str().unwrap_or_default()],
@@ -383,7 +328,7 @@ async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_2() -> anyhow:
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_attaches_to_the_running_operation_replays_it_and_exits_with_its_code()
 -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     let daemon = daemon().await?;
     // --wait: started before any operation exists.
     let mut waiting = Running::start(
@@ -393,7 +338,7 @@ async fn watch_attaches_to_the_running_operation_replays_it_and_exits_with_its_c
     waiting.wait_for("watch --wait to wait", |t| {
         t.contains("waiting for the next servicing operation")
     });
-    let config = fx.config("watched", "echo first-line; sleep 2; echo later-line");
+    let config = config_with_script(&fx, "watched", "echo first-line; sleep 2; echo later-line");
     let mut install = Running::start(
         daemon.socket_path(),
         &[
@@ -431,7 +376,7 @@ async fn watch_attaches_to_the_running_operation_replays_it_and_exits_with_its_c
         assert_eq!(unique.len(), cursors.len(), "a record was shown twice");
     }
     // A failed operation's exit code is watch's exit code.
-    let failing = fx.config("failing", "echo failing-soon; sleep 1; exit 1");
+    let failing = config_with_script(&fx, "failing", "echo failing-soon; sleep 1; exit 1");
     let mut install = Running::start(
         daemon.socket_path(),
         &[
@@ -459,7 +404,7 @@ fn split_cursor(c: &str) -> Option<(String, u64)> {
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_skips()
 -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     let state = fx.path("state");
     std::fs::create_dir_all(&state)?;
     let socket = fx.path("restart.sock");
@@ -469,7 +414,8 @@ async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_s
         .args(["--inactivity-timeout", "0"])
         .spawn()
         .await?;
-    let config = fx.config(
+    let config = config_with_script(
+        &fx,
         "long",
         "i=0; while [ $i -lt 200 ]; do echo tick-$i; i=$((i+1)); sleep 0.05; done",
     );
@@ -570,21 +516,8 @@ fn ok(socket: &Path, args: &[&str], code: i32) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_command_runs_end_to_end_through_install_update_commit_rollback() -> anyhow::Result<()>
 {
-    let fx = Fixture::new();
-    let cosi2 = fx.path("img2.cosi");
-    let out = Command::new(bin_path("mkcosi"))
-        .args([
-            "--size",
-            "24MiB",
-            "--esp-size",
-            "4MiB",
-            "--seed",
-            "2",
-            "--out",
-        ])
-        .arg(&cosi2)
-        .output()?;
-    assert!(out.status.success());
+    let fx = fixture();
+    let cosi2 = CosiImage::small(2).write(&fx.path("img2.cosi")).path;
     let disk = fx.path("cycle.img");
     let daemon = Daemon::builder()
         .args(["--inactivity-timeout", "0", "--disk"])
@@ -592,12 +525,15 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
         .spawn()
         .await?;
     let s = daemon.socket_path();
-    let v1 = fx.config("cycle", "true");
+    let v1 = config_with_script(&fx, "cycle", "true");
     let v1_text = std::fs::read_to_string(&v1)?;
     let v2 = fx.path("cycle-v2.yaml");
     std::fs::write(
         &v2,
-        v1_text.replace(&fx.cosi.display().to_string(), &cosi2.display().to_string()),
+        v1_text.replace(
+            &fx.cosi.path.display().to_string(),
+            &cosi2.display().to_string(),
+        ),
     )?;
     assert!(disk.exists());
     let (v1, v2) = (
@@ -677,7 +613,7 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
 
     // stream-disk onto the daemon's --disk candidate.
     std::fs::File::create(fx.path("stream.img"))?.set_len(64 << 20)?;
-    let url = format!("file://{}", fx.cosi.display());
+    let url = format!("file://{}", fx.cosi.path.display());
     ok(s, &["stream-disk", &url, "--progress", "plain"], 0);
 
     // A support bundle with the operations' records.
@@ -758,10 +694,11 @@ impl Drop for CuttingProxy {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broken_servicing_stream_resumes_through_watch_without_repeating_or_losing_lines()
 -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     let daemon = daemon().await?;
     let proxy = CuttingProxy::start(daemon.socket_path(), fx.path("proxy.sock"))?;
-    let config = fx.config(
+    let config = config_with_script(
+        &fx,
         "cut",
         "i=0; while [ $i -lt 60 ]; do echo tick-$i; i=$((i+1)); sleep 0.05; done",
     );
@@ -813,7 +750,7 @@ async fn a_broken_servicing_stream_resumes_through_watch_without_repeating_or_lo
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     // The daemon's `--reboot systemd` runs `systemctl reboot`: a stand-in
     // that does nothing, so the host (of course) stays up.
     let bin = fx.path("fakebin");
@@ -837,7 +774,7 @@ async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
         .env("PATH", path)
         .spawn()
         .await?;
-    let config = fx.config("reboot", "true");
+    let config = config_with_script(&fx, "reboot", "true");
     let out = trident(daemon.socket_path())
         .args([
             "install",
@@ -856,9 +793,9 @@ async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_detaches_and_the_operation_goes_on_for_watch_to_reattach() -> anyhow::Result<()> {
-    let fx = Fixture::new();
+    let fx = fixture();
     let daemon = daemon().await?;
-    let config = fx.config("detach", "echo detach-me; sleep 2; echo still-running");
+    let config = config_with_script(&fx, "detach", "echo detach-me; sleep 2; echo still-running");
     let mut install = Running::start(
         daemon.socket_path(),
         &[

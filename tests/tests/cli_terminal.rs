@@ -9,51 +9,19 @@ use trident_e2e::tmux::Tmux;
 
 /// Terminal size of the panes (columns, rows).
 const SIZE: (u16, u16) = (120, 30);
+use trident_e2e::fixture::{CosiImage, InstallFixture, ScriptHook};
 use trident_e2e::{Daemon, bin_path};
 
-fn fixture(dir: &Path) -> PathBuf {
-    let cosi = dir.join("img.cosi");
-    let out = Command::new(bin_path("mkcosi"))
-        .args(["--size", "24MiB", "--esp-size", "4MiB", "--out"])
-        .arg(&cosi)
-        .output()
-        .expect("run mkcosi");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+/// An install whose preServicing script logs a line every 0.1 s for 4 s.
+fn fixture() -> (InstallFixture, PathBuf) {
+    let fx = InstallFixture::new(&CosiImage::small(1));
+    let config = fx.config("disk").script(
+        ScriptHook::PreServicing,
+        "slow",
+        "i=0; while [ $i -lt 40 ]; do echo tick-$i; i=$((i+1)); sleep 0.1; done",
     );
-    let disk = dir.join("disk.img");
-    std::fs::File::create(&disk)
-        .and_then(|f| f.set_len(96 << 20))
-        .expect("disk image");
-    let config = dir.join("hc.yaml");
-    let body = format!(
-        r#"image: {{ url: "file://{}", sha384: ignored }}
-storage:
-  disks:
-  - id: os
-    device: {}
-    partitions:
-    - {{ id: esp, type: esp, size: 8M }}
-    - {{ id: root-a, type: root, size: 32M }}
-    - {{ id: root-b, type: root, size: 32M }}
-  abUpdate:
-    volumePairs:
-    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
-  filesystems:
-  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
-  - {{ deviceId: root, mountPoint: {{ path: /, options: defaults }} }}
-scripts:
-  preServicing:
-  - name: slow
-    content: "i=0; while [ $i -lt 40 ]; do echo tick-$i; i=$((i+1)); sleep 0.1; done"
-"#,
-        cosi.display(),
-        disk.display()
-    );
-    std::fs::write(&config, body).expect("config");
-    config
+    let path = fx.write("hc", &config);
+    (fx, path)
 }
 
 fn spawn_install(socket: &Path, config: &Path) -> Child {
@@ -72,8 +40,7 @@ fn spawn_install(socket: &Path, config: &Path) -> Child {
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_in_a_real_terminal_draws_bars_the_operation_line_and_log_lines() -> anyhow::Result<()>
 {
-    let dir = tempfile::tempdir()?;
-    let config = fixture(dir.path());
+    let (_fx, config) = fixture();
     let daemon = Daemon::builder()
         .args(["--inactivity-timeout", "0"])
         .spawn()

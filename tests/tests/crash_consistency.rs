@@ -24,7 +24,7 @@ use crash_support::{
     Reached, Rng, daemon_on, kill_during, partition_sha384, range_sha384, timed, trident_ok,
 };
 use servicing_support::{Clients, Fixture, hc};
-use trident_cosi::writer::{self, FixtureSpec};
+use trident_e2e::fixture::CosiImage;
 use trident_host::datastore::{Datastore, OperationResult};
 use trident_proto::v1::{
     self, StreamDiskRequest, streaming_service_client::StreamingServiceClient,
@@ -285,13 +285,10 @@ async fn sigkill_during_stream_disk_leaves_a_daemon_that_reports_it_and_streams_
     let mut rng = Rng::from_env("stream-disk");
     let (dir, state_dir) = crash_support::scenario_dir("stream-disk");
     let datastore = state_dir.join("datastore.sqlite");
-    let spec = FixtureSpec {
-        esp_size: 2 << 20,
-        ..FixtureSpec::new(24 << 20, 421)
-    };
+    let image = CosiImage::new(24 << 20, 421).esp_bytes(2 << 20);
     let expected = dir.path().join("expected.img");
-    writer::write_disk_image(&spec, &expected).unwrap();
-    let cosi = writer::write_cosi(&spec, &dir.path().join("image.cosi")).unwrap();
+    image.write_disk_image(&expected);
+    let cosi = image.write(&dir.path().join("image.cosi"));
     // Every other kill lands in a download from a slow http:// server.
     let slow = image_server::ImageServer::start(&cosi.path, image_server::ServerFault::Slow);
     let urls = [format!("file://{}", cosi.path.display()), slow.url()];

@@ -13,8 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use trident_cosi::writer::{self, FixtureSpec};
 use trident_e2e::Daemon;
+use trident_e2e::fixture::CosiImage;
 use trident_proto::v1::{
     Completed, StatusCode, StreamDiskRequest, servicing_response,
     streaming_service_client::StreamingServiceClient,
@@ -188,11 +188,9 @@ async fn an_image_server_signed_by_a_ca_in_the_trust_store_is_reachable() {
     make_ca(&certs, "org-ca");
     make_ca(&certs, "other-ca");
     make_server_cert(&certs, "org-ca");
-    let spec = FixtureSpec {
-        esp_size: 2 << 20,
-        ..FixtureSpec::new(DISK, 11)
-    };
-    writer::write_cosi(&spec, &images.join("image.cosi")).unwrap();
+    CosiImage::new(DISK, 11)
+        .esp_bytes(2 << 20)
+        .write(&images.join("image.cosi"));
     let server = HttpsServer::serve(&images, &certs);
     let url = format!("https://127.0.0.1:{}/image.cosi", server.port);
 

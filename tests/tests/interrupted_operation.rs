@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use nix::sys::signal::Signal;
-use trident_cosi::writer::{self, FixtureSpec};
+use trident_e2e::fixture::CosiImage;
 use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::{
     GetLastErrorRequest, ListOperationsRequest, StatusCode, StreamDiskRequest, servicing_response,
@@ -105,7 +105,7 @@ async fn stream_disk_until_progress(daemon: &Daemon, url: String) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_mid_stream_disk_leaves_an_interrupted_error_in_every_view() {
     let dir = tempfile::tempdir().unwrap();
-    let cosi = writer::write_cosi(&FixtureSpec::new(DISK, 11), &dir.path().join("i.cosi")).unwrap();
+    let cosi = CosiImage::new(DISK, 11).write(&dir.path().join("i.cosi"));
     let port = throttled_server(std::fs::read(&cosi.path).unwrap());
     let target = dir.path().join("target.img");
     std::fs::write(&target, vec![0u8; DISK as usize]).unwrap();

@@ -11,7 +11,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use futures::StreamExt;
-use trident_cosi::writer::{self, FixtureOutput, FixtureSpec};
+use trident_cosi::writer::FixtureOutput;
+use trident_e2e::fixture::{AbHostConfig, CosiImage, InstallFixture};
 use trident_e2e::throttled_http::ThrottledServer;
 use trident_e2e::tmux::Tmux;
 use trident_e2e::{Daemon, bin_path};
@@ -25,11 +26,9 @@ struct Fixture {
 
 fn fixture(disk: u64) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let spec = FixtureSpec {
-        esp_size: 2 << 20,
-        ..FixtureSpec::new(disk, 11)
-    };
-    let cosi = writer::write_cosi(&spec, &dir.path().join("image.cosi")).unwrap();
+    let cosi = CosiImage::new(disk, 11)
+        .esp_bytes(2 << 20)
+        .write(&dir.path().join("image.cosi"));
     let target = dir.path().join("target.img");
     std::fs::File::create(&target)
         .unwrap()
@@ -194,55 +193,18 @@ async fn plain_stream_disk_over_http_shows_our_records_and_a_summary_not_ureq() 
 /// screen to (how cli/README.md's captured screen is made).
 const ENV_SCREEN_CAPTURE: &str = "TRIDENT_SCREEN_CAPTURE";
 
-/// A Host Configuration installing `url` onto `disk` (A/B root of 100 MiB).
-fn install_config(dir: &Path, url: &str, disk: &Path) -> PathBuf {
-    let config = dir.join("hc.yaml");
-    let body = format!(
-        r#"image: {{ url: "{url}", sha384: ignored }}
-storage:
-  disks:
-  - id: os
-    device: {}
-    partitions:
-    - {{ id: esp, type: esp, size: 8M }}
-    - {{ id: root-a, type: root, size: 100M }}
-    - {{ id: root-b, type: root, size: 100M }}
-  abUpdate:
-    volumePairs:
-    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
-  filesystems:
-  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
-  - {{ deviceId: root, mountPoint: {{ path: /, options: defaults }} }}
-"#,
-        disk.display()
-    );
-    std::fs::write(&config, body).unwrap();
-    config
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_install_in_a_real_terminal_shows_the_overall_line_and_a_summary() {
-    let dir = tempfile::tempdir().unwrap();
-    let cosi = dir.path().join("img.cosi");
-    let made = Command::new(bin_path("mkcosi"))
-        .args(["--size", "96MiB", "--esp-size", "4MiB", "--out"])
-        .arg(&cosi)
-        .output()
-        .unwrap();
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let disk = dir.path().join("disk.img");
-    std::fs::File::create(&disk)
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
+    let fx = InstallFixture::new(&CosiImage::new(96 << 20, 1).esp_bytes(4 << 20));
+    let cosi = &fx.cosi.path;
+    let disk = fx.disk("disk.img", 256 << 20);
     // About 12 s of transfer at a fixed rate.
-    let size = std::fs::metadata(&cosi).unwrap().len();
-    let server = ThrottledServer::start(&cosi, size / 12).unwrap();
-    let config = install_config(dir.path(), &server.url(), &disk);
+    let size = std::fs::metadata(cosi).unwrap().len();
+    let server = ThrottledServer::start(cosi, size / 12).unwrap();
+    let config = fx.write(
+        "hc",
+        &AbHostConfig::new(server.url(), &disk).sizes("8M", "100M"),
+    );
     let daemon = Daemon::builder()
         .args(["--inactivity-timeout", "0"])
         .spawn()
@@ -313,7 +275,7 @@ async fn a_slow_install_in_a_real_terminal_shows_the_overall_line_and_a_summary(
         .lines()
         .find(|l| l.starts_with("operation succeeded in"))
         .unwrap_or_else(|| panic!("no closing summary:\n{screen}"));
-    // mkcosi's root volume holds no filesystem the daemon mounts, so the
+    // The fixture image's root volume holds no filesystem the daemon mounts, so the
     // configure and boot files steps left the plan when the mount found no
     // root: every step of the revised plan ran.
     assert!(

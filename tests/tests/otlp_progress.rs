@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use anyhow::{Context, ensure};
 use otlp_support::{Receiver, exporting_daemon, record_exported_metrics};
-use trident_cosi::writer::{self, FixtureSpec};
 use trident_e2e::bin_path;
+use trident_e2e::fixture::CosiImage;
 use trident_e2e::throttled_http::ThrottledServer;
 
 /// The daemon reports written bytes per 4 MiB write: enough of them for
@@ -25,11 +25,9 @@ const DISK: u64 = 32 << 20;
 async fn a_running_operation_exports_its_overall_progress_rate_and_eta() -> anyhow::Result<()> {
     let receiver = Receiver::start()?;
     let dir = tempfile::tempdir()?;
-    let spec = FixtureSpec {
-        esp_size: 2 << 20,
-        ..FixtureSpec::new(DISK, 11)
-    };
-    let cosi = writer::write_cosi(&spec, &dir.path().join("image.cosi"))?;
+    let cosi = CosiImage::new(DISK, 11)
+        .esp_bytes(2 << 20)
+        .write(&dir.path().join("image.cosi"));
     let target = dir.path().join("target.img");
     std::fs::File::create(&target)?.set_len(DISK)?;
     // About 8 s of transfer: long enough for an honest ETA to be exported.

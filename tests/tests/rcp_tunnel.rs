@@ -15,7 +15,7 @@ use std::process::Command;
 
 use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, WAIT, wait_path};
 use tokio_stream::StreamExt;
-use trident_cosi::writer::{self, FixtureSpec};
+use trident_e2e::fixture::CosiImage;
 use trident_e2e::{Daemon, bin_path, uds_channel};
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
@@ -29,11 +29,9 @@ const DISK: u64 = 12 << 20;
 
 /// A COSI image and a blank disk-image file it fits.
 fn image_and_disk(dir: &Path) -> (PathBuf, PathBuf) {
-    let spec = FixtureSpec {
-        esp_size: 2 << 20,
-        ..FixtureSpec::new(DISK, 7)
-    };
-    let cosi = writer::write_cosi(&spec, &dir.join("image.cosi")).unwrap();
+    let cosi = CosiImage::new(DISK, 7)
+        .esp_bytes(2 << 20)
+        .write(&dir.join("image.cosi"));
     let disk = dir.join("disk.img");
     fs::write(&disk, vec![0u8; DISK as usize]).unwrap();
     (cosi.path, disk)

@@ -7,8 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
-use trident_cosi::writer::{self, Corruption, FixtureOutput, FixtureSpec};
+use trident_cosi::writer::{Corruption, FixtureOutput};
 use trident_e2e::Daemon;
+use trident_e2e::fixture::CosiImage;
 use trident_proto::v1::{
     Completed, PhaseState, StatusCode, StreamDiskRequest, TridentErrorKind, servicing_response,
     streaming_service_client::StreamingServiceClient,
@@ -26,13 +27,11 @@ struct Setup {
 fn setup(corruption: Option<Corruption>) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let expected = dir.path().join("expected.img");
-    let spec = FixtureSpec {
-        esp_size: 2 << 20,
-        ..FixtureSpec::new(DISK, 7)
-    };
-    writer::write_disk_image(&spec, &expected).unwrap();
-    let spec = FixtureSpec { corruption, ..spec };
-    let cosi = writer::write_cosi(&spec, &dir.path().join("image.cosi")).unwrap();
+    let image = CosiImage::new(DISK, 7)
+        .esp_bytes(2 << 20)
+        .corruption(corruption);
+    image.write_disk_image(&expected);
+    let cosi = image.write(&dir.path().join("image.cosi"));
     Setup {
         dir,
         cosi,

@@ -1,5 +1,5 @@
-//! Shared pieces of the servicing end-to-end tests: COSI fixtures (built
-//! with trident-cosi's writer), a disk-image target, Host Configurations,
+//! Shared pieces of the servicing end-to-end tests: COSI fixtures and Host
+//! Configurations (the harness's `fixture` builders), a disk-image target,
 //! gRPC clients and a collector for servicing streams.
 
 #![allow(dead_code, clippy::unwrap_used)]
@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 use trident_cosi::gpt::Gpt;
-use trident_cosi::writer::{Corruption, FixtureOutput, FixtureSpec, write_cosi};
+use trident_cosi::writer::{Corruption, FixtureOutput};
 use trident_e2e::Channel;
 use trident_e2e::Daemon;
+use trident_e2e::fixture::{AbHostConfig, CosiImage};
 use trident_proto::v1::{
     self, Completed, Log, ProgressRecord, ServicingResponse, Started,
     commit_service_client::CommitServiceClient, servicing_response,
@@ -53,9 +54,9 @@ impl Fixture {
 
     /// Builds a COSI image (`seed` decides its content).
     pub fn image(&self, name: &str, seed: u64, corruption: Option<Corruption>) -> FixtureOutput {
-        let mut spec = FixtureSpec::new(IMAGE_DISK_BYTES, seed);
-        spec.corruption = corruption;
-        write_cosi(&spec, &self.dir.path().join(format!("{name}.cosi"))).unwrap()
+        CosiImage::new(IMAGE_DISK_BYTES, seed)
+            .corruption(corruption)
+            .write(&self.dir.path().join(format!("{name}.cosi")))
     }
 
     /// A Host Configuration installing `image` onto the disk, plus `extra`
@@ -65,28 +66,10 @@ impl Fixture {
     }
 
     pub fn config_with_hash(&self, image: &FixtureOutput, sha384: &str, extra: &str) -> String {
-        format!(
-            r#"image:
-  url: file://{url}
-  sha384: {sha384}
-storage:
-  disks:
-  - id: os
-    device: {disk}
-    partitions:
-    - {{ id: esp, type: esp, size: 8M }}
-    - {{ id: root-a, type: root, size: 48M }}
-    - {{ id: root-b, type: root, size: 48M }}
-  abUpdate:
-    volumePairs:
-    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
-  filesystems:
-  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
-  - {{ deviceId: root, mountPoint: / }}
-{extra}"#,
-            url = image.path.display(),
-            disk = self.disk.display(),
-        )
+        AbHostConfig::file(&image.path, &self.disk)
+            .sha384(sha384)
+            .extra(extra)
+            .yaml()
     }
 
     /// SHA-384 of the first bytes of partition `name` on the target disk

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use trident_e2e::bin_path;
+use trident_e2e::fixture::AbHostConfig;
 use trident_e2e::test_os::TestOs;
 use trident_proto::v1::{ServicingResponse, StatusCode, servicing_response};
 
@@ -90,25 +91,8 @@ pub struct GuestConfig<'a> {
 impl GuestConfig<'_> {
     pub fn yaml(&self) -> String {
         let cosi = self.os.cosi.path.file_name().unwrap().to_string_lossy();
-        format!(
-            r#"image:
-  url: http://10.0.2.2:{port}/{cosi}
-  sha384: {sha}
-storage:
-  disks:
-  - id: os
-    device: /dev/vda
-    partitions:
-    - {{ id: esp, type: esp, size: 160M }}
-    - {{ id: root-a, type: root, size: 700M }}
-    - {{ id: root-b, type: root, size: 700M }}
-  abUpdate:
-    volumePairs:
-    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
-  filesystems:
-  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
-  - {{ deviceId: root, mountPoint: / }}
-os:
+        let os_and_health = format!(
+            r#"os:
   hostname: {hostname}
   users:
   - name: {user}
@@ -119,14 +103,20 @@ health:
     systemdServices: [{units}]
     timeoutSeconds: {timeout}
 "#,
-            port = self.http_port,
-            sha = self.os.cosi.metadata_sha384,
             hostname = self.hostname,
             user = self.user,
             key = self.ssh_key,
             units = self.health_units.join(", "),
             timeout = self.health_timeout_s,
+        );
+        AbHostConfig::new(
+            format!("http://10.0.2.2:{}/{cosi}", self.http_port),
+            "/dev/vda",
         )
+        .sha384(&self.os.cosi.metadata_sha384)
+        .sizes("160M", "700M")
+        .extra(&os_and_health)
+        .yaml()
     }
 }
 
