@@ -854,6 +854,76 @@ async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A hand-started daemon (`--reboot record` or `none`) takes charge of the
+/// reboot as upstream's server does (REBOOT_STARTED) and tells the CLI,
+/// which opted in to `reboot-action`, that nothing reboots: the CLI says so
+/// and exits 0 at once instead of waiting for a reboot (exit 3).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reboot_the_daemon_only_records_or_skips_is_said_in_words_and_not_waited_for()
+-> anyhow::Result<()> {
+    let fx = Fixture::new();
+    for (mode, words, summary, action) in [
+        (
+            "record",
+            "reboot recorded, not performed",
+            "reboot recorded (not performed)",
+            "recorded",
+        ),
+        (
+            "none",
+            "reboot not performed",
+            "reboot not performed",
+            "not-performed",
+        ),
+    ] {
+        let daemon = Daemon::builder()
+            .args(["--inactivity-timeout", "0", "--reboot", mode])
+            .spawn()
+            .await?;
+        let config = fx.config(&format!("reboot-{mode}"), "true");
+        let begun = Instant::now();
+        let out = trident(daemon.socket_path())
+            .args([
+                "install",
+                config.to_str().unwrap_or_default(),
+                "--progress",
+                "plain",
+            ])
+            // Waiting for a reboot would take this long and then exit 3.
+            .env("TRIDENT_REBOOT_TIMEOUT", "90s")
+            .output()?;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {err}");
+        assert!(begun.elapsed() < Duration::from_secs(60), "{mode}: waited");
+        assert!(err.contains(words), "{mode}: {err}");
+        assert!(err.contains(summary), "{mode}: {err}");
+        assert!(!err.contains("the host is rebooting"), "{mode}: {err}");
+        let records = daemon.state_dir().join("reboot-requests.log");
+        assert_eq!(records.exists(), mode == "record", "{mode}");
+
+        // The JSON view names the action beside the wire's status.
+        let config = fx.config(&format!("reboot-{mode}-json"), "true");
+        let out = trident(daemon.socket_path())
+            .args([
+                "install",
+                config.to_str().unwrap_or_default(),
+                "--progress",
+                "json",
+            ])
+            .env("TRIDENT_REBOOT_TIMEOUT", "90s")
+            .output()?;
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", stderr(&out));
+        let lines = json_lines(&String::from_utf8_lossy(&out.stdout));
+        let completed = lines
+            .iter()
+            .find(|l| l["type"] == "completed")
+            .expect("a completed line");
+        assert_eq!(completed["reboot_status"], "started", "{completed}");
+        assert_eq!(completed["reboot_action"], action, "{completed}");
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_detaches_and_the_operation_goes_on_for_watch_to_reattach() -> anyhow::Result<()> {
     let fx = Fixture::new();

@@ -22,10 +22,12 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     assert_eq!(c.active_volume().await, AbVolumeState::NoVolume);
 
     // Install: GPT + images into the A volumes, finalized, reboot recorded.
+    // Trident handles it: REBOOT_STARTED as upstream's server answers, even
+    // with `--reboot record` (nothing reboots; the record is the reboot).
     let install = c.install(&fx.config(&v1, "")).await;
     install.assert_success();
     let done = install.completed();
-    assert_eq!(done.reboot_status, RebootStatus::RebootRequired as i32);
+    assert_eq!(done.reboot_status, RebootStatus::RebootStarted as i32);
     assert_eq!(
         done.servicing_kind,
         Some(ServicingKind::CleanInstall as i32)
@@ -149,7 +151,7 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     fin.assert_success();
     assert_eq!(
         fin.completed().reboot_status,
-        RebootStatus::RebootRequired as i32
+        RebootStatus::RebootStarted as i32
     );
     assert_eq!(c.state().await, ServicingState::UpdateAbFinalized);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-b");

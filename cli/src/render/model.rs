@@ -8,7 +8,8 @@ use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
 use trident_proto::v1::{
-    ErrorReport, LogLevel, PhaseState, RebootStatus, ServicingKind, StatusCode, TridentError,
+    ErrorReport, LogLevel, PhaseState, RebootAction, RebootStatus, ServicingKind, StatusCode,
+    TridentError,
 };
 
 use super::error::ErrorView;
@@ -39,6 +40,8 @@ pub struct OperationView {
 pub struct Outcome {
     pub status: StatusCode,
     pub reboot_status: RebootStatus,
+    /// With REBOOT_STARTED: what the daemon does about it (opt-in addition).
+    pub reboot_action: Option<RebootAction>,
     pub error: Option<TridentError>,
     pub at: Option<SystemTime>,
 }
@@ -138,6 +141,7 @@ impl Model {
                 timestamp,
                 status,
                 reboot_status,
+                reboot_action,
                 error,
                 ..
             } => {
@@ -145,6 +149,7 @@ impl Model {
                 self.outcome = Some(Outcome {
                     status: *status,
                     reboot_status: *reboot_status,
+                    reboot_action: *reboot_action,
                     error: error.as_deref().cloned(),
                     at: *timestamp,
                 });

@@ -58,11 +58,18 @@ where
         let text = ctx.host_status_text(OutputFormat::Yaml).await?;
         crate::output::emit(&text, Some(path))?;
     }
-    let rebooting = model
+    let started = model
         .outcome
         .as_ref()
-        .is_some_and(|o| o.reboot_status == RebootStatus::RebootStarted);
-    if exit == Exit::Success && rebooting {
+        .filter(|o| o.reboot_status == RebootStatus::RebootStarted);
+    if let Some(outcome) = started.filter(|_| exit == Exit::Success) {
+        // A daemon that took charge of the reboot but does not perform it
+        // (`tridentd --reboot record|none`) said so: nothing goes down, so
+        // there is nothing to wait for.
+        if let Some(words) = reboot::not_performed(outcome.reboot_action) {
+            eprintln!("trident: {words}");
+            return Ok(Exit::Success);
+        }
         let json = Mode::resolve(args.progress) == Mode::Json;
         return reboot::wait_for_reboot(ctx, &host, json).await;
     }

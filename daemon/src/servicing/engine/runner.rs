@@ -13,7 +13,9 @@ use tracing::Instrument;
 use trident_host::datastore::{OperationEnd, OperationResult};
 use trident_host::status::HostStatus;
 use trident_host::{ErrorRecord, KebabName, Subkind, TridentError as HostError};
-use trident_proto::v1::{RebootHandling, RebootStatus, ServicingKind, Started, StatusCode};
+use trident_proto::v1::{
+    RebootAction, RebootHandling, RebootStatus, ServicingKind, Started, StatusCode,
+};
 use trident_telemetry::TraceParent;
 use trident_telemetry::operation::{Completion, Operation, OperationSpec};
 
@@ -244,13 +246,14 @@ async fn succeeded(ctx: &StepContext, outcome: StepOutcome) -> (Completion, Opti
     if let Err(error) = commit(ctx, status.as_ref(), &end).await {
         return failed(ctx, error, None, None).await;
     }
-    let (reboot_status, reboot_now) = reboot(ctx, outcome.reboot);
+    let (reboot_status, reboot_action, reboot_now) = reboot(ctx, outcome.reboot);
     let completion = Completion {
         result: StatusCode::Success,
         reboot_status,
         error: None,
         image_hash: outcome.image_hash,
         servicing_kind: Some(outcome.servicing_kind.unwrap_or(ctx.kind)),
+        reboot_action,
     };
     (completion, reboot_now)
 }
@@ -284,13 +287,14 @@ async fn failed(
     if let Err(e) = committed {
         tracing::error!(error = %e.report(), "could not record the failure in the datastore");
     }
-    let (reboot_status, reboot_now) = reboot(ctx, reboot_request);
+    let (reboot_status, reboot_action, reboot_now) = reboot(ctx, reboot_request);
     let completion = Completion {
         result: StatusCode::Failure,
         reboot_status,
         error: Some(record.to_proto()),
         image_hash: None,
         servicing_kind: Some(ctx.kind),
+        reboot_action,
     };
     (completion, reboot_now)
 }
@@ -305,29 +309,36 @@ async fn commit(
         .with_datastore(|ds| ds.commit(status, Some(&ctx.operation_id), Some(end)))
 }
 
-/// What `Completed.reboot_status` says, and the reboot to carry out once
-/// it is published (`REBOOT_STARTED` only).
+/// What `Completed.reboot_status` says, what the daemon does about a
+/// started reboot (`Completed.reboot_action`), and the reboot to carry out
+/// once `Completed` is published (only a performed one). A request Trident
+/// handles is always `REBOOT_STARTED`, as upstream's server answers it;
+/// `--reboot record|none` only decide that nothing actually reboots.
 fn reboot(
     ctx: &StepContext,
     request: Option<RebootRequest>,
-) -> (RebootStatus, Option<RebootRequest>) {
+) -> (RebootStatus, Option<RebootAction>, Option<RebootRequest>) {
     let Some(request) = request else {
-        return (RebootStatus::RebootNotRequired, None);
+        return (RebootStatus::RebootNotRequired, None, None);
     };
     if request.handling == RebootHandling::CallerHandlesReboot {
         tracing::info!(reason = %request.reason, "reboot required; the caller handles it");
-        return (RebootStatus::RebootRequired, None);
+        return (RebootStatus::RebootRequired, None, None);
     }
     match ctx
         .engine
         .reboot
         .request(&ctx.operation_id, &request.reason)
     {
-        Ok(RebootStatus::RebootStarted) => (RebootStatus::RebootStarted, Some(request)),
-        Ok(status) => (status, None),
+        Ok(RebootAction::Performed) => (
+            RebootStatus::RebootStarted,
+            Some(RebootAction::Performed),
+            Some(request),
+        ),
+        Ok(action) => (RebootStatus::RebootStarted, Some(action), None),
         Err(error) => {
             tracing::error!(error = %error.report(), "reboot request failed");
-            (RebootStatus::RebootRequired, None)
+            (RebootStatus::RebootRequired, None, None)
         }
     }
 }
