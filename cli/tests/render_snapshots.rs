@@ -252,6 +252,7 @@ fn success_stream() -> Vec<Event> {
         status: StatusCode::Success,
         reboot_status: RebootStatus::RebootRequired,
         reboot_action: None,
+        servicing_kind: None,
         error: None,
     });
     s
@@ -368,6 +369,7 @@ fn failure_stream() -> Vec<Event> {
             status: StatusCode::Failure,
             reboot_status: RebootStatus::RebootNotRequired,
             reboot_action: None,
+            servicing_kind: None,
             error: Some(Box::new(error)),
         },
     ]
@@ -426,6 +428,7 @@ fn resume_stream() -> Vec<Event> {
             status: StatusCode::Success,
             reboot_status: RebootStatus::RebootNotRequired,
             reboot_action: None,
+            servicing_kind: None,
             error: None,
         },
     ]

@@ -612,6 +612,17 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
     ok(s, &[&["commit"][..], &p].concat(), 0);
     assert!(ok(s, &["get", "configuration"], 0).contains("img.cosi"));
     assert!(ok(s, &["get"], 0).contains("servicingState: provisioned"));
+    // Nothing to roll back to yet: success, said in words, nothing changed
+    // (upstream's no-op rollback, SERVICING_KIND_NONE_REQUIRED).
+    assert_eq!(ok(s, &["rollback", "--check"], 0).trim(), "none");
+    let out = run(s, &[&["rollback"][..], &p].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rollback: nothing to roll back to"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(ok(s, &["get"], 0).contains("servicingState: provisioned"));
     let json: serde_json::Value =
         serde_json::from_str(&ok(s, &["--output", "json", "get", "status"], 0))?;
     assert_eq!(json["abActiveVolume"], "volume-a");

@@ -6,7 +6,7 @@
 mod servicing_support;
 
 use servicing_support::{Clients, Fixture, daemon};
-use trident_proto::v1::{RebootStatus, ServicingKind, TridentErrorKind};
+use trident_proto::v1::{self, RebootStatus, ServicingKind, TridentErrorKind};
 use trident_proto::v1preview::{
     self, AbVolumeState, CheckRollbackKind, ManualRollbackKind, ServicingState,
 };
@@ -256,6 +256,41 @@ async fn manual_rollback_returns_to_the_previous_volume() {
     let d = daemon().await;
     let mut c = Clients::new(&d).await;
     c.provision(&fx.config(&v1, "")).await;
+    // Nothing to roll back to: upstream's stable v1 service and v1preview
+    // both succeed, change nothing and say NONE_REQUIRED.
+    let mut stable = v1::rollback_service_client::RollbackServiceClient::new(c.channel.clone());
+    let nothing = servicing_support::collect(
+        stable
+            .rollback(v1::RollbackRequest {
+                kind: v1::ManualRollbackKind::AnyRollbackRequested as i32,
+                finalize: None,
+            })
+            .await,
+    )
+    .await;
+    nothing.assert_success();
+    assert_eq!(
+        nothing.completed().servicing_kind,
+        Some(ServicingKind::NoneRequired as i32)
+    );
+    assert_eq!(
+        nothing.completed().reboot_status(),
+        v1::RebootStatus::RebootNotRequired
+    );
+    let staged_nothing = servicing_support::collect(
+        c.rollback
+            .rollback_stage(v1preview::RollbackStageRequest {
+                kind: ManualRollbackKind::RuntimeRollbackRequested as i32,
+            })
+            .await,
+    )
+    .await;
+    staged_nothing.assert_success();
+    assert_eq!(
+        staged_nothing.completed().servicing_kind,
+        Some(ServicingKind::NoneRequired as i32)
+    );
+    assert_eq!(c.state().await, ServicingState::Provisioned);
     let no = c
         .rollback
         .check_rollback(v1preview::CheckRollbackRequest { kind: 0 })
@@ -295,6 +330,10 @@ async fn manual_rollback_returns_to_the_previous_volume() {
     )
     .await;
     rollback.assert_success();
+    assert_eq!(
+        rollback.completed().servicing_kind,
+        Some(ServicingKind::ManualRollbackAb as i32)
+    );
     assert_eq!(c.state().await, ServicingState::ManualRollbackAbFinalized);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
     c.commit().await.assert_success();
@@ -310,6 +349,53 @@ async fn manual_rollback_returns_to_the_previous_volume() {
         .unwrap()
         .config;
     assert!(provisioned.contains("v1.cosi"), "{provisioned}");
+
+    // Back on A, B is the next rollback: refused where upstream refuses, a
+    // runtime rollback asked for while the next one would undo an A/B update.
+    let mismatch = servicing_support::collect(
+        stable
+            .rollback(v1::RollbackRequest {
+                kind: v1::ManualRollbackKind::RuntimeRollbackRequested as i32,
+                finalize: None,
+            })
+            .await,
+    )
+    .await;
+    assert!(!mismatch.succeeded());
+    assert_eq!(mismatch.error().subkind, "invalid-rollback-expectation");
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+}
+
+/// Upstream refuses a rollback on a host that is not provisioned (and one
+/// whose finalize has nothing staged): so do we, as a failed operation
+/// naming the state.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rollback_on_a_host_that_is_not_provisioned_is_refused() {
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    let mut stable = v1::rollback_service_client::RollbackServiceClient::new(c.channel.clone());
+    let refused = servicing_support::collect(
+        stable
+            .rollback(v1::RollbackRequest {
+                kind: v1::ManualRollbackKind::AnyRollbackRequested as i32,
+                finalize: None,
+            })
+            .await,
+    )
+    .await;
+    assert!(!refused.succeeded());
+    let error = refused.error();
+    assert_eq!(error.subkind, "invalid-rollback-state", "{error:?}");
+    assert!(error.message.contains("not-provisioned"), "{error:?}");
+    let finalize = servicing_support::collect(
+        stable
+            .rollback_finalize(v1::RollbackFinalizeRequest { reboot: None })
+            .await,
+    )
+    .await;
+    assert!(!finalize.succeeded());
+    assert_eq!(finalize.error().subkind, "invalid-rollback-state");
+    assert_eq!(c.state().await, ServicingState::NotProvisioned);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -56,6 +56,8 @@ pub enum Event {
         reboot_status: RebootStatus,
         /// With REBOOT_STARTED: what the daemon does about it, when told.
         reboot_action: Option<RebootAction>,
+        /// The servicing actually done, when the daemon said.
+        servicing_kind: Option<ServicingKind>,
         error: Option<Box<TridentError>>,
     },
     /// Records the stream will not deliver.
@@ -133,6 +135,9 @@ impl Event {
                 reboot_action: done
                     .reboot_action
                     .and_then(|a| RebootAction::try_from(a).ok()),
+                servicing_kind: done
+                    .servicing_kind
+                    .and_then(|k| ServicingKind::try_from(k).ok()),
                 error: done.error.clone().map(Box::new),
             },
             servicing_response::Response::ErrorReport(report) => Event::Error {
@@ -185,6 +190,9 @@ impl Event {
                     reboot_action: op
                         .reboot_action
                         .and_then(|a| RebootAction::try_from(a).ok()),
+                    servicing_kind: op
+                        .servicing_kind
+                        .and_then(|k| ServicingKind::try_from(k).ok()),
                     error: op.error.clone().map(Box::new),
                 },
                 _ => Event::Started {

@@ -42,6 +42,8 @@ pub struct Outcome {
     pub reboot_status: RebootStatus,
     /// With REBOOT_STARTED: what the daemon does about it (opt-in addition).
     pub reboot_action: Option<RebootAction>,
+    /// The servicing actually done (`SERVICING_KIND_NONE_REQUIRED`: nothing).
+    pub servicing_kind: Option<ServicingKind>,
     pub error: Option<TridentError>,
     pub at: Option<SystemTime>,
 }
@@ -142,6 +144,7 @@ impl Model {
                 status,
                 reboot_status,
                 reboot_action,
+                servicing_kind,
                 error,
                 ..
             } => {
@@ -150,6 +153,7 @@ impl Model {
                     status: *status,
                     reboot_status: *reboot_status,
                     reboot_action: *reboot_action,
+                    servicing_kind: *servicing_kind,
                     error: error.as_deref().cloned(),
                     at: *timestamp,
                 });

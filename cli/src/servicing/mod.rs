@@ -12,7 +12,7 @@ use std::future::Future;
 use crate::client::Channel;
 use tonic::Streaming;
 use trident_host::{Category, KebabName};
-use trident_proto::v1::{RebootStatus, ServicingResponse};
+use trident_proto::v1::{RebootStatus, ServicingKind, ServicingResponse};
 
 pub use error_file::fail;
 pub use plan::{Steps, load_config, plan, reboot};
@@ -73,6 +73,12 @@ where
         let json = Mode::resolve(args.progress) == Mode::Json;
         return reboot::wait_for_reboot(ctx, &host, json).await;
     }
+    if exit == Exit::Success
+        && model.outcome.as_ref().and_then(|o| o.servicing_kind)
+            == Some(ServicingKind::NoneRequired)
+    {
+        eprintln!("trident: {}", nothing_done(what));
+    }
     // The daemon found the Host Configuration invalid: say so in one line
     // (exit 2, as upstream's CLI).
     let config_rejected = config_rpc
@@ -119,6 +125,18 @@ where
             write_error_file(args, &error_view_of(&err))?;
             Err(err)
         }
+    }
+}
+
+/// The words for an operation that succeeded with nothing to do
+/// (`Completed.servicing_kind` `SERVICING_KIND_NONE_REQUIRED`).
+fn nothing_done(what: &str) -> &'static str {
+    match what {
+        "rollback" => {
+            "rollback: nothing to roll back to (no earlier A/B update to return to); nothing changed"
+        }
+        "commit" => "commit: nothing to commit; nothing changed",
+        _ => "nothing to do; nothing changed",
     }
 }
 

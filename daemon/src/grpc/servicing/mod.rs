@@ -4,6 +4,7 @@
 //! read mode.
 
 mod queries;
+mod rollback_v1;
 mod streaming;
 
 use std::future::Future;
