@@ -352,8 +352,10 @@ async fn failed_servicing_prints_the_structured_error_and_exits_2() -> anyhow::R
     Ok(())
 }
 
+/// `--wait 0`: upstream's behaviour, a busy daemon's refusal at once.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_2() -> anyhow::Result<()> {
+async fn a_second_servicing_on_a_busy_daemon_with_wait_0_is_refused_with_exit_2()
+-> anyhow::Result<()> {
     let fx = Fixture::new();
     let daemon = daemon().await?;
     let slow = fx.config("slow", "echo started-slow; sleep 4");
@@ -370,12 +372,118 @@ async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_2() -> anyhow:
     let other = fx.config("other", "true");
     let out = run(
         daemon.socket_path(),
-        &["install", other.to_str().unwrap_or_default()],
+        &["install", other.to_str().unwrap_or_default(), "--wait", "0"],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("busy"), "{err}");
+    assert_eq!(first.wait(), Some(0), "{}", first.stderr());
+    Ok(())
+}
+
+/// The operation id in "<Rpc> started: operation <id>".
+fn started_id(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.split("started: operation ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_default()
+        .trim_end_matches(['.', ',', ';'])
+        .to_owned()
+}
+
+/// A servicing command that meets a running operation waits for it, shows
+/// which one it is and its progress, then runs (the daemon still refuses a
+/// second request while one runs: the waiting is the CLI's).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servicing_command_waits_for_the_running_operation_then_runs() -> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let slow = fx.config("slow", "echo started-slow; sleep 3; echo slow-ending");
+    let mut first = Running::start(
+        daemon.socket_path(),
+        &[
+            "install",
+            slow.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    first.wait_for("the first operation to run", |t| t.contains("started-slow"));
+    let id = started_id(&first.stderr());
+    assert!(!id.is_empty(), "{}", first.stderr());
+    let other = fx.config("other", "echo second-runs");
+    let out = run(
+        daemon.socket_path(),
+        &[
+            "install",
+            other.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("the daemon is running operation {id} (Install)")),
+        "names what it waits for: {err}"
+    );
+    // The running operation's progress, then its end, then our own run.
+    let waited = err
+        .find("slow-ending")
+        .expect("the first operation's progress");
+    let ended = err.find("ended; starting").expect("the end of the wait");
+    let ours = err.find("info script::prep: second-runs").expect("our run");
+    assert!(waited < ended && ended < ours, "{err}");
+    assert_eq!(first.wait(), Some(0), "{}", first.stderr());
+    Ok(())
+}
+
+/// `--wait` running out: exit 2, naming the operation still running.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_that_runs_out_exits_2_naming_the_running_operation() -> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let slow = fx.config("slow", "echo started-slow; sleep 8");
+    let mut first = Running::start(
+        daemon.socket_path(),
+        &[
+            "install",
+            slow.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    first.wait_for("the first operation to run", |t| t.contains("started-slow"));
+    let id = started_id(&first.stderr());
+    let other = fx.config("other", "true");
+    let errors = fx.path("error.yaml");
+    let begun = Instant::now();
+    let out = run(
+        daemon.socket_path(),
+        &[
+            "install",
+            other.to_str().unwrap_or_default(),
+            "--wait",
+            "1500ms",
+            "--progress",
+            "plain",
+            "-e",
+            errors.to_str().unwrap_or_default(),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(begun.elapsed() < Duration::from_secs(6), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!(
+            "still running operation {id} (Install) after waiting 1s 500ms"
+        )),
+        "{err}"
+    );
+    let written = std::fs::read_to_string(&errors)?;
+    assert!(written.contains("daemon-busy"), "{written}");
     assert_eq!(first.wait(), Some(0), "{}", first.stderr());
     Ok(())
 }

@@ -480,3 +480,35 @@ async fn install_downloads_the_image_from_an_http_url() {
     c.commit().await.assert_success();
     assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
 }
+
+/// A commit with nothing to commit (installer media at boot) holds the
+/// servicing lock only for its check: a request sent as soon as its stream
+/// opened is never refused as busy. (Before, the lock was held until the
+/// no-op operation was recorded, and the next request was refused.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_with_nothing_to_commit_does_not_keep_the_next_request_waiting() {
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    for round in 0..20 {
+        let first = c
+            .commit
+            .commit(v1::CommitRequest { reboot: None })
+            .await
+            .unwrap();
+        let second = c
+            .commit
+            .clone()
+            .commit(v1::CommitRequest { reboot: None })
+            .await;
+        let second = second.unwrap_or_else(|status| panic!("round {round}: {status:?}"));
+        for stream in [first, second] {
+            let done = servicing_support::collect(Ok(stream)).await;
+            done.assert_success();
+            assert_eq!(
+                done.completed().servicing_kind,
+                Some(ServicingKind::NoneRequired as i32)
+            );
+        }
+    }
+    assert_eq!(c.state().await, ServicingState::NotProvisioned);
+}

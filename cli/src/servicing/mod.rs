@@ -6,6 +6,7 @@
 mod error_file;
 mod plan;
 mod reboot;
+mod wait;
 
 use std::future::Future;
 
@@ -37,7 +38,7 @@ pub async fn run<F, Fut>(
     open: F,
 ) -> CliResult<Exit>
 where
-    F: FnOnce(Channel, TraceParent) -> Fut,
+    F: Fn(Channel, TraceParent) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
 {
     let (stream, host) = open_stream(ctx, args, what, config_rpc, open).await?;
@@ -96,7 +97,8 @@ where
 
 /// Opens the servicing stream; a refusal (busy, invalid) is the command's
 /// error, with the -e file written. Asks the daemon first where it runs
-/// ([`DaemonHost`]): after `Completed` it may be gone.
+/// ([`DaemonHost`]): after `Completed` it may be gone. Refused because
+/// another operation runs: waits for it (up to `--wait`) and asks again.
 async fn open_stream<F, Fut>(
     ctx: &Ctx,
     args: &ServicingArgs,
@@ -105,13 +107,26 @@ async fn open_stream<F, Fut>(
     open: F,
 ) -> CliResult<(Streaming<ServicingResponse>, DaemonHost)>
 where
-    F: FnOnce(Channel, TraceParent) -> Fut,
+    F: Fn(Channel, TraceParent) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
 {
     let channel = ctx.channel().await?;
     let host = DaemonHost::locate(&channel).await;
     let trace = TraceParent::from_env_or_generate();
-    match open(channel, trace).await {
+    let deadline = tokio::time::Instant::now() + args.wait;
+    let mut opened = open(channel.clone(), trace.clone()).await;
+    while let Err(status) = opened.as_ref()
+        && wait::is_busy(status)
+        && !args.wait.is_zero()
+    {
+        let refusal = status.clone();
+        if let Err(err) = wait::wait_for_running(ctx, args, what, refusal, deadline).await {
+            write_error_file(args, &error_view_of(&err))?;
+            return Err(err);
+        }
+        opened = open(channel.clone(), trace.clone()).await;
+    }
+    match opened {
         Ok(response) => Ok((response.into_inner(), host)),
         Err(status) => {
             let err = if config_rpc && status.code() == tonic::Code::InvalidArgument {

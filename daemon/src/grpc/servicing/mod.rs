@@ -48,9 +48,18 @@ impl Call {
                 rpc,
                 kind,
                 parent: TraceParent::from_metadata(metadata),
+                nothing_to_do: None,
             },
             additions: Additions::from_metadata(metadata),
         }
+    }
+}
+
+impl Call {
+    /// Lets the runner answer at once when `check` finds nothing to do.
+    pub(crate) fn nothing_to_do(mut self, check: runner::NothingToDo) -> Call {
+        self.request.nothing_to_do = Some(check);
+        self
     }
 }
 

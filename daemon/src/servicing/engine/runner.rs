@@ -101,6 +101,10 @@ impl From<HostError> for StepError {
 /// Result type of a step.
 pub type StepResult = Result<StepOutcome, StepError>;
 
+/// Tells from the current Host Status that a request has nothing to do,
+/// with the outcome to report (no state change).
+pub type NothingToDo = fn(&HostStatus) -> Option<StepOutcome>;
+
 /// Identifies a servicing request.
 #[derive(Debug, Clone)]
 pub struct ServicingRequest {
@@ -108,6 +112,11 @@ pub struct ServicingRequest {
     pub kind: ServicingKind,
     /// The caller's W3C `traceparent`, when it sent one.
     pub parent: Option<TraceParent>,
+    /// Checked under the servicing lock before anything else: when it
+    /// finds nothing to do, the lock is released at once and the operation
+    /// is only recorded (a commit at boot on installer media must not keep
+    /// an orchestrator's install waiting).
+    pub nothing_to_do: Option<NothingToDo>,
 }
 
 /// Starts a servicing operation running `step`; returns what the stream's
@@ -130,6 +139,20 @@ where
     Fut: Future<Output = StepResult> + Send + 'static,
 {
     let guard = engine.servicing_lock.try_acquire(request.rpc)?;
+    let quick = match request.nothing_to_do {
+        Some(check) => {
+            let _read = engine.connection_lock.read().await;
+            engine.host_status().ok().and_then(|status| check(&status))
+        }
+        None => None,
+    };
+    // Nothing to do: the lock is held no longer than the check.
+    let guard = if quick.is_some() {
+        drop(guard);
+        None
+    } else {
+        Some(guard)
+    };
     let keep_alive = engine.keep_alive.hold("servicing operation");
     let op = Operation::start(
         engine.bus(),
@@ -139,7 +162,9 @@ where
             parent: request.parent,
         },
     );
-    guard.set_operation_id(op.id());
+    if let Some(guard) = &guard {
+        guard.set_operation_id(op.id());
+    }
     let ctx = StepContext {
         engine: Arc::clone(engine),
         operation_id: op.id().to_owned(),
@@ -162,7 +187,7 @@ where
         // span before the completed record, so that record is the
         // operation's last and a client that reads the operation once its
         // stream ended sees all of it (it used to race the span's close).
-        let (completion, reboot_now) = run_step(ctx, recorded, step).instrument(span).await;
+        let (completion, reboot_now) = run_step(ctx, recorded, quick, step).instrument(span).await;
         // Release the lock before the completed record, which ends the
         // client's stream: a client that starts its next operation
         // right away is not told "busy".
@@ -176,20 +201,23 @@ where
     Ok(started)
 }
 
-/// Runs the step (unless recording its start failed) and records its end;
-/// returns how the operation ended.
+/// Runs the step (unless recording its start failed, or the check found
+/// nothing to do: `quick`) and records its end; returns how the operation
+/// ended.
 async fn run_step<F, Fut>(
     ctx: StepContext,
     recorded: Result<(), HostError>,
+    quick: Option<StepOutcome>,
     step: F,
 ) -> (Completion, Option<RebootRequest>)
 where
     F: FnOnce(StepContext) -> Fut,
     Fut: Future<Output = StepResult>,
 {
-    let result = match recorded {
-        Ok(()) => run_catching_panics(&ctx, step).await,
-        Err(error) => Err(StepError::from(error)),
+    let result = match (recorded, quick) {
+        (Err(error), _) => Err(StepError::from(error)),
+        (Ok(()), Some(outcome)) => Ok(outcome),
+        (Ok(()), None) => run_catching_panics(&ctx, step).await,
     };
     match result {
         Ok(outcome) => succeeded(&ctx, outcome).await,
