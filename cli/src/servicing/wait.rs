@@ -11,7 +11,7 @@ use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{ListOperationsRequest, OperationSummary};
 
 use crate::args::{ProgressMode, ServicingArgs};
-use crate::commands::Ctx;
+use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult};
 use crate::live::follow::{Dedup, follow_operation};
 use crate::live::progress::Progress;
