@@ -31,9 +31,12 @@ pub async fn run(ctx: &Ctx, args: &RollbackArgs) -> CliResult<Exit> {
         return Ok(Exit::Success);
     }
     let finalize = RollbackFinalizeRequest { reboot: reboot() };
-    servicing::run(ctx, &args.servicing, "rollback", false, |channel, trace| {
-        let finalize = finalize.clone();
-        async move {
+    servicing::run(
+        ctx,
+        &args.servicing,
+        "rollback",
+        false,
+        |channel, trace| async move {
             let mut client = RollbackServiceClient::new(channel);
             match steps {
                 Steps::StageOnly => {
@@ -51,8 +54,8 @@ pub async fn run(ctx: &Ctx, args: &RollbackArgs) -> CliResult<Exit> {
                         .await
                 }
             }
-        }
-    })
+        },
+    )
     .await
 }
 

@@ -18,7 +18,7 @@ pub async fn run(ctx: &Ctx, args: &ServicingConfigArgs) -> CliResult<Exit> {
     let finalize = FinalizeUpdateRequest { reboot: reboot() };
     servicing::run(ctx, &args.servicing, "update", true, |channel, trace| {
         // Called again after waiting for a running operation.
-        let (stage, finalize) = (stage.clone(), finalize.clone());
+        let stage = stage.clone();
         async move {
             let mut client = UpdateServiceClient::new(channel);
             match (steps, stage) {
