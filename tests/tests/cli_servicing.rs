@@ -668,6 +668,59 @@ async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_s
     Ok(())
 }
 
+/// `validate` accepts what upstream refuses (a disk without
+/// `partitionTableType`; the datastore inside an A/B volume) and warns once
+/// per upstream rule, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn validate_warns_about_each_rule_upstream_would_refuse() -> anyhow::Result<()> {
+    let fx = Fixture::new();
+    let daemon = daemon().await?;
+    let s = daemon.socket_path();
+    // The fixture's datastore is the default one, on `/`: the A/B volume.
+    let both_ok = fx.config("datastore-in-ab", "true");
+    let out = run(s, &["validate", both_ok.to_str().unwrap_or_default()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("valid Host Configuration"));
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("A/B update volume 'root'")
+            && warnings[0].contains("upstream Trident refuses"),
+        "{err}"
+    );
+
+    let text = std::fs::read_to_string(&both_ok)?.replace("    partitionTableType: gpt\n", "");
+    let no_table = fx.path("no-table.yaml");
+    std::fs::write(&no_table, text)?;
+    let out = run(s, &["validate", no_table.to_str().unwrap_or_default()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(
+        warnings[0].contains("storage.disks[0] (id 'os'): no partitionTableType"),
+        "{err}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        s,
+        &[
+            "--output",
+            "json",
+            "validate",
+            no_table.to_str().unwrap_or_default(),
+        ],
+        0,
+    ))?;
+    assert_eq!(json["ok"], true, "{json}");
+    assert_eq!(
+        json["upstream_warnings"].as_array().map(Vec::len),
+        Some(2),
+        "{json}"
+    );
+    Ok(())
+}
+
 /// Runs `args` and asserts the exit code; returns stdout.
 fn ok(socket: &Path, args: &[&str], code: i32) -> String {
     let out = run(socket, args);
