@@ -66,6 +66,10 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
+    setup_with(Protocol::Trident).await
+}
+
+async fn setup_with(protocol: Protocol) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new("rcp test CA").unwrap();
     let files = ca
@@ -75,9 +79,12 @@ async fn setup() -> Setup {
             &LeafSpec::dns("orchestrator.test"),
         )
         .unwrap();
-    let listener = Listener::bind(ListenerConfig::new("127.0.0.1:0".parse().unwrap(), files))
-        .await
-        .unwrap();
+    let listener = Listener::bind(ListenerConfig {
+        protocol,
+        ..ListenerConfig::new("127.0.0.1:0".parse().unwrap(), files)
+    })
+    .await
+    .unwrap();
     let socket = fake_daemon(dir.path()).await;
     Setup {
         dir,
@@ -185,22 +192,12 @@ async fn a_host_certificate_from_another_ca_is_refused_with_the_reason() {
 /// next client gets through too.
 #[tokio::test]
 async fn upstream_protocol_carries_one_grpc_connection_per_dial_and_redials_after_each_close() {
-    let dir = tempfile::tempdir().unwrap();
-    let ca = TestCa::new("rcp test CA").unwrap();
-    let files = ca
-        .write_files(
-            dir.path(),
-            "orchestrator",
-            &LeafSpec::dns("orchestrator.test"),
-        )
-        .unwrap();
-    let mut listener = Listener::bind(ListenerConfig {
-        protocol: Protocol::Upstream,
-        ..ListenerConfig::new("127.0.0.1:0".parse().unwrap(), files)
-    })
-    .await
-    .unwrap();
-    let socket = fake_daemon(dir.path()).await;
+    let Setup {
+        dir,
+        ca,
+        mut listener,
+        socket,
+    } = setup_with(Protocol::Upstream).await;
     let host_files = ca
         .write_files(dir.path(), "host", &LeafSpec::dns("host-1"))
         .unwrap();
@@ -240,22 +237,12 @@ async fn upstream_protocol_carries_one_grpc_connection_per_dial_and_redials_afte
 /// the listener's CA never connects.
 #[tokio::test]
 async fn upstream_protocol_refuses_a_peer_of_another_ca_on_both_sides() {
-    let dir = tempfile::tempdir().unwrap();
-    let ca = TestCa::new("rcp test CA").unwrap();
-    let files = ca
-        .write_files(
-            dir.path(),
-            "orchestrator",
-            &LeafSpec::dns("orchestrator.test"),
-        )
-        .unwrap();
-    let mut listener = Listener::bind(ListenerConfig {
-        protocol: Protocol::Upstream,
-        ..ListenerConfig::new("127.0.0.1:0".parse().unwrap(), files)
-    })
-    .await
-    .unwrap();
-    let socket = fake_daemon(dir.path()).await;
+    let Setup {
+        dir,
+        ca,
+        mut listener,
+        socket,
+    } = setup_with(Protocol::Upstream).await;
     let other = TestCa::new("another CA").unwrap();
     let other_dir = tempfile::tempdir().unwrap();
 

@@ -359,16 +359,7 @@ async fn a_second_servicing_on_a_busy_daemon_with_wait_0_is_refused_with_exit_2(
     let fx = Fixture::new();
     let daemon = daemon().await?;
     let slow = fx.config("slow", "echo started-slow; sleep 4");
-    let mut first = Running::start(
-        daemon.socket_path(),
-        &[
-            "install",
-            slow.to_str().unwrap_or_default(),
-            "--progress",
-            "plain",
-        ],
-    );
-    first.wait_for("the first operation to run", |t| t.contains("started-slow"));
+    let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
     let other = fx.config("other", "true");
     let out = run(
         daemon.socket_path(),
@@ -380,6 +371,22 @@ async fn a_second_servicing_on_a_busy_daemon_with_wait_0_is_refused_with_exit_2(
     assert!(err.contains("busy"), "{err}");
     assert_eq!(first.wait(), Some(0), "{}", first.stderr());
     Ok(())
+}
+
+/// `trident install CONFIG --progress plain` in the background, once its
+/// preServicing script printed `marker` (the operation runs).
+fn install_running(socket: &Path, config: &Path, marker: &str) -> Running {
+    let running = Running::start(
+        socket,
+        &[
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    running.wait_for("the operation to run", |t| t.contains(marker));
+    running
 }
 
 /// The operation id in "<Rpc> started: operation <id>".
@@ -400,16 +407,7 @@ async fn a_servicing_command_waits_for_the_running_operation_then_runs() -> anyh
     let fx = Fixture::new();
     let daemon = daemon().await?;
     let slow = fx.config("slow", "echo started-slow; sleep 3; echo slow-ending");
-    let mut first = Running::start(
-        daemon.socket_path(),
-        &[
-            "install",
-            slow.to_str().unwrap_or_default(),
-            "--progress",
-            "plain",
-        ],
-    );
-    first.wait_for("the first operation to run", |t| t.contains("started-slow"));
+    let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
     let id = started_id(&first.stderr());
     assert!(!id.is_empty(), "{}", first.stderr());
     let other = fx.config("other", "echo second-runs");
@@ -445,16 +443,7 @@ async fn a_wait_that_runs_out_exits_2_naming_the_running_operation() -> anyhow::
     let fx = Fixture::new();
     let daemon = daemon().await?;
     let slow = fx.config("slow", "echo started-slow; sleep 8");
-    let mut first = Running::start(
-        daemon.socket_path(),
-        &[
-            "install",
-            slow.to_str().unwrap_or_default(),
-            "--progress",
-            "plain",
-        ],
-    );
-    first.wait_for("the first operation to run", |t| t.contains("started-slow"));
+    let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
     let id = started_id(&first.stderr());
     let other = fx.config("other", "true");
     let errors = fx.path("error.yaml");
@@ -502,16 +491,7 @@ async fn watch_attaches_to_the_running_operation_replays_it_and_exits_with_its_c
         t.contains("waiting for the next servicing operation")
     });
     let config = fx.config("watched", "echo first-line; sleep 2; echo later-line");
-    let mut install = Running::start(
-        daemon.socket_path(),
-        &[
-            "install",
-            config.to_str().unwrap_or_default(),
-            "--progress",
-            "plain",
-        ],
-    );
-    install.wait_for("the operation to start", |t| t.contains("first-line"));
+    let mut install = install_running(daemon.socket_path(), &config, "first-line");
     // Attach mid-way: the replay starts at the operation's first record.
     let mut attached = Running::start(daemon.socket_path(), &["watch", "--progress", "json"]);
     assert_eq!(install.wait(), Some(0), "{}", install.stderr());
@@ -1101,16 +1081,7 @@ async fn ctrl_c_detaches_and_the_operation_goes_on_for_watch_to_reattach() -> an
     let fx = Fixture::new();
     let daemon = daemon().await?;
     let config = fx.config("detach", "echo detach-me; sleep 2; echo still-running");
-    let mut install = Running::start(
-        daemon.socket_path(),
-        &[
-            "install",
-            config.to_str().unwrap_or_default(),
-            "--progress",
-            "plain",
-        ],
-    );
-    install.wait_for("the operation to run", |t| t.contains("detach-me"));
+    let mut install = install_running(daemon.socket_path(), &config, "detach-me");
     let pid = nix::unistd::Pid::from_raw(i32::try_from(install.child.id())?);
     nix::sys::signal::kill(pid, Signal::SIGINT)?;
     assert_eq!(install.wait(), Some(130), "{}", install.stderr());
