@@ -157,6 +157,7 @@ async fn fleet(hosts: usize, records: u64) -> anyhow::Result<()> {
             backoff_max: Duration::from_secs(5),
             keepalive: Keepalive::default(),
             connect_timeout: Duration::from_secs(60),
+            protocol: trident_rcp::Protocol::Trident,
         })?;
         tasks.push(tokio::spawn(async move { agent.run().await }));
     }

@@ -150,6 +150,11 @@ pub struct ServicingArgs {
     /// How to show live progress.
     #[arg(long, value_enum, default_value = "auto")]
     pub progress: ProgressMode,
+    /// How long to wait for a servicing operation already running in the
+    /// daemon (e.g. the commit at boot) to end before starting this one,
+    /// following its progress; `0` refuses at once, as upstream's CLI.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5m")]
+    pub wait: std::time::Duration,
 }
 
 /// install / update arguments.

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | 0 | success (also `--help`, `--version`) |
 //! | 1 | the CLI itself could not set up (its async runtime) |
-//! | 2 | everything else that fails: usage error, daemon unreachable, an RPC refused (busy, invalid argument, failed precondition, permission denied) or failed, Host Configuration unreadable or invalid, servicing failed, stream lost, local file errors; also a remote host (daemon with another boot id) that went down for its reboot and did not come back within `TRIDENT_REBOOT_TIMEOUT` |
+//! | 2 | everything else that fails: usage error, daemon unreachable, another servicing operation still running when `--wait` ran out, an RPC refused (busy, invalid argument, failed precondition, permission denied) or failed, Host Configuration unreadable or invalid, servicing failed, stream lost, local file errors; also a remote host (daemon with another boot id) that went down for its reboot and did not come back within `TRIDENT_REBOOT_TIMEOUT` |
 //! | 3 | Trident was to reboot the host and the reboot did not happen (this host still up; or a remote host whose daemon still answers with its old boot id) |
 //! | 4 | the agent configuration could not be loaded: never for this CLI, which has none; `tridentd` exits 4 when `/etc/trident/trident.conf` cannot be loaded |
 //!
@@ -109,6 +109,10 @@ pub enum CliError {
     /// unreachable (exit 2, like any unreachable daemon).
     #[error("{0}")]
     RemoteHostLost(String),
+    /// The daemon still ran another servicing operation when `--wait` ran
+    /// out; the message names it.
+    #[error("{0}")]
+    Busy(String),
     /// The stream ended without saying how the operation finished.
     #[error("{0}")]
     StreamLost(String),
@@ -138,6 +142,7 @@ impl CliError {
             | CliError::File { .. }
             | CliError::ServicingFailed
             | CliError::StreamLost(_)
+            | CliError::Busy(_)
             | CliError::RemoteHostLost(_) => Exit::ServicingFailed,
         }
     }

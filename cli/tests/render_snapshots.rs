@@ -251,6 +251,8 @@ fn success_stream() -> Vec<Event> {
         timestamp: Some(at(9000)),
         status: StatusCode::Success,
         reboot_status: RebootStatus::RebootRequired,
+        reboot_action: None,
+        servicing_kind: None,
         error: None,
     });
     s
@@ -366,6 +368,8 @@ fn failure_stream() -> Vec<Event> {
             timestamp: Some(at(1200)),
             status: StatusCode::Failure,
             reboot_status: RebootStatus::RebootNotRequired,
+            reboot_action: None,
+            servicing_kind: None,
             error: Some(Box::new(error)),
         },
     ]
@@ -423,6 +427,8 @@ fn resume_stream() -> Vec<Event> {
             timestamp: Some(at(4100)),
             status: StatusCode::Success,
             reboot_status: RebootStatus::RebootNotRequired,
+            reboot_action: None,
+            servicing_kind: None,
             error: None,
         },
     ]

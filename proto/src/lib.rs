@@ -49,6 +49,12 @@ pub const ADDITION_IDS: &str = "ids";
 /// 1001) before `Completed` when it fails.
 pub const ADDITION_ERROR_REPORT: &str = "error-report";
 
+/// Addition name (in [`ADDITIONS_HEADER`]): a `Completed` that says
+/// `REBOOT_STARTED` also says what the daemon does about the reboot
+/// (`Completed.reboot_action`, field 1000): performed, only recorded, or
+/// nothing (`tridentd --reboot systemd|record|none`).
+pub const ADDITION_REBOOT_ACTION: &str = "reboot-action";
+
 /// Addition name (in [`ADDITIONS_HEADER`]): every addition this daemon
 /// knows, now and in later releases. The `trident` CLI sends it.
 pub const ADDITION_ALL: &str = "all";

@@ -20,7 +20,7 @@ use tokio_rustls::TlsConnector;
 use crate::backoff::Backoff;
 use crate::error::RcpError;
 use crate::identity::identity_of;
-use crate::tls::{TlsFiles, client_config, describe_tls_error, load_certs};
+use crate::tls::{Protocol, TlsFiles, client_config, describe_tls_error, load_certs};
 use crate::tunnel::{Keepalive, serve_host};
 
 /// Everything the agent needs (see `config` for flags and YAML).
@@ -42,6 +42,8 @@ pub struct AgentConfig {
     pub keepalive: Keepalive,
     /// Bound on TCP connect plus TLS handshake.
     pub connect_timeout: Duration,
+    /// The wire protocol (ours, or upstream Trident's).
+    pub protocol: Protocol,
 }
 
 /// What the agent is doing now.
@@ -84,7 +86,7 @@ impl Agent {
     /// Loads the TLS files (refusing a key readable by others) and checks
     /// the configuration; no network yet.
     pub fn new(config: AgentConfig) -> Result<Agent, RcpError> {
-        let connector = TlsConnector::from(client_config(&config.tls)?);
+        let connector = TlsConnector::from(client_config(&config.tls, config.protocol)?);
         let server_name = ServerName::try_from(config.server_name.clone())
             .map_err(|e| RcpError::Config(format!("server name {:?}: {e}", config.server_name)))?;
         let chain = load_certs("certificate", &config.tls.cert)?;
@@ -147,6 +149,14 @@ impl Agent {
             self.set_state(AgentState::Dialling);
             tracing::info!(orchestrator = %self.config.connect, "dialling");
             match self.session().await {
+                Ok(reason) if self.config.protocol == Protocol::Upstream => {
+                    // Upstream's agent dials again at once after each
+                    // closed connection (one connection, one stream).
+                    backoff.reset();
+                    tracing::info!(orchestrator = %self.config.connect, %reason, "connection closed; dialling again");
+                    self.set_state(AgentState::Disconnected { reason });
+                    continue;
+                }
                 Ok(reason) => {
                     // The tunnel was up: start the next dial sequence afresh.
                     backoff.reset();
@@ -182,6 +192,15 @@ impl Agent {
         let tls = tokio::time::timeout(self.config.connect_timeout, handshake)
             .await
             .map_err(|_| "connect and TLS handshake timed out".to_owned())??;
+        if self.config.protocol == Protocol::Upstream {
+            // Upstream's protocol: this connection carries one byte stream
+            // to tridentd (as upstream's agent, connected right away).
+            tracing::info!(orchestrator = %addr, identity = %self.identity, "connected (upstream protocol)");
+            self.set_state(AgentState::Connected {
+                identity: self.identity.clone(),
+            });
+            return crate::raw::carry(tls, &self.config.socket).await;
+        }
         // With TLS 1.3 the orchestrator checks our certificate after our
         // handshake completed: the tunnel is up only once it speaks.
         let (io, first_bytes) = FirstRead::new(tls);

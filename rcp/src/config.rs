@@ -10,6 +10,7 @@
 //! cert: /etc/trident/rcp/host.pem
 //! key: /etc/trident/rcp/host.key
 //! backoff-max: 30s
+//! protocol: trident   # or `upstream`: upstream Trident's rcp-agent wire
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ use serde::Deserialize;
 use crate::agent::AgentConfig;
 use crate::error::RcpError;
 use crate::state_file::DEFAULT_STATE_FILE;
-use crate::tls::TlsFiles;
+use crate::tls::{Protocol, TlsFiles, UPSTREAM_SERVER_NAME};
 use crate::tunnel::Keepalive;
 
 /// Default configuration file.
@@ -42,9 +43,15 @@ pub struct AgentArgs {
     /// The orchestrator's listener.
     #[arg(long, value_name = "HOST:PORT")]
     pub connect: Option<String>,
-    /// The name the orchestrator's certificate must be valid for.
+    /// The name the orchestrator's certificate must be valid for [with
+    /// `--protocol upstream`, default: reverseconnectproxy, upstream's].
     #[arg(long, value_name = "NAME")]
     pub server_name: Option<String>,
+    /// Wire protocol: `trident` (ours: HTTP/2 streams over one TLS session)
+    /// or `upstream` (upstream Trident's: TLS 1.3, one raw byte stream per
+    /// connection, dialled again after each close) [default: trident].
+    #[arg(long, value_enum, value_name = "PROTOCOL")]
+    pub protocol: Option<Protocol>,
     /// CA certificate (PEM) that signs both sides' certificates.
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub ca: Option<PathBuf>,
@@ -84,6 +91,7 @@ pub struct AgentArgs {
 struct FileConfig {
     connect: Option<String>,
     server_name: Option<String>,
+    protocol: Option<Protocol>,
     ca: Option<PathBuf>,
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
@@ -182,9 +190,15 @@ impl AgentArgs {
             .or(file.state_file)
             .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_FILE));
         let defaults = Keepalive::default();
+        let protocol = self.protocol.or(file.protocol).unwrap_or_default();
+        let server_name = self
+            .server_name
+            .or(file.server_name)
+            .or_else(|| (protocol == Protocol::Upstream).then(|| UPSTREAM_SERVER_NAME.to_owned()));
         let config = AgentConfig {
             connect: required("connect", self.connect.or(file.connect))?,
-            server_name: required("server-name", self.server_name.or(file.server_name))?,
+            server_name: required("server-name", server_name)?,
+            protocol,
             tls: TlsFiles {
                 ca: pem_path("ca", self.ca.or(file.ca))?,
                 cert: pem_path("cert", self.cert.or(file.cert))?,

@@ -18,11 +18,12 @@ pub mod identity;
 pub mod listener;
 #[cfg(feature = "test-pki")]
 pub mod pki;
+pub mod raw;
 pub mod state_file;
 pub mod tls;
 pub mod tunnel;
 
 pub use error::RcpError;
 pub use listener::{Event, Host, Listener, ListenerConfig};
-pub use tls::TlsFiles;
+pub use tls::{Protocol, TlsFiles};
 pub use tunnel::Keepalive;

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hyper::upgrade::Upgraded;
+use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
@@ -16,8 +16,13 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::error::RcpError;
 use crate::identity::{identity_of, is_valid_host_id};
-use crate::tls::{TlsFiles, describe_tls_error, server_config};
-use crate::tunnel::{Keepalive, StreamOpener, client_handshake, open_stream};
+use crate::raw::RawSlot;
+use crate::tls::{Protocol, TlsFiles, describe_tls_error, server_config};
+use crate::tunnel::{BoxedStream, Keepalive, StreamOpener, client_handshake, open_stream};
+
+/// Upstream protocol: a host whose parked connection closed is gone when
+/// its agent (which dials again within a second) has not come back in this.
+const RAW_GRACE: Duration = Duration::from_secs(5);
 
 /// Everything the listener needs.
 #[derive(Debug, Clone)]
@@ -30,6 +35,8 @@ pub struct ListenerConfig {
     pub keepalive: Keepalive,
     /// How long a TCP connection may take to complete the TLS handshake.
     pub handshake_timeout: Duration,
+    /// The wire protocol hosts speak.
+    pub protocol: Protocol,
 }
 
 impl ListenerConfig {
@@ -40,6 +47,7 @@ impl ListenerConfig {
             tls,
             keepalive: Keepalive::default(),
             handshake_timeout: Duration::from_secs(10),
+            protocol: Protocol::Trident,
         }
     }
 }
@@ -67,8 +75,17 @@ pub struct Host {
     id: Arc<str>,
     addr: SocketAddr,
     generation: u64,
-    opener: StreamOpener,
+    opener: Opener,
     closed: watch::Receiver<bool>,
+}
+
+/// How a host's streams are opened.
+#[derive(Debug, Clone)]
+enum Opener {
+    /// Ours: an HTTP/2 CONNECT stream on the host's one tunnel.
+    Http2(StreamOpener),
+    /// Upstream's: the connection the host's agent parked.
+    Raw(Arc<RawSlot>),
 }
 
 impl Host {
@@ -95,9 +112,13 @@ impl Host {
         let _ = closed.wait_for(|closed| *closed).await;
     }
 
-    /// A new byte stream to the host's tridentd socket.
-    pub async fn open_stream(&self) -> Result<Upgraded, RcpError> {
-        open_stream(&self.opener).await
+    /// A new byte stream to the host's tridentd socket (upstream
+    /// protocol: the host's next connection, one at a time).
+    pub async fn open_stream(&self) -> Result<BoxedStream, RcpError> {
+        match &self.opener {
+            Opener::Http2(opener) => open_stream(opener).await,
+            Opener::Raw(slot) => slot.claim().await,
+        }
     }
 
     /// A gRPC channel to the host's tridentd; each (re)connection of the
@@ -106,7 +127,7 @@ impl Host {
         let host = self.clone();
         let connector = tower::service_fn(move |_: http::Uri| {
             let host = host.clone();
-            async move { host.open_stream().await }
+            async move { host.open_stream().await.map(TokioIo::new) }
         });
         Ok(Endpoint::from_static("http://tridentd")
             .connect_with_connector(connector)
@@ -141,6 +162,9 @@ struct Live {
     generation: u64,
     addr: SocketAddr,
     replace: watch::Sender<bool>,
+    /// Upstream protocol: the host's parked connection, and its closed
+    /// signal (held here: no task lives as long as the host).
+    raw: Option<(Arc<RawSlot>, watch::Sender<bool>)>,
 }
 
 type Shared = Arc<Mutex<Registry>>;
@@ -149,7 +173,7 @@ impl Listener {
     /// Loads the TLS files (refusing a key readable by others), binds the
     /// TCP port and starts accepting hosts.
     pub async fn bind(config: ListenerConfig) -> Result<Listener, RcpError> {
-        let acceptor = TlsAcceptor::from(server_config(&config.tls)?);
+        let acceptor = TlsAcceptor::from(server_config(&config.tls, config.protocol)?);
         let tcp = TcpListener::bind(config.listen)
             .await
             .map_err(|e| RcpError::io(format!("cannot listen on {}", config.listen), e))?;
@@ -265,6 +289,9 @@ async fn serve_connection(
         }
         Err(err) => return refuse(&registry, addr, err.to_string()),
     };
+    if config.protocol == Protocol::Upstream {
+        return serve_raw(tls, &id, addr, &registry, shutdown).await;
+    }
     let (opener, connection) = match client_handshake(tls, config.keepalive).await {
         Ok(pair) => pair,
         Err(err) => return refuse(&registry, addr, format!("HTTP/2 handshake failed: {err}")),
@@ -286,6 +313,104 @@ async fn serve_connection(
     unregister(&registry, &id, addr, generation, reason);
 }
 
+/// Upstream protocol: parks the connection in its host's slot (the first
+/// one since the host was last seen registers it: `Connected`); a host
+/// whose parked connection closed and whose agent did not dial again
+/// within [`RAW_GRACE`] is `Disconnected`.
+async fn serve_raw<S>(
+    stream: S,
+    id: &str,
+    addr: SocketAddr,
+    registry: &Shared,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let Some((slot, generation)) = register_raw(registry, id, addr) else {
+        return;
+    };
+    let arrivals = slot.arrivals();
+    let closed = tokio::select! {
+        closed = slot.park(stream) => closed,
+        _ = shutdown.changed() => return,
+    };
+    if !closed {
+        return;
+    }
+    let registry = Arc::clone(registry);
+    let id = id.to_owned();
+    tokio::spawn(async move {
+        tokio::time::sleep(RAW_GRACE).await;
+        let Ok(mut shared) = registry.lock() else {
+            return;
+        };
+        let same = shared.hosts.get(&id).is_some_and(|live| {
+            live.generation == generation
+                && live
+                    .raw
+                    .as_ref()
+                    .is_some_and(|(slot, _)| slot.arrivals() == arrivals + 1)
+        });
+        if !same {
+            return;
+        }
+        if let Some(live) = shared.hosts.remove(&id) {
+            if let Some((_, closed)) = &live.raw {
+                let _ = closed.send(true);
+            }
+            let reason = format!(
+                "the host's agent closed its connection and did not dial again within {}s",
+                RAW_GRACE.as_secs()
+            );
+            tracing::info!(host = %id, addr = %live.addr, %reason, "host disconnected");
+            send(
+                &shared,
+                Event::Disconnected {
+                    host: id.clone(),
+                    addr: live.addr,
+                    generation,
+                    reason,
+                },
+            );
+        }
+    });
+}
+
+/// The slot of a host seen on the upstream protocol, registering the host
+/// (`Connected`) when it is new; with its generation.
+fn register_raw(registry: &Shared, id: &str, addr: SocketAddr) -> Option<(Arc<RawSlot>, u64)> {
+    let mut shared = registry.lock().ok()?;
+    if let Some(live) = shared.hosts.get(id)
+        && let Some((slot, _)) = &live.raw
+    {
+        return Some((Arc::clone(slot), live.generation));
+    }
+    let generation = shared.next_generation;
+    shared.next_generation += 1;
+    let slot = Arc::new(RawSlot::default());
+    let (closed_tx, closed_rx) = watch::channel(false);
+    let (replace, _) = watch::channel(false);
+    shared.hosts.insert(
+        id.to_owned(),
+        Live {
+            generation,
+            addr,
+            replace,
+            raw: Some((Arc::clone(&slot), closed_tx)),
+        },
+    );
+    tracing::info!(host = id, %addr, generation, "host connected (upstream protocol)");
+    let host = Host {
+        id: Arc::from(id),
+        addr,
+        generation,
+        opener: Opener::Raw(Arc::clone(&slot)),
+        closed: closed_rx,
+    };
+    send(&shared, Event::Connected(host));
+    Some((slot, generation))
+}
+
 /// Records a new tunnel, replacing (and reporting) an older one of the same
 /// host; returns its generation.
 fn register(
@@ -303,6 +428,7 @@ fn register(
         generation,
         addr,
         replace,
+        raw: None,
     };
     if let Some(old) = registry.hosts.insert(id.to_owned(), live) {
         let _ = old.replace.send(true);
@@ -323,7 +449,7 @@ fn register(
         id: Arc::from(id),
         addr,
         generation,
-        opener,
+        opener: Opener::Http2(opener),
         closed,
     };
     send(&registry, Event::Connected(host));

@@ -16,8 +16,33 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use crate::error::RcpError;
 
 /// The ALPN protocol both sides insist on, so an RCP endpoint never talks
-/// to a TLS server or client of another kind by accident.
+/// to a TLS server or client of another kind by accident (our protocol).
 pub const ALPN: &[u8] = b"trident-rcp/1";
+
+/// Which wire protocol a tunnel speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    /// Ours: one TLS session (ALPN `trident-rcp/1`) carrying HTTP/2, one
+    /// CONNECT stream per connection to tridentd.
+    #[default]
+    Trident,
+    /// Upstream Trident's (`tools/pkg/rcp`): each TLS 1.3 mutual-TLS
+    /// connection (no ALPN) carries one raw byte stream to tridentd's
+    /// socket; the agent dials again after each close.
+    Upstream,
+}
+
+/// The name upstream's agent expects in the listener's certificate
+/// (`tlscerts.ServerSubjectAltName`).
+pub const UPSTREAM_SERVER_NAME: &str = "reverseconnectproxy";
+
+/// TLS 1.3 only, as upstream's Go code sets (`MinVersion: tls.VersionTLS13`).
+static TLS13_ONLY: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13];
+
+fn tls13() -> &'static [&'static rustls::SupportedProtocolVersion] {
+    TLS13_ONLY
+}
 
 /// The three PEM files of one side.
 #[derive(Debug, Clone)]
@@ -87,32 +112,44 @@ fn roots(path: &Path) -> Result<RootCertStore, RcpError> {
 
 /// The listener's (orchestrator's) TLS configuration: a client certificate
 /// signed by the CA is mandatory.
-pub fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, RcpError> {
+pub fn server_config(files: &TlsFiles, protocol: Protocol) -> Result<Arc<ServerConfig>, RcpError> {
     let verifier =
         WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&files.ca)?), provider())
             .build()?;
-    let mut config = ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()?
+    let builder = ServerConfig::builder_with_provider(provider());
+    let builder = match protocol {
+        Protocol::Trident => builder.with_safe_default_protocol_versions()?,
+        Protocol::Upstream => builder.with_protocol_versions(tls13())?,
+    };
+    let mut config = builder
         .with_client_cert_verifier(verifier)
         .with_single_cert(
             load_certs("certificate", &files.cert)?,
             load_key(&files.key)?,
         )?;
-    config.alpn_protocols = vec![ALPN.to_vec()];
+    if protocol == Protocol::Trident {
+        config.alpn_protocols = vec![ALPN.to_vec()];
+    }
     Ok(Arc::new(config))
 }
 
 /// The agent's TLS configuration: the orchestrator's certificate must be
 /// signed by the CA and valid for the configured server name.
-pub fn client_config(files: &TlsFiles) -> Result<Arc<ClientConfig>, RcpError> {
-    let mut config = ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()?
+pub fn client_config(files: &TlsFiles, protocol: Protocol) -> Result<Arc<ClientConfig>, RcpError> {
+    let builder = ClientConfig::builder_with_provider(provider());
+    let builder = match protocol {
+        Protocol::Trident => builder.with_safe_default_protocol_versions()?,
+        Protocol::Upstream => builder.with_protocol_versions(tls13())?,
+    };
+    let mut config = builder
         .with_root_certificates(roots(&files.ca)?)
         .with_client_auth_cert(
             load_certs("certificate", &files.cert)?,
             load_key(&files.key)?,
         )?;
-    config.alpn_protocols = vec![ALPN.to_vec()];
+    if protocol == Protocol::Trident {
+        config.alpn_protocols = vec![ALPN.to_vec()];
+    }
     Ok(Arc::new(config))
 }
 

@@ -16,7 +16,6 @@ use http_body_util::Empty;
 use hyper::body::Incoming;
 use hyper::client::conn::http2::SendRequest;
 use hyper::service::service_fn;
-use hyper::upgrade::Upgraded;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::UnixStream;
@@ -49,6 +48,13 @@ impl Default for Keepalive {
 /// The orchestrator's end of a tunnel: opens CONNECT streams.
 pub type StreamOpener = SendRequest<Empty<Bytes>>;
 
+/// A byte stream to a host's tridentd, whatever the protocol carries it.
+pub trait ByteStream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> ByteStream for T {}
+
+/// One stream to a host's tridentd.
+pub type BoxedStream = Box<dyn ByteStream>;
+
 /// Starts the orchestrator's (client) HTTP/2 side over `io`; the returned
 /// future drives the connection and ends when the tunnel closes.
 pub async fn client_handshake<IO>(
@@ -76,7 +82,7 @@ where
 }
 
 /// Opens one stream to the host's tridentd through the tunnel.
-pub async fn open_stream(opener: &StreamOpener) -> Result<Upgraded, RcpError> {
+pub async fn open_stream(opener: &StreamOpener) -> Result<BoxedStream, RcpError> {
     let mut sender = opener.clone();
     sender.ready().await?;
     let request = Request::builder()
@@ -88,7 +94,7 @@ pub async fn open_stream(opener: &StreamOpener) -> Result<Upgraded, RcpError> {
     if response.status() != StatusCode::OK {
         return Err(RcpError::StreamRefused(response.status().as_u16()));
     }
-    Ok(hyper::upgrade::on(response).await?)
+    Ok(Box::new(TokioIo::new(hyper::upgrade::on(response).await?)))
 }
 
 /// Serves the agent's (server) HTTP/2 side over `io` until the tunnel
@@ -134,7 +140,7 @@ async fn forward(
     };
     tokio::spawn(async move {
         match hyper::upgrade::on(request).await {
-            Ok(upgraded) => splice(upgraded, local, &socket).await,
+            Ok(upgraded) => splice(Box::new(TokioIo::new(upgraded)), local, &socket).await,
             Err(err) => tracing::debug!(error = %err, "tunnelled stream closed before it opened"),
         }
     });
@@ -142,8 +148,7 @@ async fn forward(
 }
 
 /// Copies bytes both ways until either side closes.
-pub async fn splice(upgraded: Upgraded, mut local: UnixStream, socket: &Path) {
-    let mut remote = TokioIo::new(upgraded);
+pub async fn splice(mut remote: BoxedStream, mut local: UnixStream, socket: &Path) {
     if let Err(err) = tokio::io::copy_bidirectional(&mut remote, &mut local).await {
         tracing::debug!(socket = %socket.display(), error = %err, "tunnelled connection ended");
     }

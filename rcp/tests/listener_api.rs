@@ -13,7 +13,7 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 use trident_rcp::agent::{Agent, AgentConfig};
 use trident_rcp::pki::{LeafSpec, TestCa};
-use trident_rcp::{Event, Keepalive, Listener, ListenerConfig, TlsFiles};
+use trident_rcp::{Event, Keepalive, Listener, ListenerConfig, Protocol, TlsFiles};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -47,6 +47,7 @@ fn agent_config(
         backoff_max: Duration::from_millis(500),
         keepalive: Keepalive::default(),
         connect_timeout: Duration::from_secs(10),
+        protocol: Protocol::Trident,
     }
 }
 
@@ -65,6 +66,10 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
+    setup_with(Protocol::Trident).await
+}
+
+async fn setup_with(protocol: Protocol) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let ca = TestCa::new("rcp test CA").unwrap();
     let files = ca
@@ -74,9 +79,12 @@ async fn setup() -> Setup {
             &LeafSpec::dns("orchestrator.test"),
         )
         .unwrap();
-    let listener = Listener::bind(ListenerConfig::new("127.0.0.1:0".parse().unwrap(), files))
-        .await
-        .unwrap();
+    let listener = Listener::bind(ListenerConfig {
+        protocol,
+        ..ListenerConfig::new("127.0.0.1:0".parse().unwrap(), files)
+    })
+    .await
+    .unwrap();
     let socket = fake_daemon(dir.path()).await;
     Setup {
         dir,
@@ -176,4 +184,124 @@ async fn a_host_certificate_from_another_ca_is_refused_with_the_reason() {
     assert!(reason.contains("UnknownIssuer"), "{reason}");
     task.abort();
     let _ = &mut s;
+}
+
+/// Upstream protocol (`tools/pkg/rcp`): our agent and our listener, each
+/// connection one raw byte stream to the host's socket; a gRPC client gets
+/// through, and after its connection closes the agent dials again and the
+/// next client gets through too.
+#[tokio::test]
+async fn upstream_protocol_carries_one_grpc_connection_per_dial_and_redials_after_each_close() {
+    let Setup {
+        dir,
+        ca,
+        mut listener,
+        socket,
+    } = setup_with(Protocol::Upstream).await;
+    let host_files = ca
+        .write_files(dir.path(), "host", &LeafSpec::dns("host-1"))
+        .unwrap();
+    let agent = Agent::new(AgentConfig {
+        protocol: Protocol::Upstream,
+        ..agent_config(
+            listener.local_addr(),
+            "orchestrator.test",
+            host_files,
+            socket,
+        )
+    })
+    .unwrap();
+    let task = tokio::spawn(async move { agent.run().await });
+    let Event::Connected(host) = next(&mut listener).await else {
+        panic!("expected connected")
+    };
+    assert_eq!(host.id(), "host-1");
+    for round in 0..3 {
+        let channel = tokio::time::timeout(WAIT, host.channel())
+            .await
+            .unwrap()
+            .unwrap();
+        let answer = HealthClient::new(channel)
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(answer.into_inner().status, 1, "SERVING");
+    }
+    task.abort();
+}
+
+/// Upstream protocol: mutual TLS stays mandatory; a host certificate from
+/// another CA is refused by the listener, and an agent that does not trust
+/// the listener's CA never connects.
+#[tokio::test]
+async fn upstream_protocol_refuses_a_peer_of_another_ca_on_both_sides() {
+    let Setup {
+        dir,
+        ca,
+        mut listener,
+        socket,
+    } = setup_with(Protocol::Upstream).await;
+    let other = TestCa::new("another CA").unwrap();
+    let other_dir = tempfile::tempdir().unwrap();
+
+    // The agent trusts the right CA but presents a certificate of another.
+    let mut wrong_cert = other
+        .write_files(other_dir.path(), "host", &LeafSpec::dns("host-1"))
+        .unwrap();
+    wrong_cert.ca = dir.path().join("ca.pem");
+    let agent = Agent::new(AgentConfig {
+        protocol: Protocol::Upstream,
+        ..agent_config(
+            listener.local_addr(),
+            "orchestrator.test",
+            wrong_cert,
+            socket.clone(),
+        )
+    })
+    .unwrap();
+    let task = tokio::spawn(async move { agent.run().await });
+    let Event::Refused { reason, .. } = next(&mut listener).await else {
+        panic!("expected refused")
+    };
+    assert!(reason.contains("UnknownIssuer"), "{reason}");
+    task.abort();
+
+    // The agent's certificate is right but it trusts another CA: it
+    // refuses the listener, which never reports the host connected.
+    let mut wrong_ca = ca
+        .write_files(dir.path(), "host2", &LeafSpec::dns("host-2"))
+        .unwrap();
+    wrong_ca.ca = other_dir.path().join("ca.pem");
+    let agent = Agent::new(AgentConfig {
+        protocol: Protocol::Upstream,
+        ..agent_config(listener.local_addr(), "orchestrator.test", wrong_ca, socket)
+    })
+    .unwrap();
+    let agent = std::sync::Arc::new(agent);
+    let running = std::sync::Arc::clone(&agent);
+    let task = tokio::spawn(async move { running.run().await });
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let refused = loop {
+        if let Some(end) = agent.last_end() {
+            break end;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never refused");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        matches!(refused, trident_rcp::agent::AgentState::Refused { .. }),
+        "{refused:?}"
+    );
+    assert!(
+        format!("{refused:?}").contains("UnknownIssuer"),
+        "{refused:?}"
+    );
+    match tokio::time::timeout(Duration::from_millis(500), listener.next_event()).await {
+        Err(_) => {}
+        Ok(Some(Event::Refused { .. })) => {}
+        Ok(other) => panic!("the listener must not accept it: {other:?}"),
+    }
+    task.abort();
 }

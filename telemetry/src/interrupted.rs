@@ -82,6 +82,7 @@ fn publish_completed(bus: &Bus, summary: &OperationSummary, error: TridentError)
         error: Some(error),
         image_hash: None,
         servicing_kind: None,
+        reboot_action: None,
     };
     let update = OperationSummary {
         operation_id: summary.operation_id.clone(),

@@ -17,8 +17,8 @@
 use std::sync::Arc;
 
 use trident_proto::v1::{
-    Cursor, OperationEvent, OperationRecord, OperationSummary, RebootStatus, Record, RecordKind,
-    ServicingKind, StatusCode, TridentError, TridentErrorKind, record,
+    Cursor, OperationEvent, OperationRecord, OperationSummary, RebootAction, RebootStatus, Record,
+    RecordKind, ServicingKind, StatusCode, TridentError, TridentErrorKind, record,
 };
 
 use crate::bus::ring::Entry;
@@ -56,6 +56,8 @@ pub struct Completion {
     pub image_hash: Option<String>,
     /// The servicing actually done, when it refines the kind it started as.
     pub servicing_kind: Option<ServicingKind>,
+    /// With `RebootStarted`: what the daemon does about the reboot.
+    pub reboot_action: Option<RebootAction>,
 }
 
 /// A running servicing operation. Complete it with
@@ -202,6 +204,7 @@ impl Operation {
         );
         record.image_hash = completion.image_hash;
         record.servicing_kind = completion.servicing_kind.map(|kind| kind as i32);
+        record.reboot_action = completion.reboot_action.map(|action| action as i32);
         let summary = OperationSummary {
             operation_id: self.id.clone(),
             running: false,
@@ -231,6 +234,7 @@ impl Operation {
             error,
             image_hash: None,
             servicing_kind: None,
+            reboot_action: None,
         }
     }
 

@@ -145,6 +145,7 @@ storage:
   disks:
   - id: os
     device: {device}
+    partitionTableType: gpt
     partitions:
     - {{ id: esp, type: esp, size: {esp} }}
     - {{ id: root-a, type: root, size: {root} }}

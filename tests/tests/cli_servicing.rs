@@ -297,30 +297,127 @@ async fn failed_servicing_prints_the_structured_error_and_exits_2() -> anyhow::R
     Ok(())
 }
 
+/// `--wait 0`: upstream's behaviour, a busy daemon's refusal at once.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_second_servicing_on_a_busy_daemon_is_refused_with_exit_2() -> anyhow::Result<()> {
+async fn a_second_servicing_on_a_busy_daemon_with_wait_0_is_refused_with_exit_2()
+-> anyhow::Result<()> {
     let fx = fixture();
     let daemon = daemon().await?;
     let slow = config_with_script(&fx, "slow", "echo started-slow; sleep 4");
-    let mut first = Running::start(
-        daemon.socket_path(),
-        &[
-            "install",
-            slow.to_str().unwrap_or_default(),
-            "--progress",
-            "plain",
-        ],
-    );
-    first.wait_for("the first operation to run", |t| t.contains("started-slow"));
+    let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
     let other = config_with_script(&fx, "other", "true");
     let out = run(
         daemon.socket_path(),
-        &["install", other.to_str().unwrap_or_default()],
+        &["install", other.to_str().unwrap_or_default(), "--wait", "0"],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("busy"), "{err}");
+    assert_eq!(first.wait(), Some(0), "{}", first.stderr());
+    Ok(())
+}
+
+/// `trident install CONFIG --progress plain` in the background, once its
+/// preServicing script printed `marker` (the operation runs).
+fn install_running(socket: &Path, config: &Path, marker: &str) -> Running {
+    let running = Running::start(
+        socket,
+        &[
+            "install",
+            config.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    running.wait_for("the operation to run", |t| t.contains(marker));
+    running
+}
+
+/// The operation id in "<Rpc> started: operation <id>".
+fn started_id(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.split("started: operation ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_default()
+        .trim_end_matches(['.', ',', ';'])
+        .to_owned()
+}
+
+/// A servicing command that meets a running operation waits for it, shows
+/// which one it is and its progress, then runs (the daemon still refuses a
+/// second request while one runs: the waiting is the CLI's).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servicing_command_waits_for_the_running_operation_then_runs() -> anyhow::Result<()> {
+    let fx = fixture();
+    let daemon = daemon().await?;
+    let slow = config_with_script(&fx, "slow", "echo started-slow; sleep 3; echo slow-ending");
+    let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
+    let id = started_id(&first.stderr());
+    assert!(!id.is_empty(), "{}", first.stderr());
+    let other = config_with_script(&fx, "other", "echo second-runs");
+    let out = run(
+        daemon.socket_path(),
+        &[
+            "install",
+            other.to_str().unwrap_or_default(),
+            "--progress",
+            "plain",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("the daemon is running operation {id} (Install)")),
+        "names what it waits for: {err}"
+    );
+    // The running operation's progress, then its end, then our own run.
+    let waited = err
+        .find("slow-ending")
+        .expect("the first operation's progress");
+    let ended = err.find("ended; starting").expect("the end of the wait");
+    let ours = err.find("info script::prep: second-runs").expect("our run");
+    assert!(waited < ended && ended < ours, "{err}");
+    assert_eq!(first.wait(), Some(0), "{}", first.stderr());
+    Ok(())
+}
+
+/// `--wait` running out: exit 2, naming the operation still running.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wait_that_runs_out_exits_2_naming_the_running_operation() -> anyhow::Result<()> {
+    let fx = fixture();
+    let daemon = daemon().await?;
+    let slow = config_with_script(&fx, "slow", "echo started-slow; sleep 8");
+    let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
+    let id = started_id(&first.stderr());
+    let other = config_with_script(&fx, "other", "true");
+    let errors = fx.path("error.yaml");
+    let begun = Instant::now();
+    let out = run(
+        daemon.socket_path(),
+        &[
+            "install",
+            other.to_str().unwrap_or_default(),
+            "--wait",
+            "1500ms",
+            "--progress",
+            "plain",
+            "-e",
+            errors.to_str().unwrap_or_default(),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(begun.elapsed() < Duration::from_secs(6), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!(
+            "still running operation {id} (Install) after waiting 1s 500ms"
+        )),
+        "{err}"
+    );
+    let written = std::fs::read_to_string(&errors)?;
+    assert!(written.contains("daemon-busy"), "{written}");
     assert_eq!(first.wait(), Some(0), "{}", first.stderr());
     Ok(())
 }
@@ -339,16 +436,7 @@ async fn watch_attaches_to_the_running_operation_replays_it_and_exits_with_its_c
         t.contains("waiting for the next servicing operation")
     });
     let config = config_with_script(&fx, "watched", "echo first-line; sleep 2; echo later-line");
-    let mut install = Running::start(
-        daemon.socket_path(),
-        &[
-            "install",
-            config.to_str().unwrap_or_default(),
-            "--progress",
-            "plain",
-        ],
-    );
-    install.wait_for("the operation to start", |t| t.contains("first-line"));
+    let mut install = install_running(daemon.socket_path(), &config, "first-line");
     // Attach mid-way: the replay starts at the operation's first record.
     let mut attached = Running::start(daemon.socket_path(), &["watch", "--progress", "json"]);
     assert_eq!(install.wait(), Some(0), "{}", install.stderr());
@@ -506,6 +594,59 @@ async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_s
     Ok(())
 }
 
+/// `validate` accepts what upstream refuses (a disk without
+/// `partitionTableType`; the datastore inside an A/B volume) and warns once
+/// per upstream rule, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn validate_warns_about_each_rule_upstream_would_refuse() -> anyhow::Result<()> {
+    let fx = fixture();
+    let daemon = daemon().await?;
+    let s = daemon.socket_path();
+    // The fixture's datastore is the default one, on `/`: the A/B volume.
+    let both_ok = config_with_script(&fx, "datastore-in-ab", "true");
+    let out = run(s, &["validate", both_ok.to_str().unwrap_or_default()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("valid Host Configuration"));
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("A/B update volume 'root'")
+            && warnings[0].contains("upstream Trident refuses"),
+        "{err}"
+    );
+
+    let text = std::fs::read_to_string(&both_ok)?.replace("    partitionTableType: gpt\n", "");
+    let no_table = fx.path("no-table.yaml");
+    std::fs::write(&no_table, text)?;
+    let out = run(s, &["validate", no_table.to_str().unwrap_or_default()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(
+        warnings[0].contains("storage.disks[0] (id 'os'): no partitionTableType"),
+        "{err}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        s,
+        &[
+            "--output",
+            "json",
+            "validate",
+            no_table.to_str().unwrap_or_default(),
+        ],
+        0,
+    ))?;
+    assert_eq!(json["ok"], true, "{json}");
+    assert_eq!(
+        json["upstream_warnings"].as_array().map(Vec::len),
+        Some(2),
+        "{json}"
+    );
+    Ok(())
+}
+
 /// Runs `args` and asserts the exit code; returns stdout.
 fn ok(socket: &Path, args: &[&str], code: i32) -> String {
     let out = run(socket, args);
@@ -547,6 +688,17 @@ async fn every_command_runs_end_to_end_through_install_update_commit_rollback() 
     assert!(ok(s, &["get", "status"], 0).contains("servicingState: clean-install-finalized"));
     ok(s, &[&["commit"][..], &p].concat(), 0);
     assert!(ok(s, &["get", "configuration"], 0).contains("img.cosi"));
+    assert!(ok(s, &["get"], 0).contains("servicingState: provisioned"));
+    // Nothing to roll back to yet: success, said in words, nothing changed
+    // (upstream's no-op rollback, SERVICING_KIND_NONE_REQUIRED).
+    assert_eq!(ok(s, &["rollback", "--check"], 0).trim(), "none");
+    let out = run(s, &[&["rollback"][..], &p].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rollback: nothing to roll back to"),
+        "{}",
+        stderr(&out)
+    );
     assert!(ok(s, &["get"], 0).contains("servicingState: provisioned"));
     let json: serde_json::Value =
         serde_json::from_str(&ok(s, &["--output", "json", "get", "status"], 0))?;
@@ -791,21 +943,82 @@ async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A hand-started daemon (`--reboot record` or `none`) takes charge of the
+/// reboot as upstream's server does (REBOOT_STARTED) and tells the CLI,
+/// which opted in to `reboot-action`, that nothing reboots: the CLI says so
+/// and exits 0 at once instead of waiting for a reboot (exit 3).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reboot_the_daemon_only_records_or_skips_is_said_in_words_and_not_waited_for()
+-> anyhow::Result<()> {
+    let fx = fixture();
+    for (mode, words, summary, action) in [
+        (
+            "record",
+            "reboot recorded, not performed",
+            "reboot recorded (not performed)",
+            "recorded",
+        ),
+        (
+            "none",
+            "reboot not performed",
+            "reboot not performed",
+            "not-performed",
+        ),
+    ] {
+        let daemon = Daemon::builder()
+            .args(["--inactivity-timeout", "0", "--reboot", mode])
+            .spawn()
+            .await?;
+        let config = config_with_script(&fx, &format!("reboot-{mode}"), "true");
+        let begun = Instant::now();
+        let out = trident(daemon.socket_path())
+            .args([
+                "install",
+                config.to_str().unwrap_or_default(),
+                "--progress",
+                "plain",
+            ])
+            // Waiting for a reboot would take this long and then exit 3.
+            .env("TRIDENT_REBOOT_TIMEOUT", "90s")
+            .output()?;
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {err}");
+        assert!(begun.elapsed() < Duration::from_secs(60), "{mode}: waited");
+        assert!(err.contains(words), "{mode}: {err}");
+        assert!(err.contains(summary), "{mode}: {err}");
+        assert!(!err.contains("the host is rebooting"), "{mode}: {err}");
+        let records = daemon.state_dir().join("reboot-requests.log");
+        assert_eq!(records.exists(), mode == "record", "{mode}");
+
+        // The JSON view names the action beside the wire's status.
+        let config = config_with_script(&fx, &format!("reboot-{mode}-json"), "true");
+        let out = trident(daemon.socket_path())
+            .args([
+                "install",
+                config.to_str().unwrap_or_default(),
+                "--progress",
+                "json",
+            ])
+            .env("TRIDENT_REBOOT_TIMEOUT", "90s")
+            .output()?;
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", stderr(&out));
+        let lines = json_lines(&String::from_utf8_lossy(&out.stdout));
+        let completed = lines
+            .iter()
+            .find(|l| l["type"] == "completed")
+            .expect("a completed line");
+        assert_eq!(completed["reboot_status"], "started", "{completed}");
+        assert_eq!(completed["reboot_action"], action, "{completed}");
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_detaches_and_the_operation_goes_on_for_watch_to_reattach() -> anyhow::Result<()> {
     let fx = fixture();
     let daemon = daemon().await?;
     let config = config_with_script(&fx, "detach", "echo detach-me; sleep 2; echo still-running");
-    let mut install = Running::start(
-        daemon.socket_path(),
-        &[
-            "install",
-            config.to_str().unwrap_or_default(),
-            "--progress",
-            "plain",
-        ],
-    );
-    install.wait_for("the operation to run", |t| t.contains("detach-me"));
+    let mut install = install_running(daemon.socket_path(), &config, "detach-me");
     let pid = nix::unistd::Pid::from_raw(i32::try_from(install.child.id())?);
     nix::sys::signal::kill(pid, Signal::SIGINT)?;
     assert_eq!(install.wait(), Some(130), "{}", install.stderr());

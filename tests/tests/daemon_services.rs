@@ -20,6 +20,7 @@ const TRIDENT_SERVICES: &[&str] = &[
     "trident.v1preview.CommitService",
     "trident.v1preview.RebuildRaidService",
     "trident.v1preview.RollbackService",
+    "trident.v1.RollbackService",
     "trident.v1preview.StatusService",
     "trident.v1preview.ValidationService",
 ];

@@ -17,15 +17,18 @@ use trident_e2e::Daemon;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{
-    self, GetLastErrorRequest, RebootManagement, RebootStatus, Started, TridentErrorKind,
-    VersionRequest, commit_service_client::CommitServiceClient,
+    self, GetLastErrorRequest, RebootAction, RebootManagement, RebootStatus, Started,
+    TridentErrorKind, VersionRequest, commit_service_client::CommitServiceClient,
     update_service_client::UpdateServiceClient,
 };
 use trident_proto::v1preview::{
     self, FinalizeInstallRequest, InstallRequest, StageInstallRequest,
     install_service_client::InstallServiceClient,
 };
-use trident_proto::{ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITIONS_HEADER};
+use trident_proto::{
+    ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITION_REBOOT_ACTION,
+    ADDITIONS_HEADER,
+};
 
 /// `message` as a request; with `additions`, carrying the header.
 fn request<T>(message: T, additions: Option<&str>) -> tonic::Request<T> {
@@ -117,6 +120,14 @@ async fn a_default_stream_is_exactly_upstreams_and_each_name_adds_only_its_part(
 
     let strict = install(&d, &config, None).await;
     strict.assert_success();
+    // Trident handles the reboot (the request leaves it to the server):
+    // REBOOT_STARTED as upstream's server answers, even though this daemon
+    // (`--reboot record`) reboots nothing; what it does is not said by default.
+    assert_eq!(
+        strict.completed().reboot_status(),
+        RebootStatus::RebootStarted
+    );
+    assert_eq!(strict.completed().reboot_action, None);
     assert_upstream_shape(&strict);
     assert!(strict.completed().servicing_kind.is_some(), "{strict:?}");
 
@@ -151,6 +162,40 @@ async fn a_default_stream_is_exactly_upstreams_and_each_name_adds_only_its_part(
         with_progress.order
     );
     assert_eq!(with_progress.started.as_ref().unwrap(), &Started::default());
+    assert_eq!(with_progress.completed().reboot_action, None);
+
+    // `reboot-action`: Completed says the reboot was only recorded.
+    let fx = Fixture::new();
+    let config = fx.config(&fx.image("v1", 9, None), "");
+    let d = daemon().await;
+    let with_action = install(&d, &config, Some(ADDITION_REBOOT_ACTION)).await;
+    with_action.assert_success();
+    assert_upstream_shape(&with_action);
+    let completed = with_action.completed();
+    assert_eq!(completed.reboot_status(), RebootStatus::RebootStarted);
+    assert_eq!(completed.reboot_action(), RebootAction::Recorded);
+    let records = std::fs::read_to_string(d.state_dir().join("reboot-requests.log")).unwrap();
+    assert_eq!(records.lines().count(), 1, "{records}");
+
+    // The caller handles it: REBOOT_REQUIRED, nothing recorded, no action.
+    let fx = Fixture::new();
+    let config = fx.config(&fx.image("v1", 10, None), "");
+    let d = daemon().await;
+    let mut message = install_message(&config);
+    message.finalize = Some(FinalizeInstallRequest {
+        reboot: Some(RebootManagement {
+            handling: v1::RebootHandling::CallerHandlesReboot as i32,
+        }),
+    });
+    let mut client = InstallServiceClient::new(d.strict_channel().await.unwrap());
+    let caller = collect(client.install(request(message, Some("all"))).await).await;
+    caller.assert_success();
+    assert_eq!(
+        caller.completed().reboot_status(),
+        RebootStatus::RebootRequired
+    );
+    assert_eq!(caller.completed().reboot_action, None);
+    assert!(!d.state_dir().join("reboot-requests.log").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]

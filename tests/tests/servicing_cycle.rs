@@ -6,7 +6,7 @@
 mod servicing_support;
 
 use servicing_support::{Clients, Fixture, daemon};
-use trident_proto::v1::{RebootStatus, ServicingKind, TridentErrorKind};
+use trident_proto::v1::{self, RebootStatus, ServicingKind, TridentErrorKind};
 use trident_proto::v1preview::{
     self, AbVolumeState, CheckRollbackKind, ManualRollbackKind, ServicingState,
 };
@@ -22,10 +22,12 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     assert_eq!(c.active_volume().await, AbVolumeState::NoVolume);
 
     // Install: GPT + images into the A volumes, finalized, reboot recorded.
+    // Trident handles it: REBOOT_STARTED as upstream's server answers, even
+    // with `--reboot record` (nothing reboots; the record is the reboot).
     let install = c.install(&fx.config(&v1, "")).await;
     install.assert_success();
     let done = install.completed();
-    assert_eq!(done.reboot_status, RebootStatus::RebootRequired as i32);
+    assert_eq!(done.reboot_status, RebootStatus::RebootStarted as i32);
     assert_eq!(
         done.servicing_kind,
         Some(ServicingKind::CleanInstall as i32)
@@ -149,7 +151,7 @@ async fn install_update_commit_cycle_tracks_state_and_active_volume() {
     fin.assert_success();
     assert_eq!(
         fin.completed().reboot_status,
-        RebootStatus::RebootRequired as i32
+        RebootStatus::RebootStarted as i32
     );
     assert_eq!(c.state().await, ServicingState::UpdateAbFinalized);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-b");
@@ -254,6 +256,41 @@ async fn manual_rollback_returns_to_the_previous_volume() {
     let d = daemon().await;
     let mut c = Clients::new(&d).await;
     c.provision(&fx.config(&v1, "")).await;
+    // Nothing to roll back to: upstream's stable v1 service and v1preview
+    // both succeed, change nothing and say NONE_REQUIRED.
+    let mut stable = v1::rollback_service_client::RollbackServiceClient::new(c.channel.clone());
+    let nothing = servicing_support::collect(
+        stable
+            .rollback(v1::RollbackRequest {
+                kind: v1::ManualRollbackKind::AnyRollbackRequested as i32,
+                finalize: None,
+            })
+            .await,
+    )
+    .await;
+    nothing.assert_success();
+    assert_eq!(
+        nothing.completed().servicing_kind,
+        Some(ServicingKind::NoneRequired as i32)
+    );
+    assert_eq!(
+        nothing.completed().reboot_status(),
+        v1::RebootStatus::RebootNotRequired
+    );
+    let staged_nothing = servicing_support::collect(
+        c.rollback
+            .rollback_stage(v1preview::RollbackStageRequest {
+                kind: ManualRollbackKind::RuntimeRollbackRequested as i32,
+            })
+            .await,
+    )
+    .await;
+    staged_nothing.assert_success();
+    assert_eq!(
+        staged_nothing.completed().servicing_kind,
+        Some(ServicingKind::NoneRequired as i32)
+    );
+    assert_eq!(c.state().await, ServicingState::Provisioned);
     let no = c
         .rollback
         .check_rollback(v1preview::CheckRollbackRequest { kind: 0 })
@@ -293,6 +330,10 @@ async fn manual_rollback_returns_to_the_previous_volume() {
     )
     .await;
     rollback.assert_success();
+    assert_eq!(
+        rollback.completed().servicing_kind,
+        Some(ServicingKind::ManualRollbackAb as i32)
+    );
     assert_eq!(c.state().await, ServicingState::ManualRollbackAbFinalized);
     assert_eq!(fx.boot_record(&d)["nextBoot"], "volume-a");
     c.commit().await.assert_success();
@@ -308,6 +349,53 @@ async fn manual_rollback_returns_to_the_previous_volume() {
         .unwrap()
         .config;
     assert!(provisioned.contains("v1.cosi"), "{provisioned}");
+
+    // Back on A, B is the next rollback: refused where upstream refuses, a
+    // runtime rollback asked for while the next one would undo an A/B update.
+    let mismatch = servicing_support::collect(
+        stable
+            .rollback(v1::RollbackRequest {
+                kind: v1::ManualRollbackKind::RuntimeRollbackRequested as i32,
+                finalize: None,
+            })
+            .await,
+    )
+    .await;
+    assert!(!mismatch.succeeded());
+    assert_eq!(mismatch.error().subkind, "invalid-rollback-expectation");
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+}
+
+/// Upstream refuses a rollback on a host that is not provisioned (and one
+/// whose finalize has nothing staged): so do we, as a failed operation
+/// naming the state.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rollback_on_a_host_that_is_not_provisioned_is_refused() {
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    let mut stable = v1::rollback_service_client::RollbackServiceClient::new(c.channel.clone());
+    let refused = servicing_support::collect(
+        stable
+            .rollback(v1::RollbackRequest {
+                kind: v1::ManualRollbackKind::AnyRollbackRequested as i32,
+                finalize: None,
+            })
+            .await,
+    )
+    .await;
+    assert!(!refused.succeeded());
+    let error = refused.error();
+    assert_eq!(error.subkind, "invalid-rollback-state", "{error:?}");
+    assert!(error.message.contains("not-provisioned"), "{error:?}");
+    let finalize = servicing_support::collect(
+        stable
+            .rollback_finalize(v1::RollbackFinalizeRequest { reboot: None })
+            .await,
+    )
+    .await;
+    assert!(!finalize.succeeded());
+    assert_eq!(finalize.error().subkind, "invalid-rollback-state");
+    assert_eq!(c.state().await, ServicingState::NotProvisioned);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -391,4 +479,36 @@ async fn install_downloads_the_image_from_an_http_url() {
     );
     c.commit().await.assert_success();
     assert_eq!(c.active_volume().await, AbVolumeState::VolumeA);
+}
+
+/// A commit with nothing to commit (installer media at boot) holds the
+/// servicing lock only for its check: a request sent as soon as its stream
+/// opened is never refused as busy. (Before, the lock was held until the
+/// no-op operation was recorded, and the next request was refused.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_with_nothing_to_commit_does_not_keep_the_next_request_waiting() {
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    for round in 0..20 {
+        let first = c
+            .commit
+            .commit(v1::CommitRequest { reboot: None })
+            .await
+            .unwrap();
+        let second = c
+            .commit
+            .clone()
+            .commit(v1::CommitRequest { reboot: None })
+            .await;
+        let second = second.unwrap_or_else(|status| panic!("round {round}: {status:?}"));
+        for stream in [first, second] {
+            let done = servicing_support::collect(Ok(stream)).await;
+            done.assert_success();
+            assert_eq!(
+                done.completed().servicing_kind,
+                Some(ServicingKind::NoneRequired as i32)
+            );
+        }
+    }
+    assert_eq!(c.state().await, ServicingState::NotProvisioned);
 }

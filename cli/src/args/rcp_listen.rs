@@ -37,4 +37,9 @@ pub struct RcpListenArgs {
     /// A ping unanswered this long closes the tunnel.
     #[arg(long, value_parser = humantime::parse_duration, default_value = "20s", value_name = "DURATION")]
     pub keepalive_timeout: Duration,
+    /// Wire protocol the hosts' agents speak: `trident` (ours) or
+    /// `upstream` (upstream Trident's rcp-agent: TLS 1.3, one raw stream per
+    /// connection, so one client at a time per host socket).
+    #[arg(long, value_enum, default_value = "trident", value_name = "PROTOCOL")]
+    pub protocol: trident_rcp::Protocol,
 }

@@ -270,7 +270,7 @@ async fn collect_history(
             json!({ "operation_id": op.operation_id, "rpc": op.rpc, "running": op.running,
                     "kind": op.kind().kebab_name(),
                     "result": crate::render::format::status(op.result()),
-                    "reboot_status": crate::render::format::reboot(op.reboot_status()),
+                    "reboot_status": crate::render::format::reboot_status(op.reboot_status()),
                     "trace_id": op.trace_id })
         })
         .collect();

@@ -16,6 +16,7 @@ pub mod stream_disk;
 pub mod traces;
 pub mod update;
 pub mod validate;
+mod validate_upstream;
 pub mod version;
 pub mod watch;
 

@@ -52,6 +52,7 @@ pub async fn run(args: &RcpListenArgs) -> CliResult<Exit> {
             interval: args.keepalive_interval,
             timeout: args.keepalive_timeout,
         },
+        protocol: args.protocol,
         ..ListenerConfig::new(
             args.listen,
             TlsFiles {

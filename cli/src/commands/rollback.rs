@@ -1,10 +1,13 @@
-//! `trident rollback [--check] [--runtime|--ab]`: RollbackService (v1preview).
+//! `trident rollback [--check] [--runtime|--ab]`: the rollback itself on
+//! upstream's stable `trident.v1.RollbackService`, `--check` on
+//! `trident.v1preview.RollbackService` (a preview-only query upstream).
 
-use trident_proto::v1preview::rollback_service_client::RollbackServiceClient;
-use trident_proto::v1preview::{
-    CheckRollbackKind, CheckRollbackRequest, ManualRollbackKind, RollbackFinalizeRequest,
-    RollbackRequest, RollbackStageRequest,
+use trident_proto::v1::rollback_service_client::RollbackServiceClient;
+use trident_proto::v1::{
+    ManualRollbackKind, RollbackFinalizeRequest, RollbackRequest, RollbackStageRequest,
 };
+use trident_proto::v1preview::rollback_service_client::RollbackServiceClient as PreviewClient;
+use trident_proto::v1preview::{CheckRollbackKind, CheckRollbackRequest};
 
 use crate::args::{OutputFormat, RollbackArgs};
 use crate::ctx::Ctx;
@@ -58,7 +61,7 @@ pub async fn run(ctx: &Ctx, args: &RollbackArgs) -> CliResult<Exit> {
 
 /// --check: print which rollback would run.
 async fn check(ctx: &Ctx, kind: ManualRollbackKind) -> CliResult<Exit> {
-    let response = RollbackServiceClient::new(ctx.channel().await?)
+    let response = PreviewClient::new(ctx.channel().await?)
         .check_rollback(CheckRollbackRequest { kind: kind as i32 })
         .await
         .map_err(|s| CliError::rpc("CheckRollback", s))?

@@ -37,10 +37,13 @@ pub async fn run(ctx: &Ctx, args: &StreamDiskArgs) -> CliResult<Exit> {
         &args.servicing,
         "stream-disk",
         false,
-        |channel, trace| async move {
-            StreamingServiceClient::new(channel)
-                .stream_disk(trace.request(request))
-                .await
+        |channel, trace| {
+            let request = request.clone();
+            async move {
+                StreamingServiceClient::new(channel)
+                    .stream_disk(trace.request(request))
+                    .await
+            }
         },
     )
     .await

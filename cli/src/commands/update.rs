@@ -16,12 +16,10 @@ pub async fn run(ctx: &Ctx, args: &ServicingConfigArgs) -> CliResult<Exit> {
         config: Some(config),
     });
     let finalize = FinalizeUpdateRequest { reboot: reboot() };
-    servicing::run(
-        ctx,
-        &args.servicing,
-        "update",
-        true,
-        |channel, trace| async move {
+    servicing::run(ctx, &args.servicing, "update", true, |channel, trace| {
+        // Called again after waiting for a running operation.
+        let stage = stage.clone();
+        async move {
             let mut client = UpdateServiceClient::new(channel);
             match (steps, stage) {
                 (Steps::StageOnly, Some(stage)) => client.update_stage(trace.request(stage)).await,
@@ -35,7 +33,7 @@ pub async fn run(ctx: &Ctx, args: &ServicingConfigArgs) -> CliResult<Exit> {
                         .await
                 }
             }
-        },
-    )
+        }
+    })
     .await
 }

@@ -1,5 +1,8 @@
 //! `trident validate [CONFIG]`: ValidationService (v1preview).
 //! Exit 0 when valid; 4 when the file cannot be loaded or is invalid.
+//! A document this daemon accepts but upstream Trident refuses is valid
+//! here, with one warning per upstream rule it breaks
+//! ([`super::validate_upstream`]).
 
 use serde::Serialize;
 use trident_proto::v1::HostConfiguration;
@@ -17,10 +20,15 @@ use crate::servicing::load_config;
 struct Validation {
     ok: bool,
     error: Option<ErrorView>,
+    /// Upstream Trident's rules the document breaks (accepted here).
+    upstream_warnings: Vec<String>,
 }
 
 pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
     let config = load_config(&args.config)?;
+    let upstream_warnings = serde_saphyr::from_str::<serde_json::Value>(&config)
+        .map(|document| super::validate_upstream::upstream_refusals(&document))
+        .unwrap_or_default();
     let response = ValidationServiceClient::new(ctx.channel().await?)
         .validate_host_configuration(ValidateHostConfigurationRequest {
             config: Some(HostConfiguration { config }),
@@ -32,6 +40,7 @@ pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
             Validation {
                 ok: r.ok,
                 error: r.error.as_ref().map(ErrorView::from),
+                upstream_warnings,
             }
         }
         Err(s) if s.code() == tonic::Code::InvalidArgument => {
@@ -45,6 +54,9 @@ pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
     };
     match ctx.format(None, OutputFormat::Human) {
         OutputFormat::Human => {
+            for warning in &result.upstream_warnings {
+                eprintln!("trident: warning: {warning}");
+            }
             if result.ok {
                 output::emit(
                     &format!("{}: valid Host Configuration\n", args.config.display()),

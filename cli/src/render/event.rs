@@ -4,9 +4,9 @@
 use std::time::SystemTime;
 
 use trident_proto::v1::{
-    Cursor, ErrorReport, Gap, LogLevel, OverallProgress, ProgressRecord, RebootStatus, Record,
-    RunChange, ServicingKind, ServicingResponse, StatusCode, StreamEvent, TridentError, record,
-    servicing_response, stream_event,
+    Cursor, ErrorReport, Gap, LogLevel, OverallProgress, ProgressRecord, RebootAction,
+    RebootStatus, Record, RunChange, ServicingKind, ServicingResponse, StatusCode, StreamEvent,
+    TridentError, record, servicing_response, stream_event,
 };
 
 /// A log line of the operation.
@@ -54,6 +54,10 @@ pub enum Event {
         timestamp: Option<SystemTime>,
         status: StatusCode,
         reboot_status: RebootStatus,
+        /// With REBOOT_STARTED: what the daemon does about it, when told.
+        reboot_action: Option<RebootAction>,
+        /// The servicing actually done, when the daemon said.
+        servicing_kind: Option<ServicingKind>,
         error: Option<Box<TridentError>>,
     },
     /// Records the stream will not deliver.
@@ -128,6 +132,12 @@ impl Event {
                 timestamp,
                 status: done.status(),
                 reboot_status: done.reboot_status(),
+                reboot_action: done
+                    .reboot_action
+                    .and_then(|a| RebootAction::try_from(a).ok()),
+                servicing_kind: done
+                    .servicing_kind
+                    .and_then(|k| ServicingKind::try_from(k).ok()),
                 error: done.error.clone().map(Box::new),
             },
             servicing_response::Response::ErrorReport(report) => Event::Error {
@@ -177,6 +187,12 @@ impl Event {
                     timestamp,
                     status: op.result(),
                     reboot_status: op.reboot_status(),
+                    reboot_action: op
+                        .reboot_action
+                        .and_then(|a| RebootAction::try_from(a).ok()),
+                    servicing_kind: op
+                        .servicing_kind
+                        .and_then(|k| ServicingKind::try_from(k).ok()),
                     error: op.error.clone().map(Box::new),
                 },
                 _ => Event::Started {

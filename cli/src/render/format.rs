@@ -2,7 +2,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use trident_proto::v1::{LogLevel, PhaseState, ProgressUnit, RebootStatus, StatusCode};
+use trident_proto::v1::{
+    LogLevel, PhaseState, ProgressUnit, RebootAction, RebootStatus, StatusCode,
+};
 
 /// "4.2s", "1m05s", "2h03m".
 pub fn duration(d: Duration) -> String {
@@ -55,12 +57,33 @@ pub fn status(status: StatusCode) -> &'static str {
     }
 }
 
-pub fn reboot(status: RebootStatus) -> &'static str {
+/// The reboot status in words; a started reboot the daemon does not
+/// perform (`tridentd --reboot record|none`) says so.
+pub fn reboot(status: RebootStatus, action: Option<RebootAction>) -> &'static str {
+    match (status, action) {
+        (RebootStatus::RebootStarted, Some(RebootAction::Recorded)) => "recorded (not performed)",
+        (RebootStatus::RebootStarted, Some(RebootAction::NotPerformed)) => "not performed",
+        _ => reboot_status(status),
+    }
+}
+
+/// The wire's reboot status alone.
+pub fn reboot_status(status: RebootStatus) -> &'static str {
     match status {
         RebootStatus::Unspecified => "unspecified",
         RebootStatus::RebootNotRequired => "not-required",
         RebootStatus::RebootRequired => "required",
         RebootStatus::RebootStarted => "started",
+    }
+}
+
+/// `Completed.reboot_action` as the JSON view names it.
+pub fn reboot_action(action: RebootAction) -> &'static str {
+    match action {
+        RebootAction::Unspecified => "unspecified",
+        RebootAction::Performed => "performed",
+        RebootAction::Recorded => "recorded",
+        RebootAction::NotPerformed => "not-performed",
     }
 }
 

@@ -70,13 +70,21 @@ pub fn value(event: &Event) -> Value {
             timestamp,
             status,
             reboot_status,
+            reboot_action,
             error,
             ..
-        } => json!({
-            "type": "completed", "cursor": cursor, "timestamp": opt_time(*timestamp),
-            "status": format::status(*status), "reboot_status": format::reboot(*reboot_status),
-            "error": error.as_deref().map(ErrorView::from),
-        }),
+        } => {
+            let mut line = json!({
+                "type": "completed", "cursor": cursor, "timestamp": opt_time(*timestamp),
+                "status": format::status(*status), "reboot_status": format::reboot_status(*reboot_status),
+                "error": error.as_deref().map(ErrorView::from),
+            });
+            // Only when the daemon said it: older lines stay as they were.
+            if let Some(action) = reboot_action {
+                line["reboot_action"] = json!(format::reboot_action(*action));
+            }
+            line
+        }
         Event::Gap(gap) => json!({
             "type": "gap",
             "first_missing": opt_cursor(gap.first_missing.as_ref()),

@@ -8,7 +8,8 @@ use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
 use trident_proto::v1::{
-    ErrorReport, LogLevel, PhaseState, RebootStatus, ServicingKind, StatusCode, TridentError,
+    ErrorReport, LogLevel, PhaseState, RebootAction, RebootStatus, ServicingKind, StatusCode,
+    TridentError,
 };
 
 use super::error::ErrorView;
@@ -39,6 +40,10 @@ pub struct OperationView {
 pub struct Outcome {
     pub status: StatusCode,
     pub reboot_status: RebootStatus,
+    /// With REBOOT_STARTED: what the daemon does about it (opt-in addition).
+    pub reboot_action: Option<RebootAction>,
+    /// The servicing actually done (`SERVICING_KIND_NONE_REQUIRED`: nothing).
+    pub servicing_kind: Option<ServicingKind>,
     pub error: Option<TridentError>,
     pub at: Option<SystemTime>,
 }
@@ -138,6 +143,8 @@ impl Model {
                 timestamp,
                 status,
                 reboot_status,
+                reboot_action,
+                servicing_kind,
                 error,
                 ..
             } => {
@@ -145,6 +152,8 @@ impl Model {
                 self.outcome = Some(Outcome {
                     status: *status,
                     reboot_status: *reboot_status,
+                    reboot_action: *reboot_action,
+                    servicing_kind: *servicing_kind,
                     error: error.as_deref().cloned(),
                     at: *timestamp,
                 });

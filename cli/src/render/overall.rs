@@ -125,7 +125,7 @@ pub fn summary(model: &Model, outcome: &Outcome) -> String {
     }
     text.push_str(&format!(
         "; reboot {}",
-        format::reboot(outcome.reboot_status)
+        format::reboot(outcome.reboot_status, outcome.reboot_action)
     ));
     text
 }

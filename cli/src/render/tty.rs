@@ -176,7 +176,12 @@ fn operation_line(model: &Model, now: SystemTime, style: &TtyStyle) -> String {
     let reboot = model
         .outcome
         .as_ref()
-        .map(|o| format!("  reboot {}", format::reboot(o.reboot_status)))
+        .map(|o| {
+            format!(
+                "  reboot {}",
+                format::reboot(o.reboot_status, o.reboot_action)
+            )
+        })
         .unwrap_or_default();
     paint(
         style,

@@ -122,7 +122,7 @@ fn summary(completed: Option<&OperationRecord>) -> String {
             "ok"
         },
         result = escape(crate::render::format::status(op.result())),
-        reboot = escape(crate::render::format::reboot(op.reboot_status())),
+        reboot = escape(crate::render::format::reboot_status(op.reboot_status())),
     )
 }
 

@@ -15,6 +15,7 @@ pub fn error_view_of(err: &CliError) -> ErrorView {
         CliError::Rpc { status, .. } if status.code() == tonic::Code::Unavailable => {
             Subkind::DaemonBusy
         }
+        CliError::Busy(_) => Subkind::DaemonBusy,
         _ => Subkind::Client,
     };
     ErrorView {

@@ -6,13 +6,14 @@
 mod error_file;
 mod plan;
 mod reboot;
+mod wait;
 
 use std::future::Future;
 
 use crate::client::Channel;
 use tonic::Streaming;
 use trident_host::{Category, KebabName};
-use trident_proto::v1::{RebootStatus, ServicingResponse};
+use trident_proto::v1::{RebootStatus, ServicingKind, ServicingResponse};
 
 pub use error_file::fail;
 pub use plan::{Steps, load_config, plan, reboot};
@@ -37,7 +38,7 @@ pub async fn run<F, Fut>(
     open: F,
 ) -> CliResult<Exit>
 where
-    F: FnOnce(Channel, TraceParent) -> Fut,
+    F: Fn(Channel, TraceParent) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
 {
     let (stream, host) = open_stream(ctx, args, what, config_rpc, open).await?;
@@ -58,13 +59,26 @@ where
         let text = ctx.host_status_text(OutputFormat::Yaml).await?;
         crate::output::emit(&text, Some(path))?;
     }
-    let rebooting = model
+    let started = model
         .outcome
         .as_ref()
-        .is_some_and(|o| o.reboot_status == RebootStatus::RebootStarted);
-    if exit == Exit::Success && rebooting {
+        .filter(|o| o.reboot_status == RebootStatus::RebootStarted);
+    if let Some(outcome) = started.filter(|_| exit == Exit::Success) {
+        // A daemon that took charge of the reboot but does not perform it
+        // (`tridentd --reboot record|none`) said so: nothing goes down, so
+        // there is nothing to wait for.
+        if let Some(words) = reboot::not_performed(outcome.reboot_action) {
+            eprintln!("trident: {words}");
+            return Ok(Exit::Success);
+        }
         let json = Mode::resolve(args.progress) == Mode::Json;
         return reboot::wait_for_reboot(ctx, &host, json).await;
+    }
+    if exit == Exit::Success
+        && model.outcome.as_ref().and_then(|o| o.servicing_kind)
+            == Some(ServicingKind::NoneRequired)
+    {
+        eprintln!("trident: {}", nothing_done(what));
     }
     // The daemon found the Host Configuration invalid: say so in one line
     // (exit 2, as upstream's CLI).
@@ -83,7 +97,8 @@ where
 
 /// Opens the servicing stream; a refusal (busy, invalid) is the command's
 /// error, with the -e file written. Asks the daemon first where it runs
-/// ([`DaemonHost`]): after `Completed` it may be gone.
+/// ([`DaemonHost`]): after `Completed` it may be gone. Refused because
+/// another operation runs: waits for it (up to `--wait`) and asks again.
 async fn open_stream<F, Fut>(
     ctx: &Ctx,
     args: &ServicingArgs,
@@ -92,13 +107,26 @@ async fn open_stream<F, Fut>(
     open: F,
 ) -> CliResult<(Streaming<ServicingResponse>, DaemonHost)>
 where
-    F: FnOnce(Channel, TraceParent) -> Fut,
+    F: Fn(Channel, TraceParent) -> Fut,
     Fut: Future<Output = Result<tonic::Response<Streaming<ServicingResponse>>, tonic::Status>>,
 {
     let channel = ctx.channel().await?;
     let host = DaemonHost::locate(&channel).await;
     let trace = TraceParent::from_env_or_generate();
-    match open(channel, trace).await {
+    let deadline = tokio::time::Instant::now() + args.wait;
+    let mut opened = open(channel.clone(), trace.clone()).await;
+    while let Err(status) = opened.as_ref()
+        && wait::is_busy(status)
+        && !args.wait.is_zero()
+    {
+        let refusal = status.clone();
+        if let Err(err) = wait::wait_for_running(ctx, args, what, refusal, deadline).await {
+            write_error_file(args, &error_view_of(&err))?;
+            return Err(err);
+        }
+        opened = open(channel.clone(), trace.clone()).await;
+    }
+    match opened {
         Ok(response) => Ok((response.into_inner(), host)),
         Err(status) => {
             let err = if config_rpc && status.code() == tonic::Code::InvalidArgument {
@@ -112,6 +140,18 @@ where
             write_error_file(args, &error_view_of(&err))?;
             Err(err)
         }
+    }
+}
+
+/// The words for an operation that succeeded with nothing to do
+/// (`Completed.servicing_kind` `SERVICING_KIND_NONE_REQUIRED`).
+fn nothing_done(what: &str) -> &'static str {
+    match what {
+        "rollback" => {
+            "rollback: nothing to roll back to (no earlier A/B update to return to); nothing changed"
+        }
+        "commit" => "commit: nothing to commit; nothing changed",
+        _ => "nothing to do; nothing changed",
     }
 }
 

@@ -11,8 +11,8 @@ mod remote;
 
 use std::time::Duration;
 
-use trident_proto::v1::VersionRequest;
 use trident_proto::v1::version_service_client::VersionServiceClient;
+use trident_proto::v1::{RebootAction, VersionRequest};
 
 use crate::client::Channel;
 use crate::ctx::Ctx;
@@ -77,6 +77,22 @@ async fn daemon_boot_id(channel: Channel) -> Option<String> {
     match tokio::time::timeout(PROBE_TIMEOUT, client.version(VersionRequest {})).await {
         Ok(Ok(response)) => Some(response.into_inner().boot_id),
         _ => None,
+    }
+}
+
+/// The words for a reboot the daemon took charge of (`REBOOT_STARTED`) but
+/// said it does not perform (`Completed.reboot_action`); `None` when it
+/// reboots, or when it did not say (a daemon without the addition: wait).
+pub fn not_performed(action: Option<RebootAction>) -> Option<&'static str> {
+    match action? {
+        RebootAction::Recorded => Some(
+            "reboot recorded, not performed: the daemon runs with --reboot record \
+             (STATE_DIR/reboot-requests.log); nothing reboots",
+        ),
+        RebootAction::NotPerformed => {
+            Some("reboot not performed: the daemon runs with --reboot none; nothing reboots")
+        }
+        RebootAction::Performed | RebootAction::Unspecified => None,
     }
 }
 

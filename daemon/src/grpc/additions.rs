@@ -11,7 +11,8 @@
 use tonic::metadata::MetadataMap;
 use trident_proto::v1::{Started, TridentError, VersionResponse};
 use trident_proto::{
-    ADDITION_ALL, ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITIONS_HEADER,
+    ADDITION_ALL, ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITION_REBOOT_ACTION,
+    ADDITIONS_HEADER,
 };
 
 /// Our additions a client opted in to.
@@ -23,6 +24,8 @@ pub struct Additions {
     pub ids: bool,
     /// `ServicingResponse.error_report`: the operation's full error report.
     pub error_report: bool,
+    /// `Completed.reboot_action`: what the daemon does about a started reboot.
+    pub reboot_action: bool,
 }
 
 impl Additions {
@@ -31,6 +34,7 @@ impl Additions {
         progress: true,
         ids: true,
         error_report: true,
+        reboot_action: true,
     };
 
     /// Reads every `trident-additions` value (comma lists, case-insensitive);
@@ -61,6 +65,11 @@ impl Additions {
         } else if is(ADDITION_ERROR_REPORT) {
             Additions {
                 error_report: true,
+                ..self
+            }
+        } else if is(ADDITION_REBOOT_ACTION) {
+            Additions {
+                reboot_action: true,
                 ..self
             }
         } else {
@@ -133,7 +142,8 @@ mod tests {
             Additions {
                 progress: true,
                 ids: true,
-                error_report: false
+                error_report: false,
+                reboot_action: false,
             }
         );
         assert_eq!(of(&["error-report,all"]), Additions::ALL);

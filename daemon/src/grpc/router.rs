@@ -99,6 +99,9 @@ fn add_services(registry: &mut ServiceRegistry, parts: &GrpcParts) {
         v1preview::rebuild_raid_service_server::RebuildRaidServiceServer::new(servicing.clone()),
     );
     registry.add(v1preview::rollback_service_server::RollbackServiceServer::new(servicing.clone()));
+    registry.add(v1::rollback_service_server::RollbackServiceServer::new(
+        servicing.clone(),
+    ));
     registry.add(v1preview::status_service_server::StatusServiceServer::new(
         servicing.clone(),
     ));

@@ -137,6 +137,7 @@ fn completed_of(op: OperationRecord, additions: Additions) -> Completed {
             reboot_status: RebootStatus::RebootNotRequired as i32,
             image_hash: None,
             servicing_kind: None,
+            reboot_action: None,
         };
     }
     Completed {
@@ -145,5 +146,6 @@ fn completed_of(op: OperationRecord, additions: Additions) -> Completed {
         reboot_status: op.reboot_status,
         image_hash: op.image_hash,
         servicing_kind: op.servicing_kind,
+        reboot_action: op.reboot_action.filter(|_| additions.reboot_action),
     }
 }

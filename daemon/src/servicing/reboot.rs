@@ -1,23 +1,32 @@
 //! Pluggable reboot. The daemon never reboots the machine it runs on
 //! unless started with `--reboot systemd`.
+//!
+//! Whatever the mode, a request that lets Trident handle the reboot is
+//! answered as upstream's server answers when it takes charge of one:
+//! `REBOOT_STARTED` (upstream's client reboots its own machine when it hears
+//! `REBOOT_REQUIRED`, so a hand-started daemon must never say that to it).
+//! What the daemon then does is the mode's [`RebootAction`]: `systemd`
+//! reboots, `record` only records, `none` only logs; a client that opted in
+//! to `reboot-action` is told which (`Completed.reboot_action`).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use trident_host::{ResultExt, Subkind, TridentError};
-use trident_proto::v1::RebootStatus;
+use trident_proto::v1::RebootAction;
 
 use super::settings::RebootMode;
 
 /// Carries out a reboot request made after a servicing state was committed.
 pub trait Reboot: Send + Sync + std::fmt::Debug {
-    /// Requests a reboot for `operation_id`; returns what to report in
-    /// `Completed.reboot_status`.
-    fn request(&self, operation_id: &str, reason: &str) -> Result<RebootStatus, TridentError>;
+    /// Takes charge of a reboot for `operation_id` (`Completed` says
+    /// `REBOOT_STARTED`); returns what this mode does about it. An error:
+    /// the reboot cannot happen (`REBOOT_REQUIRED`, the caller must act).
+    fn request(&self, operation_id: &str, reason: &str) -> Result<RebootAction, TridentError>;
 
     /// Reboots for real, once `Completed` is published and the journal
     /// and datastore are on disk (only when `request` said
-    /// `REBOOT_STARTED`).
+    /// [`RebootAction::Performed`]).
     fn carry_out(&self, _operation_id: &str, _reason: &str) -> Result<(), TridentError> {
         Ok(())
     }
@@ -41,7 +50,7 @@ pub struct RecordReboot {
 }
 
 impl Reboot for RecordReboot {
-    fn request(&self, operation_id: &str, reason: &str) -> Result<RebootStatus, TridentError> {
+    fn request(&self, operation_id: &str, reason: &str) -> Result<RebootAction, TridentError> {
         let line = format!(
             "{} operation={operation_id} reason={reason:?}\n",
             trident_host::time_util::now_rfc3339()
@@ -60,9 +69,9 @@ impl Reboot for RecordReboot {
             operation_id,
             reason,
             log = %self.log_path.display(),
-            "reboot requested (recorded only; --reboot record)"
+            "reboot requested (recorded only, nothing reboots; --reboot record)"
         );
-        Ok(RebootStatus::RebootRequired)
+        Ok(RebootAction::Recorded)
     }
 }
 
@@ -71,7 +80,7 @@ impl Reboot for RecordReboot {
 pub struct SystemdReboot;
 
 impl Reboot for SystemdReboot {
-    fn request(&self, operation_id: &str, reason: &str) -> Result<RebootStatus, TridentError> {
+    fn request(&self, operation_id: &str, reason: &str) -> Result<RebootAction, TridentError> {
         // `systemctl` must exist: a reboot reported as started has to happen.
         which("systemctl").ok_or_else(|| {
             TridentError::new(Subkind::Reboot, "Cannot reboot: no 'systemctl' on PATH")
@@ -81,7 +90,7 @@ impl Reboot for SystemdReboot {
             reason,
             "reboot starts once the operation is recorded"
         );
-        Ok(RebootStatus::RebootStarted)
+        Ok(RebootAction::Performed)
     }
 
     /// `systemctl reboot`: as root it reaches systemd over its private
@@ -112,17 +121,17 @@ fn which(program: &str) -> Option<PathBuf> {
     })
 }
 
-/// Does nothing; the caller reboots.
+/// Only logs the request; nothing reboots.
 #[derive(Debug)]
 pub struct NoReboot;
 
 impl Reboot for NoReboot {
-    fn request(&self, operation_id: &str, reason: &str) -> Result<RebootStatus, TridentError> {
+    fn request(&self, operation_id: &str, reason: &str) -> Result<RebootAction, TridentError> {
         tracing::info!(
             operation_id,
             reason,
-            "reboot required (--reboot none: not acting)"
+            "reboot requested (not performed; --reboot none)"
         );
-        Ok(RebootStatus::RebootRequired)
+        Ok(RebootAction::NotPerformed)
     }
 }

@@ -105,6 +105,8 @@ subkinds! {
     ImageDoesNotMatchConfiguration => InvalidInput, "image-does-not-match-configuration", "The image does not match the Host Configuration";
     InvalidRequest => InvalidInput, "invalid-request", "Invalid request";
     InvalidServicingState => InvalidInput, "invalid-servicing-state", "The host is not in a state that allows this operation";
+    InvalidRollbackState => InvalidInput, "invalid-rollback-state", "The host is not in a state that allows a rollback";
+    InvalidRollbackExpectation => InvalidInput, "invalid-rollback-expectation", "The rollback available is not of the kind requested";
     // servicing
     DownloadImage => Servicing, "download-image", "Failed to download the image";
     ApplyOsConfig => Servicing, "apply-os-config", "Failed to apply the OS configuration inside the new root";
@@ -116,7 +118,6 @@ subkinds! {
     ConfigureNewRoot => Servicing, "configure-new-root", "Failed to configure the new root";
     BootControl => Servicing, "boot-control", "Failed to change the boot configuration";
     Reboot => Servicing, "reboot", "Failed to reboot";
-    RollbackUnavailable => Servicing, "rollback-unavailable", "No rollback is available";
     // unsupported-configuration
     UnsupportedFeature => UnsupportedConfiguration, "unsupported-feature", "The Host Configuration uses a feature this daemon does not support";
     RaidUnsupported => UnsupportedConfiguration, "raid-unsupported", "Software RAID is not supported";

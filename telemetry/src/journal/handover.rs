@@ -139,6 +139,7 @@ impl Bus {
             error,
             image_hash: None,
             servicing_kind: None,
+            reboot_action: None,
         }));
         bodies
             .into_iter()

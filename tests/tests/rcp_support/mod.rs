@@ -227,6 +227,18 @@ impl AgentProc {
         socket: &Path,
         state_file: &Path,
     ) -> Self {
+        Self::start_with_args(addr, server_name, files, socket, state_file, &[])
+    }
+
+    /// As [`start_with_state_file`](Self::start_with_state_file), with more flags.
+    pub fn start_with_args(
+        addr: SocketAddr,
+        server_name: &str,
+        files: &TlsFiles,
+        socket: &Path,
+        state_file: &Path,
+        extra: &[&str],
+    ) -> Self {
         let mut child = Command::new(bin_path("trident-rcp"))
             .arg("--state-file")
             .arg(state_file)
@@ -243,6 +255,7 @@ impl AgentProc {
             .arg(socket)
             .args(["--backoff-initial", "100ms", "--backoff-max", "1s"])
             .args(["--keepalive-interval", "1s", "--keepalive-timeout", "5s"])
+            .args(extra)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -4,6 +4,7 @@
 //! read mode.
 
 mod queries;
+mod rollback_ops;
 mod streaming;
 
 use std::future::Future;
@@ -47,9 +48,18 @@ impl Call {
                 rpc,
                 kind,
                 parent: TraceParent::from_metadata(metadata),
+                nothing_to_do: None,
             },
             additions: Additions::from_metadata(metadata),
         }
+    }
+}
+
+impl Call {
+    /// Lets the runner answer at once when `check` finds nothing to do.
+    pub(crate) fn nothing_to_do(mut self, check: runner::NothingToDo) -> Call {
+        self.request.nothing_to_do = Some(check);
+        self
     }
 }
 
@@ -107,14 +117,9 @@ impl RollbackService for ServicingApi {
         &self,
         request: Request<v1preview::RollbackRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let call = Call::of(&request, "Rollback", ServicingKind::ManualRollbackAb);
+        let call = Self::rollback_call(&request, "Rollback");
         let req = request.into_inner();
-        let kind = rollback_kind(req.kind)?;
-        let reboot = reboot_handling(
-            req.finalize.and_then(|f| f.reboot),
-            "finalize.reboot.handling",
-        )?;
-        self.start(call, move |ctx| rollback::rollback_step(ctx, kind, reboot))
+        self.rollback_op(call, req.kind, req.finalize.and_then(|f| f.reboot))
             .await
     }
 
@@ -122,9 +127,8 @@ impl RollbackService for ServicingApi {
         &self,
         request: Request<v1preview::RollbackStageRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let call = Call::of(&request, "RollbackStage", ServicingKind::ManualRollbackAb);
-        let kind = rollback_kind(request.into_inner().kind)?;
-        self.start(call, move |ctx| rollback::stage_step(ctx, kind))
+        let call = Self::rollback_call(&request, "RollbackStage");
+        self.rollback_stage_op(call, request.into_inner().kind)
             .await
     }
 
@@ -132,13 +136,8 @@ impl RollbackService for ServicingApi {
         &self,
         request: Request<v1preview::RollbackFinalizeRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let call = Call::of(
-            &request,
-            "RollbackFinalize",
-            ServicingKind::ManualRollbackAb,
-        );
-        let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
-        self.start(call, move |ctx| rollback::finalize_step(ctx, reboot))
+        let call = Self::rollback_call(&request, "RollbackFinalize");
+        self.rollback_finalize_op(call, request.into_inner().reboot)
             .await
     }
 

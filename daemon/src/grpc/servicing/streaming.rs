@@ -113,7 +113,8 @@ impl CommitService for ServicingApi {
         &self,
         request: Request<v1::CommitRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let call = Call::of(&request, "Commit", ServicingKind::Unspecified);
+        let call = Call::of(&request, "Commit", ServicingKind::Unspecified)
+            .nothing_to_do(commit::nothing_to_commit);
         let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
         self.start(call, move |ctx| commit::commit_step(ctx, reboot))
             .await

@@ -84,6 +84,25 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
     Ok(committed(&current, &exp))
 }
 
+/// The quick check of a commit (under the servicing lock, before the
+/// operation runs): nothing finalized and nothing to settle, so nothing
+/// to commit. Settling a failed update needs the booted volume: not here.
+pub fn nothing_to_commit(current: &HostStatus) -> Option<StepOutcome> {
+    if current.servicing_state == ServicingState::AbUpdateHealthCheckFailed {
+        return None;
+    }
+    match expectation(current) {
+        Ok(None) => {
+            tracing::info!(state = %current.servicing_state, "nothing to commit");
+            Some(StepOutcome {
+                servicing_kind: Some(ServicingKind::NoneRequired),
+                ..StepOutcome::default()
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Commit with nothing finalized: back on the old volume after a failed
 /// update it is provisioned again; otherwise there is nothing to do.
 fn nothing_expected(current: &HostStatus, booted: Option<AbVolume>) -> StepOutcome {

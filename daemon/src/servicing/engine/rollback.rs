@@ -1,5 +1,13 @@
 //! Manual A/B rollback: back to the volume that was active before the last
 //! committed A/B update (it still holds that OS).
+//!
+//! As upstream's `engine::manual_rollback` (its `main`, and the next
+//! release's `trident.v1.RollbackService`): a rollback is refused when the
+//! host is not provisioned (or staged for a rollback) or carries a last
+//! error, and when a runtime rollback is asked for while the next one
+//! would undo an A/B update; with nothing to roll back to it succeeds, does
+//! nothing, and says so in `Completed.servicing_kind`
+//! (`SERVICING_KIND_NONE_REQUIRED`).
 
 use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{Subkind, TridentError};
@@ -47,36 +55,60 @@ pub fn chain(status: &HostStatus) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn check_kind(kind: ManualRollbackKind) -> Result<(), TridentError> {
-    if kind == ManualRollbackKind::RuntimeRollbackRequested {
+/// The host may be rolled back at all (upstream's states and last-error
+/// rule).
+fn check_state(current: &HostStatus) -> Result<(), TridentError> {
+    match current.servicing_state {
+        ServicingState::Provisioned | ServicingState::ManualRollbackAbStaged => {}
+        state => {
+            return Err(TridentError::new(
+                Subkind::InvalidRollbackState,
+                format!("Cannot roll back: the host is in unexpected state '{state}'"),
+            ));
+        }
+    }
+    if current.last_error.is_some() {
         return Err(TridentError::new(
-            Subkind::RollbackUnavailable,
-            "Runtime rollback is not available: runtime updates are not supported",
+            Subkind::InvalidRollbackState,
+            "Cannot roll back: the host is provisioned but has a last error set; \
+             use install or update rather than rollback",
         ));
     }
     Ok(())
 }
 
-fn stage(current: &HostStatus, kind: ManualRollbackKind) -> Result<HostStatus, TridentError> {
-    check_kind(kind)?;
+/// The staged state, or `None` when there is nothing to roll back to.
+fn stage(
+    current: &HostStatus,
+    kind: ManualRollbackKind,
+) -> Result<Option<HostStatus>, TridentError> {
+    check_state(current)?;
+    if current.servicing_state == ServicingState::ManualRollbackAbStaged {
+        // Staged again: the same target, nothing changes.
+        return Ok(Some(next_status(current)));
+    }
     let Some(target) = ab_rollback_target(current) else {
-        return Err(TridentError::new(
-            Subkind::RollbackUnavailable,
-            format!(
-                "No A/B rollback is available (the host is '{}'{})",
-                current.servicing_state,
-                if current.spec_old.is_none() {
-                    ", no previous A/B update"
-                } else {
-                    ""
-                }
-            ),
-        ));
+        tracing::info!("no available rollback to perform: nothing to do");
+        return Ok(None);
     };
+    if kind == ManualRollbackKind::RuntimeRollbackRequested {
+        return Err(TridentError::new(
+            Subkind::InvalidRollbackExpectation,
+            "Expected to undo a runtime update, but the rollback would undo an A/B update",
+        ));
+    }
     tracing::info!(target = %target, "manual rollback staged");
     let mut status = next_status(current);
     status.servicing_state = ServicingState::ManualRollbackAbStaged;
-    Ok(status)
+    Ok(Some(status))
+}
+
+/// A rollback with nothing to roll back to: success, no state change.
+fn nothing_to_do() -> StepOutcome {
+    StepOutcome {
+        servicing_kind: Some(ServicingKind::NoneRequired),
+        ..StepOutcome::default()
+    }
 }
 
 async fn finalize(
@@ -88,7 +120,7 @@ async fn finalize(
         (current.servicing_state, current.ab_active_volume)
     else {
         return Err(TridentError::new(
-            Subkind::InvalidServicingState,
+            Subkind::InvalidRollbackState,
             format!(
                 "RollbackFinalize needs a staged rollback; the host is '{}'",
                 current.servicing_state
@@ -127,8 +159,11 @@ async fn finalize(
 /// RollbackStage.
 pub async fn stage_step(ctx: StepContext, kind: ManualRollbackKind) -> StepResult {
     let current = ctx.engine.host_status()?;
+    let Some(staged) = stage(&current, kind)? else {
+        return Ok(nothing_to_do());
+    };
     Ok(StepOutcome {
-        status: Some(stage(&current, kind)?),
+        status: Some(staged),
         servicing_kind: Some(ServicingKind::ManualRollbackAb),
         ..StepOutcome::default()
     })
@@ -147,9 +182,11 @@ pub async fn rollback_step(
     kind: ManualRollbackKind,
     handling: RebootHandling,
 ) -> StepResult {
-    StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
-    let staged = stage(&current, kind)?;
+    let Some(staged) = stage(&current, kind)? else {
+        return Ok(nothing_to_do());
+    };
+    StepPlan::finalize().declare();
     ctx.commit_status(&staged).await?;
     Ok(finalize(&ctx, &staged, handling).await?)
 }

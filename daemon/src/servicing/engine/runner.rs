@@ -13,7 +13,9 @@ use tracing::Instrument;
 use trident_host::datastore::{OperationEnd, OperationResult};
 use trident_host::status::HostStatus;
 use trident_host::{ErrorRecord, KebabName, Subkind, TridentError as HostError};
-use trident_proto::v1::{RebootHandling, RebootStatus, ServicingKind, Started, StatusCode};
+use trident_proto::v1::{
+    RebootAction, RebootHandling, RebootStatus, ServicingKind, Started, StatusCode,
+};
 use trident_telemetry::TraceParent;
 use trident_telemetry::operation::{Completion, Operation, OperationSpec};
 
@@ -99,6 +101,10 @@ impl From<HostError> for StepError {
 /// Result type of a step.
 pub type StepResult = Result<StepOutcome, StepError>;
 
+/// Tells from the current Host Status that a request has nothing to do,
+/// with the outcome to report (no state change).
+pub type NothingToDo = fn(&HostStatus) -> Option<StepOutcome>;
+
 /// Identifies a servicing request.
 #[derive(Debug, Clone)]
 pub struct ServicingRequest {
@@ -106,6 +112,11 @@ pub struct ServicingRequest {
     pub kind: ServicingKind,
     /// The caller's W3C `traceparent`, when it sent one.
     pub parent: Option<TraceParent>,
+    /// Checked under the servicing lock before anything else: when it
+    /// finds nothing to do, the lock is released at once and the operation
+    /// is only recorded (a commit at boot on installer media must not keep
+    /// an orchestrator's install waiting).
+    pub nothing_to_do: Option<NothingToDo>,
 }
 
 /// Starts a servicing operation running `step`; returns what the stream's
@@ -128,6 +139,20 @@ where
     Fut: Future<Output = StepResult> + Send + 'static,
 {
     let guard = engine.servicing_lock.try_acquire(request.rpc)?;
+    let quick = match request.nothing_to_do {
+        Some(check) => {
+            let _read = engine.connection_lock.read().await;
+            engine.host_status().ok().and_then(|status| check(&status))
+        }
+        None => None,
+    };
+    // Nothing to do: the lock is held no longer than the check.
+    let guard = if quick.is_some() {
+        drop(guard);
+        None
+    } else {
+        Some(guard)
+    };
     let keep_alive = engine.keep_alive.hold("servicing operation");
     let op = Operation::start(
         engine.bus(),
@@ -137,7 +162,9 @@ where
             parent: request.parent,
         },
     );
-    guard.set_operation_id(op.id());
+    if let Some(guard) = &guard {
+        guard.set_operation_id(op.id());
+    }
     let ctx = StepContext {
         engine: Arc::clone(engine),
         operation_id: op.id().to_owned(),
@@ -160,7 +187,7 @@ where
         // span before the completed record, so that record is the
         // operation's last and a client that reads the operation once its
         // stream ended sees all of it (it used to race the span's close).
-        let (completion, reboot_now) = run_step(ctx, recorded, step).instrument(span).await;
+        let (completion, reboot_now) = run_step(ctx, recorded, quick, step).instrument(span).await;
         // Release the lock before the completed record, which ends the
         // client's stream: a client that starts its next operation
         // right away is not told "busy".
@@ -174,20 +201,23 @@ where
     Ok(started)
 }
 
-/// Runs the step (unless recording its start failed) and records its end;
-/// returns how the operation ended.
+/// Runs the step (unless recording its start failed, or the check found
+/// nothing to do: `quick`) and records its end; returns how the operation
+/// ended.
 async fn run_step<F, Fut>(
     ctx: StepContext,
     recorded: Result<(), HostError>,
+    quick: Option<StepOutcome>,
     step: F,
 ) -> (Completion, Option<RebootRequest>)
 where
     F: FnOnce(StepContext) -> Fut,
     Fut: Future<Output = StepResult>,
 {
-    let result = match recorded {
-        Ok(()) => run_catching_panics(&ctx, step).await,
-        Err(error) => Err(StepError::from(error)),
+    let result = match (recorded, quick) {
+        (Err(error), _) => Err(StepError::from(error)),
+        (Ok(()), Some(outcome)) => Ok(outcome),
+        (Ok(()), None) => run_catching_panics(&ctx, step).await,
     };
     match result {
         Ok(outcome) => succeeded(&ctx, outcome).await,
@@ -244,13 +274,14 @@ async fn succeeded(ctx: &StepContext, outcome: StepOutcome) -> (Completion, Opti
     if let Err(error) = commit(ctx, status.as_ref(), &end).await {
         return failed(ctx, error, None, None).await;
     }
-    let (reboot_status, reboot_now) = reboot(ctx, outcome.reboot);
+    let (reboot_status, reboot_action, reboot_now) = reboot(ctx, outcome.reboot);
     let completion = Completion {
         result: StatusCode::Success,
         reboot_status,
         error: None,
         image_hash: outcome.image_hash,
         servicing_kind: Some(outcome.servicing_kind.unwrap_or(ctx.kind)),
+        reboot_action,
     };
     (completion, reboot_now)
 }
@@ -284,13 +315,14 @@ async fn failed(
     if let Err(e) = committed {
         tracing::error!(error = %e.report(), "could not record the failure in the datastore");
     }
-    let (reboot_status, reboot_now) = reboot(ctx, reboot_request);
+    let (reboot_status, reboot_action, reboot_now) = reboot(ctx, reboot_request);
     let completion = Completion {
         result: StatusCode::Failure,
         reboot_status,
         error: Some(record.to_proto()),
         image_hash: None,
         servicing_kind: Some(ctx.kind),
+        reboot_action,
     };
     (completion, reboot_now)
 }
@@ -305,29 +337,36 @@ async fn commit(
         .with_datastore(|ds| ds.commit(status, Some(&ctx.operation_id), Some(end)))
 }
 
-/// What `Completed.reboot_status` says, and the reboot to carry out once
-/// it is published (`REBOOT_STARTED` only).
+/// What `Completed.reboot_status` says, what the daemon does about a
+/// started reboot (`Completed.reboot_action`), and the reboot to carry out
+/// once `Completed` is published (only a performed one). A request Trident
+/// handles is always `REBOOT_STARTED`, as upstream's server answers it;
+/// `--reboot record|none` only decide that nothing actually reboots.
 fn reboot(
     ctx: &StepContext,
     request: Option<RebootRequest>,
-) -> (RebootStatus, Option<RebootRequest>) {
+) -> (RebootStatus, Option<RebootAction>, Option<RebootRequest>) {
     let Some(request) = request else {
-        return (RebootStatus::RebootNotRequired, None);
+        return (RebootStatus::RebootNotRequired, None, None);
     };
     if request.handling == RebootHandling::CallerHandlesReboot {
         tracing::info!(reason = %request.reason, "reboot required; the caller handles it");
-        return (RebootStatus::RebootRequired, None);
+        return (RebootStatus::RebootRequired, None, None);
     }
     match ctx
         .engine
         .reboot
         .request(&ctx.operation_id, &request.reason)
     {
-        Ok(RebootStatus::RebootStarted) => (RebootStatus::RebootStarted, Some(request)),
-        Ok(status) => (status, None),
+        Ok(RebootAction::Performed) => (
+            RebootStatus::RebootStarted,
+            Some(RebootAction::Performed),
+            Some(request),
+        ),
+        Ok(action) => (RebootStatus::RebootStarted, Some(action), None),
         Err(error) => {
             tracing::error!(error = %error.report(), "reboot request failed");
-            (RebootStatus::RebootRequired, None)
+            (RebootStatus::RebootRequired, None, None)
         }
     }
 }
