@@ -19,6 +19,7 @@ mod size;
 mod spans;
 mod storage;
 mod storage_advanced;
+pub mod storage_graph;
 pub mod unsupported;
 mod validate;
 

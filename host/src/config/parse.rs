@@ -1,5 +1,6 @@
 //! YAML → [`HostConfiguration`] with key paths and line/column in errors.
 
+use super::storage_graph::StorageGraph;
 use super::{HostConfiguration, unsupported, validate};
 use crate::error::{ResultExt, Subkind, TridentError};
 
@@ -7,12 +8,29 @@ use crate::error::{ResultExt, Subkind, TridentError};
 ///
 /// Errors: unknown keys → invalid-input `unknown-key`; malformed values →
 /// invalid-input `parse-host-configuration`; unsupported upstream features →
-/// unsupported-configuration; broken references → invalid-input
-/// `invalid-host-configuration`. Every message names the key path.
+/// unsupported-configuration (naming the storage's graph error too, if
+/// any); a storage that is no valid graph of block devices and other
+/// broken references → invalid-input `invalid-host-configuration`. Every
+/// message names the key path.
 pub fn parse(yaml: &str) -> Result<HostConfiguration, TridentError> {
     let mut hc = parse_syntax(yaml)?;
     normalize(&mut hc)?;
-    unsupported::check(&hc, yaml)?;
+    // The block-device graph is checked for documents that use RAID,
+    // encryption or verity too (not applied yet): a broken storage is
+    // reported alone, or with the refusal of the unsupported feature.
+    let graph = StorageGraph::build(&hc).map_err(|e| e.into_trident(Some(yaml)));
+    unsupported::check(&hc, yaml).map_err(|refused| match &graph {
+        Err(invalid) => TridentError::new(
+            refused.subkind(),
+            format!(
+                "{}; and the storage is invalid: {}",
+                refused.message(),
+                invalid.message()
+            ),
+        ),
+        Ok(_) => refused,
+    })?;
+    graph?;
     validate(&hc)?;
     Ok(hc)
 }

@@ -1,9 +1,12 @@
-//! Semantic checks of a parsed Host Configuration: references, uniqueness,
-//! image URL/hash, a root filesystem. Each error names the key path.
+//! Semantic checks of a parsed Host Configuration: the block-device graph
+//! (`storage_graph`: ids, references, which device sits on which), GPT
+//! identities and sizes, image URL/hash, a root filesystem. Each error
+//! names the key path.
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Disk, FilesystemSource, HASH_IGNORED, HostConfiguration, PartitionSize, VolumePair};
+use super::storage_graph::StorageGraph;
+use super::{Disk, FilesystemSource, HASH_IGNORED, HostConfiguration, PartitionSize};
 use crate::error::{Subkind, TridentError};
 
 #[track_caller]
@@ -76,6 +79,9 @@ pub fn check_sha384(path: &str, value: &str) -> Result<(), TridentError> {
     }
 }
 
+/// The block-device graph (ids, references, which device sits on which:
+/// `storage_graph`), then what it does not cover: disk devices, GPT
+/// identities and sizes, filesystems' sources, types and mount points.
 fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
     let storage = &hc.storage;
     if storage.disks.is_empty() {
@@ -85,31 +91,10 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
             "at least one disk is required".into(),
         ));
     }
-    // All ids (disks, partitions, volume pairs) share one namespace.
-    let mut ids: HashMap<String, String> = HashMap::new();
-    let mut claim = |id: &str, path: String| -> Result<(), TridentError> {
-        if id.is_empty() {
-            return Err(invalid(
-                Subkind::InvalidHostConfiguration,
-                &path,
-                "id must not be empty".into(),
-            ));
-        }
-        if let Some(first) = ids.get(id) {
-            return Err(invalid(
-                Subkind::InvalidHostConfiguration,
-                &path,
-                format!("id '{id}' is already used at '{first}'"),
-            ));
-        }
-        ids.insert(id.to_owned(), path);
-        Ok(())
-    };
-    let mut partitions: HashSet<&str> = HashSet::new();
+    StorageGraph::build(hc)?;
     let mut devices: HashSet<&str> = HashSet::new();
     let mut guids: HashMap<uuid::Uuid, String> = HashMap::new();
     for (d, disk) in storage.disks.iter().enumerate() {
-        claim(&disk.id, format!("storage.disks[{d}].id"))?;
         if disk.device.is_empty() || !disk.device.starts_with('/') {
             return Err(invalid(
                 Subkind::InvalidHostConfiguration,
@@ -128,8 +113,6 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
             ));
         }
         for (p, part) in disk.partitions.iter().enumerate() {
-            claim(&part.id, format!("storage.disks[{d}].partitions[{p}].id"))?;
-            partitions.insert(&part.id);
             check_gpt_identity(
                 &format!("storage.disks[{d}].partitions[{p}]"),
                 part,
@@ -138,75 +121,13 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
         }
         check_sizes(d, disk)?;
     }
-    let mut paired: HashMap<&str, String> = HashMap::new();
-    for (i, pair) in hc.volume_pairs().iter().enumerate() {
-        let base = format!("storage.abUpdate.volumePairs[{i}]");
-        claim(&pair.id, format!("{base}.id"))?;
-        check_pair_members(hc, &base, pair)?;
-        for (key, member) in [
-            ("volumeAId", &pair.volume_a_id),
-            ("volumeBId", &pair.volume_b_id),
-        ] {
-            let path = format!("{base}.{key}");
-            if !partitions.contains(member.as_str()) {
-                return Err(invalid(
-                    Subkind::InvalidHostConfiguration,
-                    &path,
-                    format!("references unknown partition '{member}'"),
-                ));
-            }
-            if let Some(first) = paired.insert(member, path.clone()) {
-                return Err(invalid(
-                    Subkind::InvalidHostConfiguration,
-                    &path,
-                    format!("partition '{member}' is already in a volume pair at '{first}'"),
-                ));
-            }
-        }
-    }
-    validate_filesystems(hc, &partitions, &paired)?;
-    validate_swap(hc, &partitions, &paired)
+    validate_filesystems(hc)
 }
 
-/// Each swap device is a partition of its own: not paired, not holding a
-/// filesystem, listed once.
-fn validate_swap(
-    hc: &HostConfiguration,
-    partitions: &HashSet<&str>,
-    paired: &HashMap<&str, String>,
-) -> Result<(), TridentError> {
-    let mut seen = HashSet::new();
-    for (i, swap) in hc.storage.swap.iter().enumerate() {
-        let path = format!("storage.swap[{i}].deviceId");
-        let dev = swap.device_id.as_str();
-        let problem = if !partitions.contains(dev) {
-            Some(format!("references unknown partition '{dev}'"))
-        } else if paired.contains_key(dev) {
-            Some(format!("partition '{dev}' is in a volume pair"))
-        } else if hc.storage.filesystems.iter().any(|f| f.device_id == dev) {
-            Some(format!("partition '{dev}' holds a filesystem"))
-        } else if !seen.insert(dev) {
-            Some(format!("partition '{dev}' is listed twice"))
-        } else {
-            None
-        };
-        if let Some(problem) = problem {
-            return Err(invalid(Subkind::InvalidHostConfiguration, &path, problem));
-        }
-    }
-    Ok(())
-}
-
-fn validate_filesystems(
-    hc: &HostConfiguration,
-    partitions: &HashSet<&str>,
-    paired: &HashMap<&str, String>,
-) -> Result<(), TridentError> {
+fn validate_filesystems(hc: &HostConfiguration) -> Result<(), TridentError> {
     let mut mounts: HashMap<&str, usize> = HashMap::new();
-    let mut devices: HashMap<&str, usize> = HashMap::new();
     for (i, fs) in hc.storage.filesystems.iter().enumerate() {
         let base = format!("storage.filesystems[{i}]");
-        let dev = fs.device_id.as_str();
         if fs.fs_type.is_some() && fs.effective_source() == FilesystemSource::Image {
             return Err(invalid(
                 Subkind::InvalidHostConfiguration,
@@ -223,35 +144,11 @@ fn validate_filesystems(
                 "required for a new filesystem (ext4, xfs or vfat)".into(),
             ));
         }
-        if dev.is_empty() {
+        if fs.device_id.is_empty() {
             return Err(invalid(
                 Subkind::InvalidHostConfiguration,
                 &format!("{base}.deviceId"),
                 "required: the partition or volume pair the filesystem is on".into(),
-            ));
-        }
-        let is_pair = hc.find_volume_pair(dev).is_some();
-        if !is_pair && !partitions.contains(dev) {
-            return Err(invalid(
-                Subkind::InvalidHostConfiguration,
-                &format!("{base}.deviceId"),
-                format!("references unknown partition or volume pair '{dev}'"),
-            ));
-        }
-        if let Some(pair_path) = paired.get(dev) {
-            return Err(invalid(
-                Subkind::InvalidHostConfiguration,
-                &format!("{base}.deviceId"),
-                format!(
-                    "partition '{dev}' is a member of the volume pair at '{pair_path}'; use the pair id"
-                ),
-            ));
-        }
-        if let Some(first) = devices.insert(dev, i) {
-            return Err(invalid(
-                Subkind::InvalidHostConfiguration,
-                &format!("{base}.deviceId"),
-                format!("device '{dev}' already holds storage.filesystems[{first}]"),
             ));
         }
         let path = fs.mount_point.path();
@@ -455,55 +352,6 @@ fn check_sizes(d: usize, disk: &Disk) -> Result<(), TridentError> {
                 })?;
             }
         }
-    }
-    Ok(())
-}
-
-/// The two volumes of a pair are different partitions of the same type
-/// and size, so either can hold the image.
-fn check_pair_members(
-    hc: &HostConfiguration,
-    base: &str,
-    pair: &VolumePair,
-) -> Result<(), TridentError> {
-    if pair.volume_a_id == pair.volume_b_id {
-        return Err(invalid(
-            Subkind::InvalidHostConfiguration,
-            &format!("{base}.volumeBId"),
-            format!(
-                "'{}' is also volume A; a pair needs two partitions",
-                pair.volume_b_id
-            ),
-        ));
-    }
-    let (Some((_, a)), Some((_, b))) = (
-        hc.find_partition(&pair.volume_a_id),
-        hc.find_partition(&pair.volume_b_id),
-    ) else {
-        return Ok(());
-    };
-    if a.size != b.size {
-        return Err(invalid(
-            Subkind::InvalidHostConfiguration,
-            &format!("{base}.volumeBId"),
-            format!(
-                "partitions '{}' ({}) and '{}' ({}) must have the same size",
-                a.id, a.size, b.id, b.size
-            ),
-        ));
-    }
-    if a.partition_type != b.partition_type {
-        return Err(invalid(
-            Subkind::InvalidHostConfiguration,
-            &format!("{base}.volumeBId"),
-            format!(
-                "partitions '{}' ({}) and '{}' ({}) must have the same type",
-                a.id,
-                a.partition_type.name(),
-                b.id,
-                b.partition_type.name()
-            ),
-        ));
     }
     Ok(())
 }
