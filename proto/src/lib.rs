@@ -49,6 +49,11 @@ pub const ADDITION_IDS: &str = "ids";
 /// 1001) before `Completed` when it fails.
 pub const ADDITION_ERROR_REPORT: &str = "error-report";
 
+/// Addition name (in [`ADDITIONS_HEADER`]): `ValidateHostConfiguration`
+/// answers with what a valid configuration says that the daemon will
+/// ignore (`ValidateHostConfigurationResponse.warnings`, field 1000).
+pub const ADDITION_WARNINGS: &str = "warnings";
+
 /// Addition name (in [`ADDITIONS_HEADER`]): every addition this daemon
 /// knows, now and in later releases. The `trident` CLI sends it.
 pub const ADDITION_ALL: &str = "all";

@@ -17,6 +17,9 @@ use crate::servicing::load_config;
 struct Validation {
     ok: bool,
     error: Option<ErrorView>,
+    /// What the daemon will ignore in a valid configuration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
@@ -32,6 +35,7 @@ pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
             Validation {
                 ok: r.ok,
                 error: r.error.as_ref().map(ErrorView::from),
+                warnings: r.warnings,
             }
         }
         Err(s) if s.code() == tonic::Code::InvalidArgument => {
@@ -45,6 +49,9 @@ pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
     };
     match ctx.format(None, OutputFormat::Human) {
         OutputFormat::Human => {
+            for warning in &result.warnings {
+                eprintln!("warning: {warning}");
+            }
             if result.ok {
                 output::emit(
                     &format!("{}: valid Host Configuration\n", args.config.display()),

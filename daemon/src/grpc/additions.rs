@@ -11,7 +11,8 @@
 use tonic::metadata::MetadataMap;
 use trident_proto::v1::{Started, TridentError, VersionResponse};
 use trident_proto::{
-    ADDITION_ALL, ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITIONS_HEADER,
+    ADDITION_ALL, ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITION_WARNINGS,
+    ADDITIONS_HEADER,
 };
 
 /// Our additions a client opted in to.
@@ -23,6 +24,8 @@ pub struct Additions {
     pub ids: bool,
     /// `ServicingResponse.error_report`: the operation's full error report.
     pub error_report: bool,
+    /// `ValidateHostConfigurationResponse.warnings`.
+    pub warnings: bool,
 }
 
 impl Additions {
@@ -31,6 +34,7 @@ impl Additions {
         progress: true,
         ids: true,
         error_report: true,
+        warnings: true,
     };
 
     /// Reads every `trident-additions` value (comma lists, case-insensitive);
@@ -61,6 +65,11 @@ impl Additions {
         } else if is(ADDITION_ERROR_REPORT) {
             Additions {
                 error_report: true,
+                ..self
+            }
+        } else if is(ADDITION_WARNINGS) {
+            Additions {
+                warnings: true,
                 ..self
             }
         } else {
@@ -133,7 +142,8 @@ mod tests {
             Additions {
                 progress: true,
                 ids: true,
-                error_report: false
+                error_report: false,
+                warnings: false,
             }
         );
         assert_eq!(of(&["error-report,all"]), Additions::ALL);

@@ -15,12 +15,15 @@ mod os;
 mod parse;
 pub mod schema;
 mod scripts;
+#[cfg(test)]
+mod secret_errors_tests;
 mod size;
 mod spans;
 mod storage;
 mod storage_advanced;
 pub mod unsupported;
 mod validate;
+mod warnings;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -43,6 +46,7 @@ pub use storage_advanced::{
     VerityCorruptionOption, VerityDevice,
 };
 pub use validate::{check_sha384, validate};
+pub use warnings::warnings;
 
 /// Default datastore location (upstream).
 pub const DEFAULT_DATASTORE_PATH: &str = "/var/lib/trident/datastore.sqlite";
