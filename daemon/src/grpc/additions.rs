@@ -11,8 +11,8 @@
 use tonic::metadata::MetadataMap;
 use trident_proto::v1::{Started, TridentError, VersionResponse};
 use trident_proto::{
-    ADDITION_ALL, ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITION_WARNINGS,
-    ADDITIONS_HEADER,
+    ADDITION_ALL, ADDITION_DROPS, ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS,
+    ADDITION_WARNINGS, ADDITIONS_HEADER,
 };
 
 /// Our additions a client opted in to.
@@ -26,6 +26,8 @@ pub struct Additions {
     pub error_report: bool,
     /// `ValidateHostConfigurationResponse.warnings`.
     pub warnings: bool,
+    /// `ServicingResponse.drops` on servicing streams.
+    pub drops: bool,
 }
 
 impl Additions {
@@ -35,6 +37,7 @@ impl Additions {
         ids: true,
         error_report: true,
         warnings: true,
+        drops: true,
     };
 
     /// Reads every `trident-additions` value (comma lists, case-insensitive);
@@ -65,6 +68,11 @@ impl Additions {
         } else if is(ADDITION_ERROR_REPORT) {
             Additions {
                 error_report: true,
+                ..self
+            }
+        } else if is(ADDITION_DROPS) {
+            Additions {
+                drops: true,
                 ..self
             }
         } else if is(ADDITION_WARNINGS) {
@@ -144,6 +152,7 @@ mod tests {
                 ids: true,
                 error_report: false,
                 warnings: false,
+                drops: false,
             }
         );
         assert_eq!(of(&["error-report,all"]), Additions::ALL);
