@@ -146,10 +146,25 @@ impl Engine {
             }
             *slot = Some(ds);
         }
-        match slot.as_mut() {
-            Some(ds) => f(ds),
-            None => Err(TridentError::of(Subkind::OpenDatastore)),
+        let Some(ds) = slot.as_mut() else {
+            return Err(TridentError::of(Subkind::OpenDatastore));
+        };
+        // A datastore damaged while we serve fails as at start (and is
+        // reopened, hence checked again, on the next use).
+        let checked = ds.check_files().and_then(|()| {
+            let result = f(ds);
+            match &result {
+                Err(_) => ds.verify().and(result),
+                Ok(_) => result,
+            }
+        });
+        if checked
+            .as_ref()
+            .is_err_and(|e| e.subkind() == Subkind::OpenDatastore)
+        {
+            *slot = None;
         }
+        checked
     }
 
     /// The current Host Status.
