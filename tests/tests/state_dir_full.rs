@@ -11,19 +11,8 @@ mod servicing_support;
 
 use std::path::Path;
 
-use crash_support::{Tmpfs, daemon_on, trident};
+use crash_support::{Tmpfs, daemon_on, fill, trident};
 use servicing_support::{Clients, Fixture};
-
-fn fill(dir: &Path) -> std::path::PathBuf {
-    use std::io::Write;
-    let path = dir.join("filler");
-    let mut file = std::fs::File::create(&path).unwrap();
-    let block = vec![0xa5u8; 64 * 1024];
-    while file.write_all(&block).is_ok() {}
-    while file.write_all(&[0]).is_ok() {}
-    let _ = file.sync_all();
-    path
-}
 
 fn text(socket: &Path, args: &[&str]) -> String {
     let out = trident(socket, args);
