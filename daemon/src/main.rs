@@ -32,6 +32,12 @@ fn main() -> ExitCode {
         Ok(listening) => listening,
         Err(error) => return fail(&error.into()),
     };
+    // Everything created from here on (the state directory, datastore, WAL,
+    // journal segments, boot records) is the owner's alone whatever umask
+    // we were started with, as the packaged unit's UMask=0077 arranges.
+    // After the socket set-up: its parent directory must stay reachable by
+    // the socket's group. Still before any thread starts.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let observability = match observability::init(&config) {
         Ok(observability) => observability,
         Err(error) => return fail(&error.into()),

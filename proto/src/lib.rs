@@ -54,6 +54,15 @@ pub const ADDITION_ERROR_REPORT: &str = "error-report";
 /// (`Completed.reboot_action`, field 1000): performed, only recorded, or
 /// nothing (`tridentd --reboot systemd|record|none`).
 pub const ADDITION_REBOOT_ACTION: &str = "reboot-action";
+/// Addition name (in [`ADDITIONS_HEADER`]): `ValidateHostConfiguration`
+/// answers with what a valid configuration says that the daemon will
+/// ignore (`ValidateHostConfigurationResponse.warnings`, field 1000).
+pub const ADDITION_WARNINGS: &str = "warnings";
+
+/// Addition name (in [`ADDITIONS_HEADER`]): servicing streams say what
+/// they did not carry when the daemon's buffer for the stream overflowed
+/// (`ServicingResponse.drops`, field 1003).
+pub const ADDITION_DROPS: &str = "drops";
 
 /// Addition name (in [`ADDITIONS_HEADER`]): every addition this daemon
 /// knows, now and in later releases. The `trident` CLI sends it.

@@ -22,6 +22,7 @@ use crate::error::RcpError;
 use crate::identity::identity_of;
 use crate::tls::{Protocol, TlsFiles, client_config, describe_tls_error, load_certs};
 use crate::tunnel::{Keepalive, serve_host};
+use crate::validity::check_validity;
 
 /// Everything the agent needs (see `config` for flags and YAML).
 #[derive(Debug, Clone)]
@@ -67,6 +68,8 @@ pub struct Agent {
     connector: TlsConnector,
     server_name: ServerName<'static>,
     identity: String,
+    /// Our leaf certificate, to tell an expired one from one not valid yet.
+    leaf: Vec<u8>,
     state: watch::Sender<AgentState>,
     /// The `Refused`/`Disconnected` that ended the last attempt, until the
     /// next connection: the backoff and dial after it are still "because of" it.
@@ -95,12 +98,14 @@ impl Agent {
             .map(|cert| identity_of(cert))
             .transpose()?
             .unwrap_or_default();
+        let leaf = chain.first().map(|cert| cert.to_vec()).unwrap_or_default();
         let (state, _) = watch::channel(AgentState::Dialling);
         Ok(Agent {
             config,
             connector,
             server_name,
             identity,
+            leaf,
             state,
             last_end: std::sync::Mutex::new(None),
         })
@@ -164,6 +169,7 @@ impl Agent {
                     self.set_state(AgentState::Disconnected { reason });
                 }
                 Err(reason) => {
+                    let reason = self.explain_refusal(reason);
                     tracing::warn!(orchestrator = %self.config.connect, %reason, "refused");
                     self.set_state(AgentState::Refused { reason });
                 }
@@ -172,6 +178,18 @@ impl Agent {
             tracing::info!(delay = %humantime::format_duration(round_ms(delay)), "backoff");
             self.set_state(AgentState::Backoff { delay });
             tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// The orchestrator's `certificate_expired` alert covers a certificate
+    /// not valid yet too: say which, from our own certificate and clock.
+    fn explain_refusal(&self, reason: String) -> String {
+        if !reason.contains("CertificateExpired") {
+            return reason;
+        }
+        match check_validity(&self.leaf, std::time::SystemTime::now()) {
+            Err(own) => format!("refused by the orchestrator: {own}"),
+            Ok(()) => reason,
         }
     }
 

@@ -27,6 +27,17 @@ pub enum RcpError {
     /// A certificate carries no DNS name nor common name usable as host id.
     #[error("certificate has no usable identity: {0}")]
     Identity(String),
+    /// This host's certificate starts being valid later than this host's
+    /// clock says it is now (a clock behind, or a certificate issued early).
+    #[error(
+        "this host's certificate is not valid yet: valid from {not_before}, this host's clock says {now}"
+    )]
+    CertificateNotYetValid { not_before: String, now: String },
+    /// This host's certificate is past its end of validity.
+    #[error(
+        "this host's certificate expired: valid until {not_after}, this host's clock says {now}"
+    )]
+    CertificateExpired { not_after: String, now: String },
     /// A configuration value is missing or invalid.
     #[error("configuration: {0}")]
     Config(String),

@@ -22,6 +22,7 @@ pub mod raw;
 pub mod state_file;
 pub mod tls;
 pub mod tunnel;
+pub mod validity;
 
 pub use error::RcpError;
 pub use listener::{Event, Host, Listener, ListenerConfig};

@@ -22,6 +22,8 @@ pub struct LeafSpec {
     pub common_name: Option<String>,
     /// Valid from 2020 to 2021 only.
     pub expired: bool,
+    /// Valid from 2090 on only (a host whose clock is behind).
+    pub not_yet_valid: bool,
 }
 
 impl LeafSpec {
@@ -76,6 +78,10 @@ impl TestCa {
         if spec.expired {
             params.not_before = rcgen::date_time_ymd(2020, 1, 1);
             params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        }
+        if spec.not_yet_valid {
+            params.not_before = rcgen::date_time_ymd(2090, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2091, 1, 1);
         }
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.issuer)?;

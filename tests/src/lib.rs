@@ -109,6 +109,8 @@ pub struct DaemonBuilder {
     socket: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     wait_for_answer: bool,
+    /// Whether `spawn` creates the state dir (else the daemon must).
+    create_state_dir: bool,
 }
 
 impl DaemonBuilder {
@@ -140,6 +142,13 @@ impl DaemonBuilder {
     /// daemon on the journal and datastore of a previous one).
     pub fn state_dir(mut self, path: impl Into<PathBuf>) -> Self {
         self.state_dir = Some(path.into());
+        self
+    }
+
+    /// Leaves the state dir for the daemon to create (e.g. to check the
+    /// mode it creates it with).
+    pub fn state_dir_created_by_daemon(mut self) -> Self {
+        self.create_state_dir = false;
         self
     }
 
@@ -180,7 +189,9 @@ impl DaemonBuilder {
             .state_dir
             .clone()
             .unwrap_or_else(|| dir.path().join("state"));
-        std::fs::create_dir_all(&state_dir)?;
+        if self.create_state_dir {
+            std::fs::create_dir_all(&state_dir)?;
+        }
 
         let mut command = match self.wrapper.split_first() {
             Some((first, rest)) => {
@@ -264,6 +275,7 @@ impl Daemon {
             socket: None,
             state_dir: None,
             wait_for_answer: true,
+            create_state_dir: true,
         }
     }
 

@@ -1,7 +1,8 @@
 //! Every way a tunnel must NOT come up, each refused with the reason logged
 //! by the side that refused, and no host socket appearing: a host
 //! certificate from another CA, no host certificate, an expired host
-//! certificate (refused by the listener), and a listener whose certificate
+//! certificate and one not valid yet (refused by the listener; the agent
+//! tells which from its own certificate), and a listener whose certificate
 //! is not valid for the name the agent expects (refused by the agent).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -59,7 +60,7 @@ async fn connect_without_certificate(pki: &Pki, addr: std::net::SocketAddr) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wrong_ca_missing_or_expired_certificate_and_wrong_server_name_are_refused() {
+async fn wrong_ca_missing_expired_or_not_yet_valid_certificate_and_wrong_server_name_are_refused() {
     let pki = Pki::new();
     let listener = ListenerProc::start(&pki, &[]);
     // Nothing behind the agents: they must never get that far.
@@ -111,7 +112,36 @@ async fn wrong_ca_missing_or_expired_certificate_and_wrong_server_name_are_refus
     });
     drop(agent);
 
-    // 4. The listener's certificate is not valid for the expected name: the
+    // 4. A certificate from the right CA that is not valid yet: TLS has
+    //    one alert for both (`certificate_expired`), so the agent must
+    //    tell which from its own certificate, not repeat the alert.
+    let early = pki.host(
+        "early",
+        &LeafSpec {
+            not_yet_valid: true,
+            ..LeafSpec::dns("early-host")
+        },
+    );
+    let agent = AgentProc::start(listener.addr, ORCHESTRATOR, &early, &socket);
+    listener.event("refused", |e| {
+        e["reason"].as_str().unwrap().contains("not valid yet")
+    });
+    let line = agent
+        .stderr
+        .wait_for("agent log of its not-yet-valid certificate", |l| {
+            l.contains("refused") && l.contains("not valid yet")
+        });
+    assert!(
+        !line.contains("CertificateExpired") && !line.contains("expired"),
+        "a certificate that is not valid yet is not an expired one: {line}"
+    );
+    assert!(
+        line.contains("2090-01-01"),
+        "names the start of validity: {line}"
+    );
+    drop(agent);
+
+    // 5. The listener's certificate is not valid for the expected name: the
     //    agent refuses, and says why.
     let good = pki.host("good", &LeafSpec::dns("good-host"));
     let agent = AgentProc::start(listener.addr, "other-orchestrator.test", &good, &socket);

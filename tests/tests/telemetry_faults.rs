@@ -14,7 +14,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-use crash_support::Tmpfs;
+use crash_support::{Tmpfs, fill};
 use futures::StreamExt;
 use servicing_support::{Clients, Fixture};
 use trident_e2e::Daemon;
@@ -22,19 +22,6 @@ use trident_proto::v1::{
     GetBusStatusRequest, ListOperationsRequest, WatchOptions, WatchRequest, stream_event,
     telemetry_service_client::TelemetryServiceClient,
 };
-
-/// Fills the file system of `dir` with one file; returns its path.
-fn fill(dir: &Path) -> std::path::PathBuf {
-    use std::io::Write;
-    let path = dir.join("filler");
-    let mut file = std::fs::File::create(&path).unwrap();
-    let block = vec![0xa5u8; 64 * 1024];
-    while file.write_all(&block).is_ok() {}
-    // The last partial block, byte by byte.
-    while file.write_all(&[0]).is_ok() {}
-    let _ = file.sync_all();
-    path
-}
 
 async fn daemon(state: &Path, extra: &[&str]) -> Daemon {
     Daemon::builder()

@@ -22,6 +22,9 @@ struct Validation {
     error: Option<ErrorView>,
     /// Upstream Trident's rules the document breaks (accepted here).
     upstream_warnings: Vec<String>,
+    /// What the daemon will ignore in a valid configuration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
@@ -41,6 +44,7 @@ pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
                 ok: r.ok,
                 error: r.error.as_ref().map(ErrorView::from),
                 upstream_warnings,
+                warnings: r.warnings,
             }
         }
         Err(s) if s.code() == tonic::Code::InvalidArgument => {
@@ -54,7 +58,7 @@ pub async fn run(ctx: &Ctx, args: &ValidateArgs) -> CliResult<Exit> {
     };
     match ctx.format(None, OutputFormat::Human) {
         OutputFormat::Human => {
-            for warning in &result.upstream_warnings {
+            for warning in result.warnings.iter().chain(&result.upstream_warnings) {
                 eprintln!("trident: warning: {warning}");
             }
             if result.ok {

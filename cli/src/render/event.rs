@@ -68,6 +68,11 @@ pub enum Event {
     Drops {
         total: u64,
     },
+    /// The servicing stream did not carry `logs` log records so far
+    /// (cumulative; the daemon's buffer for the stream overflowed).
+    StreamDrops {
+        logs: u64,
+    },
     /// The client lost the stream and is reconnecting.
     Reconnecting {
         attempt: u32,
@@ -144,6 +149,7 @@ impl Event {
                 cursor: None,
                 report: Box::new(report.clone()),
             },
+            servicing_response::Response::Drops(drops) => Event::StreamDrops { logs: drops.logs },
         })
     }
 

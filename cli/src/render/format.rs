@@ -122,6 +122,19 @@ pub fn short_id(id: &str) -> String {
     }
 }
 
+/// `n` with thousands separators (`6,054`), as the counts of drop notices.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +144,13 @@ mod tests {
         assert_eq!(duration(Duration::from_millis(4200)), "4.2s");
         assert_eq!(duration(Duration::from_secs(65)), "1m05s");
         assert_eq!(duration(Duration::from_secs(7380)), "2h03m");
+    }
+
+    #[test]
+    fn counts_get_thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(6054), "6,054");
+        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }

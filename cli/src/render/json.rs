@@ -97,6 +97,7 @@ pub fn value(event: &Event) -> Value {
             "current_run_id": change.current_run_id,
         }),
         Event::Drops { total } => json!({ "type": "drops", "total": total }),
+        Event::StreamDrops { logs } => json!({ "type": "stream-drops", "logs": logs }),
         Event::Reconnecting { attempt, reason } => json!({
             "type": "reconnecting", "attempt": attempt, "reason": reason,
         }),

@@ -64,6 +64,11 @@ pub enum Notice {
     Dropped {
         total: u64,
     },
+    /// Log records of the operation the servicing stream did not carry.
+    LogsNotShown {
+        count: u64,
+        operation_id: String,
+    },
     Reconnecting {
         attempt: u32,
         reason: String,
@@ -94,6 +99,8 @@ pub struct Model {
     pub last_seen: Option<SystemTime>,
     /// Log lines at a level more verbose than this are counted but not kept.
     pub max_level: Option<LogLevel>,
+    /// Log records the servicing stream said it did not carry (cumulative).
+    pub logs_not_shown: u64,
 }
 
 impl Model {
@@ -169,6 +176,7 @@ impl Model {
                 current: change.current_run_id.clone(),
             }),
             Event::Drops { total } => self.apply_drops(*total),
+            Event::StreamDrops { logs } => self.apply_stream_drops(*logs),
             Event::Reconnecting { attempt, reason } => self.notices.push(Notice::Reconnecting {
                 attempt: *attempt,
                 reason: reason.clone(),
@@ -222,6 +230,25 @@ impl Model {
             None => &mut self.loose_logs,
         };
         push_bounded(target, line.clone());
+    }
+
+    /// A notice per overflow of the servicing stream: how many log records
+    /// it did not carry since the previous notice.
+    fn apply_stream_drops(&mut self, logs: u64) {
+        if logs <= self.logs_not_shown {
+            return;
+        }
+        let count = logs - self.logs_not_shown;
+        self.logs_not_shown = logs;
+        let operation_id = self
+            .operation
+            .as_ref()
+            .map(|op| op.id.clone())
+            .unwrap_or_default();
+        self.notices.push(Notice::LogsNotShown {
+            count,
+            operation_id,
+        });
     }
 
     /// A drop notice, once per new total.

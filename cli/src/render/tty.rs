@@ -302,6 +302,21 @@ pub fn notice_text(notice: &Notice) -> String {
         Notice::Dropped { total } => {
             format!("the daemon dropped {total} records under load (see `trident logs`)")
         }
+        Notice::LogsNotShown {
+            count,
+            operation_id,
+        } => {
+            let id = if operation_id.is_empty() {
+                "ID"
+            } else {
+                operation_id
+            };
+            format!(
+                "… {} log records not shown (the daemon's buffer overflowed; \
+                 `trident logs --operation {id}` has what the journal kept)",
+                format::thousands(*count)
+            )
+        }
         Notice::Reconnecting { attempt, reason } => {
             format!("connection lost ({reason}); reconnecting (attempt {attempt})")
         }

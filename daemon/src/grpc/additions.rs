@@ -11,8 +11,8 @@
 use tonic::metadata::MetadataMap;
 use trident_proto::v1::{Started, TridentError, VersionResponse};
 use trident_proto::{
-    ADDITION_ALL, ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS, ADDITION_REBOOT_ACTION,
-    ADDITIONS_HEADER,
+    ADDITION_ALL, ADDITION_DROPS, ADDITION_ERROR_REPORT, ADDITION_IDS, ADDITION_PROGRESS,
+    ADDITION_REBOOT_ACTION, ADDITION_WARNINGS, ADDITIONS_HEADER,
 };
 
 /// Our additions a client opted in to.
@@ -26,6 +26,10 @@ pub struct Additions {
     pub error_report: bool,
     /// `Completed.reboot_action`: what the daemon does about a started reboot.
     pub reboot_action: bool,
+    /// `ValidateHostConfigurationResponse.warnings`.
+    pub warnings: bool,
+    /// `ServicingResponse.drops` on servicing streams.
+    pub drops: bool,
 }
 
 impl Additions {
@@ -35,6 +39,8 @@ impl Additions {
         ids: true,
         error_report: true,
         reboot_action: true,
+        warnings: true,
+        drops: true,
     };
 
     /// Reads every `trident-additions` value (comma lists, case-insensitive);
@@ -70,6 +76,16 @@ impl Additions {
         } else if is(ADDITION_REBOOT_ACTION) {
             Additions {
                 reboot_action: true,
+                ..self
+            }
+        } else if is(ADDITION_DROPS) {
+            Additions {
+                drops: true,
+                ..self
+            }
+        } else if is(ADDITION_WARNINGS) {
+            Additions {
+                warnings: true,
                 ..self
             }
         } else {
@@ -144,6 +160,8 @@ mod tests {
                 ids: true,
                 error_report: false,
                 reboot_action: false,
+                warnings: false,
+                drops: false,
             }
         );
         assert_eq!(of(&["error-report,all"]), Additions::ALL);

@@ -2,8 +2,9 @@
 //! Started, then the operation's Log records, then exactly one Completed
 //! made from the operation's completed record: exactly what upstream
 //! Trident sends. Clients that opted in (see `super::additions`) also get
-//! Progress records, the full error report, and our 1000+ fields of
-//! Started and the error.
+//! Progress records, the full error report, our 1000+ fields of Started
+//! and the error, and what the stream did not carry when the bus lapped it
+//! (`drops`: the subscription's drop counters after each gap).
 //!
 //! One path and one completion signal: the stream is the bus subscription
 //! mapped record by record (each decoded once and moved into its response),
@@ -19,8 +20,8 @@ use futures::{Stream, StreamExt};
 use tonic::Status;
 use trident_proto::v1::{
     Completed, Log, LogRecord, OperationEvent, OperationRecord, RebootStatus, RecordKind,
-    ServicingResponse, Started, StatusCode, StreamEvent, WatchOptions, record, servicing_response,
-    stream_event,
+    ServicingResponse, Started, StatusCode, StreamDrops, StreamEvent, WatchOptions, record,
+    servicing_response, stream_event,
 };
 use trident_telemetry::{Bus, Subscription};
 
@@ -76,15 +77,27 @@ pub fn servicing_stream(bus: &Bus, started: Started, additions: Additions) -> Se
 }
 
 /// The response for one bus event, and whether it is the last (Completed).
-/// Gaps and drop counters are not part of a servicing stream.
+/// Gaps are not part of a servicing stream; the drop counters that follow
+/// each gap are, for clients that opted in to `drops`.
 /// Only the kinds the client's additions asked for reach here (see [`kinds`]).
 fn translate(
     event: StreamEvent,
     operation_id: &str,
     additions: Additions,
 ) -> Option<(ServicingResponse, bool)> {
-    let Some(stream_event::Event::Record(rec)) = event.event else {
-        return None;
+    let rec = match event.event? {
+        stream_event::Event::Record(rec) => rec,
+        stream_event::Event::Drops(drops) if additions.drops => {
+            let response = ServicingResponse {
+                timestamp: Some(trident_host::time_util::now_proto()),
+                response: Some(servicing_response::Response::Drops(StreamDrops {
+                    logs: drops.logs,
+                    other: drops.errors + drops.operations,
+                })),
+            };
+            return Some((response, false));
+        }
+        _ => return None,
     };
     // Keep the record's own time (when it happened, not when it was sent).
     let timestamp = rec

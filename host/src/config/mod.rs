@@ -15,6 +15,8 @@ mod os;
 mod parse;
 pub mod schema;
 mod scripts;
+#[cfg(test)]
+mod secret_errors_tests;
 mod size;
 mod spans;
 mod storage;
@@ -22,6 +24,7 @@ mod storage_advanced;
 pub mod storage_graph;
 pub mod unsupported;
 mod validate;
+mod warnings;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -44,6 +47,7 @@ pub use storage_advanced::{
     VerityCorruptionOption, VerityDevice,
 };
 pub use validate::{check_sha384, validate};
+pub use warnings::warnings;
 
 /// Default datastore location (upstream).
 pub const DEFAULT_DATASTORE_PATH: &str = "/var/lib/trident/datastore.sqlite";

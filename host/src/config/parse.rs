@@ -66,14 +66,21 @@ pub(super) fn parse_syntax(yaml: &str) -> Result<HostConfiguration, TridentError
         ));
     }
     let mut path = String::new();
+    let mut secret = false;
     let result = serde_saphyr::with_deserializer_from_str(yaml, |de| {
         serde_path_to_error::deserialize(de).map_err(|e| {
             path = e.path().to_string();
+            secret = holds_secret(e.path());
             e.into_inner()
         })
     });
     result.map_err(|e| {
         let detail = e.without_snippet().to_string();
+        let detail = if secret {
+            without_value(&detail)
+        } else {
+            crate::redact::pem::redact_private_keys(&detail).into_owned()
+        };
         let subkind = if detail.starts_with("unknown field") {
             Subkind::UnknownKey
         } else {
@@ -86,6 +93,64 @@ pub(super) fn parse_syntax(yaml: &str) -> Result<HostConfiguration, TridentError
         };
         TridentError::new(subkind, format!("Host Configuration key '{key}': {detail}"))
     })
+}
+
+/// Whether the value at `path` is (or holds) a secret, as the redaction
+/// sees it: under a key named like a secret (`password`, `*TOKEN*`, ...)
+/// or under `environmentVariables` (whose values are secret by their
+/// names, which a malformed block may not show).
+fn holds_secret(path: &serde_path_to_error::Path) -> bool {
+    path.iter().any(|segment| match segment {
+        serde_path_to_error::Segment::Map { key } => {
+            crate::redact::is_secret_name(key) || key == crate::redact::document::ENVIRONMENT_KEY
+        }
+        _ => false,
+    })
+}
+
+/// serde's message for a value at a secret key, without the value: its
+/// messages quote it (`invalid type: string "...", expected ...`,
+/// ``unknown variant `...` ``). What is kept: the kind of error, the shape
+/// of the value (`string`, `integer`, `sequence`, ...) and what was
+/// expected (from the schema, written after the value, hence the last
+/// `, expected `).
+fn without_value(detail: &str) -> String {
+    const NOT_SHOWN: &str = "(value not shown: the key holds a secret)";
+    const KINDS: [&str; 4] = [
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "unknown variant",
+    ];
+    const SHAPES: [&str; 12] = [
+        "string",
+        "integer",
+        "floating",
+        "boolean",
+        "character",
+        "byte",
+        "unit",
+        "Option",
+        "newtype",
+        "sequence",
+        "map",
+        "enum",
+    ];
+    let Some(kind) = KINDS.iter().find(|kind| detail.starts_with(*kind)) else {
+        return format!("malformed value {NOT_SHOWN}");
+    };
+    let Some((head, expected)) = detail.rsplit_once(", expected ") else {
+        return format!("{kind} {NOT_SHOWN}");
+    };
+    let shape = head
+        .strip_prefix(kind)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .and_then(|rest| rest.split([' ', '`', '"']).next())
+        .filter(|word| SHAPES.contains(word));
+    match shape {
+        Some(shape) => format!("{kind}: {shape} {NOT_SHOWN}, expected {expected}"),
+        None => format!("{kind} {NOT_SHOWN}, expected {expected}"),
+    }
 }
 
 /// The configuration as YAML (what GetProvisionedConfig returns).

@@ -9,6 +9,7 @@
 mod export;
 mod operations;
 mod schema;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -207,7 +208,9 @@ impl Datastore {
         if let (Some(id), Some(end)) = (operation_id, end) {
             operations::finish(&tx, id, end, &now)?;
         }
-        tx.commit().structured(Subkind::DatastoreQuery)
+        tx.commit().structured(Subkind::DatastoreQuery)?;
+        // Acknowledged only once it reads back from the file.
+        self.verify()
     }
 
     /// Writes a consistent copy of the whole datastore (Host Status and

@@ -120,7 +120,7 @@ impl Datastore {
                 params![id, kind, rpc, time_util::now_rfc3339(), trace_id],
             )
             .structured(Subkind::DatastoreQuery)?;
-        Ok(())
+        self.verify()
     }
 
     /// Operation history, newest first.

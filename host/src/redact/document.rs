@@ -25,7 +25,7 @@ use crate::error::{ResultExt, Subkind, TridentError};
 use crate::status::HostStatus;
 
 /// The key holding environment variables in scripts and health checks.
-const ENVIRONMENT_KEY: &str = "environmentVariables";
+pub const ENVIRONMENT_KEY: &str = "environmentVariables";
 
 impl HostStatus {
     /// The secrets of `spec` and `specOld`.

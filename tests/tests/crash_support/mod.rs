@@ -201,6 +201,20 @@ pub fn scenario_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, state)
 }
 
+/// Fills the file system of `dir` (a file `dir/filler` written until the
+/// writes fail); removing the file frees the space again.
+pub fn fill(dir: &Path) -> std::path::PathBuf {
+    use std::io::Write;
+    let path = dir.join("filler");
+    let mut file = std::fs::File::create(&path).unwrap();
+    let block = vec![0xa5u8; 64 * 1024];
+    while file.write_all(&block).is_ok() {}
+    // The last partial block, byte by byte.
+    while file.write_all(&[0]).is_ok() {}
+    let _ = file.sync_all();
+    path
+}
+
 /// A tmpfs of `size` mounted on `dir` (root: every e2e test runs as root),
 /// unmounted on drop.
 pub struct Tmpfs(pub std::path::PathBuf);

@@ -171,6 +171,9 @@ pub async fn collect(
             Some(servicing_response::Response::OverallProgress(_)) => {
                 out.order.push("overall-progress");
             }
+            Some(servicing_response::Response::Drops(_)) => {
+                out.order.push("drops");
+            }
             None => {}
         }
     }

@@ -99,16 +99,22 @@ impl ValidationService for ServicingApi {
         request: Request<v1preview::ValidateHostConfigurationRequest>,
     ) -> Result<Response<v1preview::ValidateHostConfigurationResponse>, Status> {
         let additions = Additions::from_metadata(request.metadata());
-        let result =
-            request_config(request.into_inner().config).and_then(|yaml| config::parse(&yaml));
+        let result = request_config(request.into_inner().config)
+            .and_then(|yaml| Ok((config::parse(&yaml)?, yaml)));
         Ok(Response::new(match result {
-            Ok(_) => v1preview::ValidateHostConfigurationResponse {
+            Ok((hc, yaml)) => v1preview::ValidateHostConfigurationResponse {
                 ok: true,
                 error: None,
+                warnings: if additions.warnings {
+                    config::warnings(&hc, &yaml)
+                } else {
+                    Vec::new()
+                },
             },
             Err(e) => v1preview::ValidateHostConfigurationResponse {
                 ok: false,
                 error: Some(additions.error(e.record().to_proto())),
+                warnings: Vec::new(),
             },
         }))
     }

@@ -11,6 +11,7 @@ pub mod query;
 pub mod rollback;
 pub mod runner;
 pub mod step;
+pub mod unrecorded;
 pub mod update;
 pub mod write;
 
@@ -55,6 +56,8 @@ pub struct Engine {
     pub legacy_bridge: LegacyBridge,
     /// The telemetry bus operations and error reports go to.
     bus: Bus,
+    /// A failure the datastore could not record, served as `lastError`.
+    pub unrecorded_error: unrecorded::UnrecordedError,
 }
 
 impl Engine {
@@ -77,6 +80,7 @@ impl Engine {
             keep_alive,
             legacy_bridge: LegacyBridge::new(bus.clone()),
             bus,
+            unrecorded_error: unrecorded::UnrecordedError::default(),
         };
         // Errors are reported again on every request that needs the datastore.
         if let Err(error) = engine.with_datastore(|_| Ok(())) {
@@ -142,15 +146,32 @@ impl Engine {
             }
             *slot = Some(ds);
         }
-        match slot.as_mut() {
-            Some(ds) => f(ds),
-            None => Err(TridentError::of(Subkind::OpenDatastore)),
+        let Some(ds) = slot.as_mut() else {
+            return Err(TridentError::of(Subkind::OpenDatastore));
+        };
+        // A datastore damaged while we serve fails as at start (and is
+        // reopened, hence checked again, on the next use).
+        let checked = ds.check_files().and_then(|()| {
+            let result = f(ds);
+            match &result {
+                Err(_) => ds.verify().and(result),
+                Ok(_) => result,
+            }
+        });
+        if checked
+            .as_ref()
+            .is_err_and(|e| e.subkind() == Subkind::OpenDatastore)
+        {
+            *slot = None;
         }
+        checked
     }
 
     /// The current Host Status.
     pub fn host_status(&self) -> Result<HostStatus, TridentError> {
-        self.with_datastore(|ds| ds.host_status())
+        let mut status = self.with_datastore(|ds| ds.host_status())?;
+        self.unrecorded_error.overlay(&mut status);
+        Ok(status)
     }
 
     /// Moves servicing to the datastore at `path` (trident.datastorePath of

@@ -314,6 +314,7 @@ async fn failed(
     };
     if let Err(e) = committed {
         tracing::error!(error = %e.report(), "could not record the failure in the datastore");
+        ctx.engine.unrecorded_error.set(&record, &e);
     }
     let (reboot_status, reboot_action, reboot_now) = reboot(ctx, reboot_request);
     let completion = Completion {
@@ -334,7 +335,9 @@ async fn commit(
 ) -> Result<(), HostError> {
     let _write = ctx.engine.connection_lock.write().await;
     ctx.engine
-        .with_datastore(|ds| ds.commit(status, Some(&ctx.operation_id), Some(end)))
+        .with_datastore(|ds| ds.commit(status, Some(&ctx.operation_id), Some(end)))?;
+    ctx.engine.unrecorded_error.clear();
+    Ok(())
 }
 
 /// What `Completed.reboot_status` says, what the daemon does about a

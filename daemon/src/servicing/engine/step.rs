@@ -69,6 +69,9 @@ pub fn validate_phase(
         Some(1),
     );
     let hc = trident_host::config::parse(yaml)?;
+    for warning in trident_host::config::warnings(&hc, yaml) {
+        tracing::warn!("{warning}");
+    }
     trident_host::redact::known::remember(&trident_host::redact::Secrets::of_config(&hc));
     phase.set(1);
     phase.done();
