@@ -80,6 +80,15 @@ table! {
     "trident.v1.GetLastErrorRequest" => v1::GetLastErrorRequest => |_| {},
     "trident.v1.GetBusStatusRequest" => v1::GetBusStatusRequest => |_| {},
     "trident.v1.ListOperationsRequest" => v1::ListOperationsRequest => |_| {},
+    "trident.v1.ListBootsRequest" => v1::ListBootsRequest => |_| {},
+    "trident.v1.RollbackRequest" => v1::RollbackRequest => |m| {
+        let _ = v1::ManualRollbackKind::try_from(m.kind);
+        reboot(m.finalize.and_then(|f| f.reboot));
+    },
+    "trident.v1.RollbackStageRequest" => v1::RollbackStageRequest => |m| {
+        let _ = v1::ManualRollbackKind::try_from(m.kind);
+    },
+    "trident.v1.RollbackFinalizeRequest" => v1::RollbackFinalizeRequest => |m| reboot(m.reboot),
     "trident.v1preview.CheckRootRequest" => v1preview::CheckRootRequest => |_| {},
     "trident.v1preview.InstallRequest" => v1preview::InstallRequest => |m| {
         config(m.stage.and_then(|s| s.config));
