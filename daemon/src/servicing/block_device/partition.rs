@@ -17,7 +17,7 @@ use trident_host::status::{HostStatus, PartitionLayout};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use uuid::Uuid;
 
-use super::{BlockDeviceError, BlockDeviceLayer, ResolvedDevice};
+use super::layer::{BlockDeviceError, BlockDeviceLayer, ResolvedDevice};
 
 /// Sector size of the GPTs we create.
 pub const LBA_SIZE: u64 = 512;

@@ -10,7 +10,8 @@ use trident_host::config::storage_graph::{DeviceKind, NodeData, StorageGraph};
 use trident_host::status::{AbVolume, HostStatus, PartitionLayout};
 use trident_host::{Subkind, TridentError};
 
-use super::{BlockDeviceError, ResolvedDevice, layer_of};
+use super::layer::{BlockDeviceError, ResolvedDevice};
+use super::stack::layer_of;
 
 /// Which filesystems a servicing writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
