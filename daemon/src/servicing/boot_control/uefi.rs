@@ -224,9 +224,11 @@ impl BootControl for UefiBootControl {
             devices.device_of(&fs.device_id, volume).ok()
         };
         for volume in [AbVolume::VolumeA, AbVolume::VolumeB] {
-            let Some(ResolvedDevice::Partition { layout: place, .. }) = on_root(volume) else {
+            let Some(device) = on_root(volume) else {
                 continue;
             };
+            // Partitions are matched by disk and entry number (sysfs).
+            let ResolvedDevice::Partition { layout: place, .. } = device;
             let disk = std::fs::canonicalize(&place.device)
                 .unwrap_or_else(|_| place.device.clone().into());
             if disk == running.disk && place.number == running.number {
