@@ -84,7 +84,7 @@ impl BlockDevices {
     }
 
     /// Whether `id` is an A/B volume pair.
-    pub fn is_ab_pair(&self, id: &str) -> bool {
+    fn is_ab_pair(&self, id: &str) -> bool {
         self.graph
             .device(id)
             .is_some_and(|n| n.device_kind() == Some(DeviceKind::AbVolume))
