@@ -19,7 +19,9 @@
 //!   `new_root::volume::VolumeRoot`, never a `NewRoot`), `os_config`,
 //!   `new_storage`, `new_root` (mounts and its tools), `scripts`, `reboot`,
 //!   `locks`, `boot_record`;
-//! * leaves: `settings`, `write_target`, `step_ids`.
+//! * leaves: `block_device` (the block-device stack: each layer creates,
+//!   opens, closes and records its devices, and resolves "the device of id
+//!   X on this host" for all of the above), `settings`, `step_ids`.
 //!
 //! # Writing a step (the runner API)
 //!
@@ -81,6 +83,7 @@
 //! See [`boot_record`] for how "which volume booted" works without
 //! rebooting anything.
 
+pub mod block_device;
 pub mod boot_control;
 pub mod boot_record;
 pub mod engine;
@@ -95,4 +98,3 @@ pub mod settings;
 pub mod step_ids;
 pub mod stream_disk;
 pub mod systemd_check;
-pub mod write_target;

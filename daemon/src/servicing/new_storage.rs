@@ -3,23 +3,24 @@
 //! `storage.swap` partitions formatted (`mkswap`), after the images are
 //! written and before the new root is mounted, so the new filesystems are
 //! mounted in it and its fstab names them. Each runs on a loop device over
-//! the partition's byte range (disk-image files and block devices alike).
+//! the device's byte range (disk-image files and block devices alike), as
+//! the block-device stack resolves it.
 
 use std::collections::BTreeMap;
 
 use trident_host::config::{FileSystemType, FilesystemSource, HostConfiguration};
-use trident_host::status::PartitionLayout;
+use trident_host::status::AbVolume;
 use trident_host::{ContextExt, Subkind, TridentError};
 
+use super::block_device::{BlockDevices, ResolvedDevice};
 use super::new_root::tools::{LoopDevice, run_tool};
-use super::write_target::WriteTarget;
 
 /// The targets whose content comes from the image (`targets` minus the
 /// filesystems created here).
 pub fn image_targets(
     hc: &HostConfiguration,
-    targets: &BTreeMap<String, WriteTarget>,
-) -> BTreeMap<String, WriteTarget> {
+    targets: &BTreeMap<String, ResolvedDevice>,
+) -> BTreeMap<String, ResolvedDevice> {
     targets
         .iter()
         .filter(|(mount_point, _)| new_filesystem_type(hc, mount_point).is_none())
@@ -52,8 +53,8 @@ fn mkfs_command(fs_type: FileSystemType) -> Option<(&'static str, &'static [&'st
 /// alone). Blocking.
 pub fn create(
     hc: &HostConfiguration,
-    layout: &BTreeMap<String, PartitionLayout>,
-    targets: &BTreeMap<String, WriteTarget>,
+    devices: &BlockDevices,
+    targets: &BTreeMap<String, ResolvedDevice>,
     format_swap: bool,
 ) -> Result<(), TridentError> {
     for (mount_point, target) in targets {
@@ -66,36 +67,32 @@ pub fn create(
                 format!("'{mount_point}': cannot create a {fs_type:?} filesystem"),
             ));
         };
-        format_partition(&target.layout, program, flags)
+        format_device(target, program, flags)
             .with_context(|| format!("Creating the filesystem of '{mount_point}'"))?;
-        tracing::info!(mount_point, partition = %target.partition_id, program, "filesystem created");
+        tracing::info!(mount_point, partition = %target.id(), program, "filesystem created");
     }
     if !format_swap {
         return Ok(());
     }
     for (i, swap) in hc.storage.swap.iter().enumerate() {
-        let place = layout.get(&swap.device_id).ok_or_else(|| {
-            TridentError::new(
-                Subkind::InvalidHostConfiguration,
-                format!(
-                    "Host Configuration key 'storage.swap[{i}]': partition '{}' is not in the layout",
-                    swap.device_id
-                ),
-            )
-        })?;
-        format_partition(place, "mkswap", &["-q"])
+        // Swap sits on no A/B pair (the graph's rules): the volume is moot.
+        let device = devices
+            .device_of(&swap.device_id, AbVolume::VolumeA)
+            .map_err(|e| e.at(&format!("Host Configuration key 'storage.swap[{i}]'")))?;
+        format_device(&device, "mkswap", &["-q"])
             .with_context(|| format!("Formatting swap partition '{}'", swap.device_id))?;
         tracing::info!(partition = %swap.device_id, "swap formatted");
     }
     Ok(())
 }
 
-fn format_partition(
-    place: &PartitionLayout,
+fn format_device(
+    target: &ResolvedDevice,
     program: &str,
     flags: &[&str],
 ) -> Result<(), TridentError> {
-    let device = LoopDevice::attach(&place.device, place.offset, place.size)?;
+    let extent = target.extent();
+    let device = LoopDevice::attach(extent.backing, extent.offset, extent.size)?;
     let path = device.path_str();
     let mut args = flags.to_vec();
     args.push(&path);

@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use trident_host::status::PartitionLayout;
 use trident_host::{ResultExt, Subkind, TridentError};
 
 use super::booted::mount_point_of;
+use crate::servicing::block_device::ResolvedDevice;
 use crate::servicing::new_root::tools::{LoopDevice, MountGuard};
 
 /// The ESP, by one of three routes.
@@ -29,21 +29,22 @@ pub enum Esp {
 }
 
 impl Esp {
-    /// Finds how to reach the ESP partition `layout`.
-    pub fn open(layout: &PartitionLayout) -> Result<Esp, TridentError> {
-        if let Some(dir) = mounted_at(layout) {
+    /// Finds how to reach the ESP, the resolved `device`.
+    pub fn open(device: &ResolvedDevice) -> Result<Esp, TridentError> {
+        if let Some(dir) = mounted_at(device) {
             tracing::info!(esp = %dir.display(), "ESP is mounted: writing through the mount");
             return Ok(Esp::Mounted(dir));
         }
+        let extent = device.extent();
         if on_path("mcopy") {
             return Ok(Esp::Unmounted(format!(
                 "{}@@{}",
-                layout.device, layout.offset
+                extent.backing, extent.offset
             )));
         }
         // No mtools (a minimal installer): mount it for the time of the change.
         let dir = std::env::temp_dir().join(format!("trident-esp-{}", uuid::Uuid::new_v4()));
-        let device = LoopDevice::attach(&layout.device, layout.offset, layout.size)?;
+        let device = LoopDevice::attach(extent.backing, extent.offset, extent.size)?;
         let guard = MountGuard::mount(device, "vfat", &dir)?;
         Ok(Esp::LoopMounted {
             dir,
@@ -179,9 +180,10 @@ fn mtool(program: &str, args: &[&str]) -> Result<Vec<u8>, TridentError> {
     ))
 }
 
-/// Where the partition `layout` is mounted on this system, if it is a
-/// partition of a block device that is mounted.
-fn mounted_at(layout: &PartitionLayout) -> Option<PathBuf> {
+/// Where `device` is mounted on this system, if it is a partition of a
+/// block device that is mounted.
+fn mounted_at(device: &ResolvedDevice) -> Option<PathBuf> {
+    let ResolvedDevice::Partition { layout, .. } = device;
     let disk = std::fs::canonicalize(&layout.device).ok()?;
     let disk_name = disk.file_name()?.to_owned();
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use trident_host::config::{HostConfiguration, PartitionType};
-use trident_host::status::{AbVolume, HostStatus, PartitionLayout, ServicingState};
+use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{Subkind, TridentError};
 
 use super::BootControl;
@@ -14,7 +14,7 @@ use super::booted::root_partition;
 use super::efivars;
 use super::esp::Esp;
 use super::fallback::{self, Moment};
-use crate::servicing::new_root::partitions::partition_for;
+use crate::servicing::block_device::{BlockDevices, ResolvedDevice};
 use crate::servicing::new_root::volume::VolumeRoot;
 
 /// Where images ship systemd-boot (Debian's systemd-boot-efi).
@@ -67,7 +67,7 @@ impl UefiBootControl {
         if plan.loader.is_none() && plan.loader_conf.is_none() {
             return Ok(());
         }
-        let esp = Esp::open(&esp_layout(hc, &status.layout)?)?;
+        let esp = Esp::open(&esp_device(hc, &BlockDevices::new(hc, status)?)?)?;
         if let Some(volume) = plan.loader_conf {
             esp.write("loader/loader.conf", loader_conf(volume).as_bytes())?;
             tracing::info!(entry = %entry_id(volume), "loader.conf default set");
@@ -97,14 +97,14 @@ fn spec(status: &HostStatus) -> Result<&HostConfiguration, TridentError> {
     })
 }
 
-/// The ESP: the filesystem mounted at /boot/efi or /efi, else the
-/// partition of type `esp`.
-fn esp_partition_id(hc: &HostConfiguration) -> Option<String> {
+/// The ESP: the filesystem mounted at /boot/efi or /efi (on a pair, its
+/// volume A), else the partition of type `esp`.
+fn esp_device_id(hc: &HostConfiguration) -> Option<String> {
     hc.storage
         .filesystems
         .iter()
         .find(|f| matches!(f.mount_point.path(), "/boot/efi" | "/efi"))
-        .map(|f| partition_for(hc, &f.device_id, AbVolume::VolumeA))
+        .map(|f| f.device_id.clone())
         .or_else(|| {
             hc.storage
                 .disks
@@ -115,12 +115,12 @@ fn esp_partition_id(hc: &HostConfiguration) -> Option<String> {
         })
 }
 
-fn esp_layout(
+fn esp_device(
     hc: &HostConfiguration,
-    layout: &std::collections::BTreeMap<String, PartitionLayout>,
-) -> Result<PartitionLayout, TridentError> {
-    esp_partition_id(hc)
-        .and_then(|id| layout.get(&id).cloned())
+    devices: &BlockDevices,
+) -> Result<ResolvedDevice, TridentError> {
+    esp_device_id(hc)
+        .and_then(|id| devices.device_of(&id, AbVolume::VolumeA).ok())
         .ok_or_else(|| {
             TridentError::new(
                 Subkind::InvalidHostConfiguration,
@@ -131,15 +131,16 @@ fn esp_layout(
 
 impl BootControl for UefiBootControl {
     fn prepare_volume(&self, root: &VolumeRoot<'_>, install: bool) -> Result<(), TridentError> {
-        let esp_id = esp_partition_id(root.hc);
-        let esp_part = esp_id.as_ref().and_then(|id| root.partitions.get(id));
-        let (Some(esp_part), Some(root_part)) = (esp_part, root.partition_of("/")) else {
+        let esp = esp_device_id(root.hc)
+            .and_then(|id| root.devices.device_of(&id, AbVolume::VolumeA).ok())
+            .filter(|device| root.partitions.contains_key(device.id()));
+        let (Some(esp), Some(root_part)) = (esp, root.partition_of("/")) else {
             return Err(TridentError::new(
                 Subkind::InvalidHostConfiguration,
                 "The UEFI boot control needs an ESP and a filesystem mounted at '/'",
             ));
         };
-        let esp = Esp::open(&esp_part.layout)?;
+        let esp = Esp::open(&esp)?;
         let kernel = super::uefi_entry::Kernel::find(root.path)?;
         let dir = format!("trident/{}", root.volume);
         esp.copy_in(&kernel.vmlinuz, &format!("{dir}/vmlinuz"))?;
@@ -213,17 +214,21 @@ impl BootControl for UefiBootControl {
                 .as_deref()
                 .and_then(volume_of_entry));
         };
+        let devices = BlockDevices::new(hc, status)?;
         let on_root = |volume| {
-            hc.storage
+            let fs = hc
+                .storage
                 .filesystems
                 .iter()
-                .find(|f| f.mount_point.path() == "/")
-                .map(|f| partition_for(hc, &f.device_id, volume))
+                .find(|f| f.mount_point.path() == "/")?;
+            devices.device_of(&fs.device_id, volume).ok()
         };
         for volume in [AbVolume::VolumeA, AbVolume::VolumeB] {
-            let Some(place) = on_root(volume).and_then(|id| status.layout.get(&id).cloned()) else {
+            let Some(device) = on_root(volume) else {
                 continue;
             };
+            // Partitions are matched by disk and entry number (sysfs).
+            let ResolvedDevice::Partition { layout: place, .. } = device;
             let disk = std::fs::canonicalize(&place.device)
                 .unwrap_or_else(|_| place.device.clone().into());
             if disk == running.disk && place.number == running.number {

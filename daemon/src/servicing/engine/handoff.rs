@@ -30,9 +30,9 @@ use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use trident_proto::v1::{RebootStatus, StatusCode};
 use trident_telemetry::journal::HandedEnd;
 
-use super::layout::{self, Targets};
 use super::runner::StepContext;
 use super::{Engine, OperationIds};
+use crate::servicing::block_device::{BlockDevices, Targets};
 use crate::servicing::new_root::NewRoot;
 
 /// Where the booted OS's tridentd looks by default.
@@ -103,10 +103,11 @@ fn into_root(
     let Some(hc) = status.spec.as_ref() else {
         return Ok(());
     };
-    let mut targets = layout::write_targets(hc, &status.layout, which)?;
+    let devices = BlockDevices::new(hc, status)?;
+    let mut targets = devices.write_targets(which)?;
     targets.retain(|mount_point, _| mount_point == "/");
     let path = engine.new_root_dir(&format!("{}-datastore", op.id));
-    let Some(root) = NewRoot::mount(hc, &status.layout, &targets, volume, &path)? else {
+    let Some(root) = NewRoot::mount(hc, &devices, &targets, volume, &path)? else {
         return Ok(());
     };
     let relative = hc

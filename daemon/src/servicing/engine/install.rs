@@ -8,12 +8,12 @@ use trident_host::{Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::layout::{self, Targets};
 use super::new_root_step::{NewRootRequest, service_new_root};
 use super::plan::{Halves, StepPlan};
 use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use super::step::{blocking, next_status, script_phase, validate_phase};
 use super::{handoff, write};
+use crate::servicing::block_device::{self, BlockDevices, Targets};
 use crate::servicing::new_storage;
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
 
@@ -67,12 +67,20 @@ async fn stage(
         Unit::Items,
         Some(hc.storage.disks.len() as u64),
     );
-    let hc_for_layout = hc.clone();
-    let layout = blocking(move || layout::create_partition_tables(&hc_for_layout)).await?;
+    // The block-device stack creates the storage and records it in the
+    // next Host Status.
+    let (hc_for_stack, previous, mut created) =
+        (hc.clone(), current.clone(), next_status(&current));
+    let mut status = blocking(move || {
+        block_device::create_all(&hc_for_stack, &previous, &mut created)?;
+        Ok(created)
+    })
+    .await?;
     partition.set(hc.storage.disks.len() as u64);
     partition.done();
 
-    let targets = layout::write_targets(&hc, &layout, Targets::Install)?;
+    let devices = BlockDevices::new(&hc, &status)?;
+    let targets = devices.write_targets(Targets::Install)?;
     let image = hc
         .image
         .clone()
@@ -80,12 +88,12 @@ async fn stage(
     let written = new_storage::image_targets(&hc, &targets);
     let image_hash =
         blocking(move || write::write_image(&image.url, &image.sha384, &written)).await?;
-    let (new_hc, new_layout, new_targets) = (hc.clone(), layout.clone(), targets.clone());
-    blocking(move || new_storage::create(&new_hc, &new_layout, &new_targets, true)).await?;
+    let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
+    blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, true)).await?;
 
     let new_root = NewRootRequest {
         hc: hc.clone(),
-        layout: layout.clone(),
+        devices,
         targets,
         volume: AbVolume::VolumeA,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
@@ -93,12 +101,6 @@ async fn stage(
     };
     service_new_root(ctx.engine.clone(), new_root, &env, &mut plan).await?;
 
-    let mut status = next_status(&current);
-    status.partition_paths = layout
-        .iter()
-        .map(|(id, l)| (id.clone(), l.path()))
-        .collect();
-    status.layout = layout;
     status.spec = Some(hc);
     status.spec_old = None;
     status.servicing_state = ServicingState::CleanInstallStaged;

@@ -4,7 +4,6 @@
 pub mod commit;
 pub mod handoff;
 pub mod install;
-pub mod layout;
 pub mod new_root_step;
 pub mod plan;
 pub mod query;

@@ -9,20 +9,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use trident_host::config::{HostConfiguration, Script};
-use trident_host::status::{AbVolume, PartitionLayout};
+use trident_host::status::AbVolume;
 use trident_host::{ContextExt, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::Engine;
 use super::plan::StepPlan;
 use super::step::{blocking, script_phase};
+use crate::servicing::block_device::{BlockDevices, ResolvedDevice};
 use crate::servicing::boot_control::BootControl;
 use crate::servicing::new_root::volume::VolumeRoot;
 use crate::servicing::new_root::{NewRoot, chroot, fstab};
 use crate::servicing::os_config;
 use crate::servicing::scripts::ScriptEnv;
 use crate::servicing::step_ids::{BOOT_FILES, CONFIGURE};
-use crate::servicing::write_target::WriteTarget;
 
 /// One step that configures the mounted new root.
 #[derive(Debug, Clone, Copy)]
@@ -64,8 +64,10 @@ fn configure(root: &VolumeRoot<'_>) -> Result<(), TridentError> {
 #[derive(Debug, Clone)]
 pub struct NewRootRequest {
     pub hc: HostConfiguration,
-    pub layout: BTreeMap<String, PartitionLayout>,
-    pub targets: BTreeMap<String, WriteTarget>,
+    /// The host's block devices.
+    pub devices: BlockDevices,
+    /// Mount point → the device written for it.
+    pub targets: BTreeMap<String, ResolvedDevice>,
     pub volume: AbVolume,
     /// Where to mount (created, removed afterwards).
     pub path: PathBuf,
@@ -88,7 +90,7 @@ pub async fn service_new_root(
     let install = req.install;
     let phase = Phase::start("mount", "Mount the new root", Unit::Items, Some(1));
     let mounted = blocking(move || {
-        let root = NewRoot::mount(&req.hc, &req.layout, &req.targets, req.volume, &req.path)?;
+        let root = NewRoot::mount(&req.hc, &req.devices, &req.targets, req.volume, &req.path)?;
         if root.is_none() {
             os_config::refuse_without_new_root(&req.hc.os)?;
         }

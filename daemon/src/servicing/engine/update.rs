@@ -8,12 +8,12 @@ use trident_host::{ResultExt, Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::layout::{self, Targets};
 use super::new_root_step::{NewRootRequest, service_new_root};
 use super::plan::{Halves, StepPlan};
 use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use super::step::{blocking, next_status, script_phase, validate_phase};
 use super::{handoff, write};
+use crate::servicing::block_device::{self, BlockDevices, Targets};
 use crate::servicing::new_storage;
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
 
@@ -120,8 +120,12 @@ async fn stage(
         chrooted: false,
     };
     script_phase("preServicing", &hc.scripts.pre_servicing, &env).await?;
-    let targets =
-        layout::write_targets(&hc, &current.layout, Targets::AbUpdate { volume: inactive })?;
+    // The recorded devices, opened by their layers, resolved for the
+    // inactive volume.
+    let opened = current.clone();
+    blocking(move || block_device::open_all(&opened)).await?;
+    let devices = BlockDevices::new(&hc, &current)?;
+    let targets = devices.write_targets(Targets::AbUpdate { volume: inactive })?;
     if targets.is_empty() {
         return Err(TridentError::new(
             Subkind::InvalidHostConfiguration,
@@ -136,11 +140,11 @@ async fn stage(
     let written = new_storage::image_targets(&hc, &targets);
     let image_hash =
         blocking(move || write::write_image(&image.url, &image.sha384, &written)).await?;
-    let (new_hc, new_layout, new_targets) = (hc.clone(), current.layout.clone(), targets.clone());
-    blocking(move || new_storage::create(&new_hc, &new_layout, &new_targets, false)).await?;
+    let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
+    blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, false)).await?;
     let new_root = NewRootRequest {
         hc: hc.clone(),
-        layout: current.layout.clone(),
+        devices,
         targets,
         volume: inactive,
         path: ctx.engine.new_root_dir(&ctx.operation_id),

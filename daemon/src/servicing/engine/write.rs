@@ -9,7 +9,7 @@ use trident_cosi::{CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind, 
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
-use crate::servicing::write_target::WriteTarget;
+use crate::servicing::block_device::ResolvedDevice;
 
 /// `result.cosi()?`: maps a COSI error with [`cosi_error`], located at the
 /// caller. Use this instead of `map_err(cosi_error)`: a `#[track_caller]`
@@ -78,7 +78,7 @@ impl trident_cosi::Progress for PhaseProgress<'_> {
 pub fn write_image(
     url: &str,
     sha384: &str,
-    targets: &BTreeMap<String, WriteTarget>,
+    targets: &BTreeMap<String, ResolvedDevice>,
 ) -> Result<String, TridentError> {
     let download = Phase::start(
         "download",
@@ -133,34 +133,35 @@ pub fn write_image(
     Ok(source.image_hash())
 }
 
-/// Writes one region into its target partition (opening the device on
-/// first use) as a `write/<partition>` phase nested in `verify` (the
+/// Writes one region into its target device (opening its backing file or
+/// block device on first use) as a `write/<partition>` phase nested in `verify` (the
 /// region walk); hashes are checked on the way.
 fn write_region(
     verify: &Phase,
     region: &mut RegionReader<'_>,
     info: &RegionInfo,
-    t: &WriteTarget,
+    t: &ResolvedDevice,
     files: &mut HashMap<String, File>,
 ) -> Result<(), TridentError> {
-    let device = &t.layout.device;
+    let extent = t.extent();
+    let device = extent.backing;
     if !files.contains_key(device) {
         let file = OpenOptions::new()
             .write(true)
             .open(device)
             .structured_msg(Subkind::WriteImage, format!("Cannot open {device}"))?;
-        files.insert(device.clone(), file);
+        files.insert(device.to_owned(), file);
     }
     let file = files
         .get(device)
         .ok_or_else(|| TridentError::of(Subkind::WriteImage))?;
     let phase = Phase::child(
         verify,
-        format!("write/{}", t.partition_id),
+        format!("write/{}", t.id()),
         format!(
             "Write {} to {}",
             info.mount_point.as_deref().unwrap_or(""),
-            t.partition_id
+            t.id()
         ),
         Unit::Bytes,
         Some(info.image.uncompressed_size),
@@ -169,14 +170,14 @@ fn write_region(
         region,
         file,
         Path::new(device),
-        t.layout.offset,
-        t.layout.size,
+        extent.offset,
+        extent.size,
         &mut PhaseProgress(&phase),
     )
     .cosi()?;
     phase.done();
     tracing::info!(
-        partition = %t.partition_id,
+        partition = %t.id(),
         bytes = stats.uncompressed_bytes,
         elapsed_ms = stats.elapsed.as_millis() as u64,
         "region written and verified"
@@ -187,7 +188,7 @@ fn write_region(
 /// Every target mount point must be in the image and fit its partition.
 fn check_image_matches(
     source: &CosiSource,
-    targets: &BTreeMap<String, WriteTarget>,
+    targets: &BTreeMap<String, ResolvedDevice>,
 ) -> Result<(), TridentError> {
     let images = &source.metadata().images;
     for (mount_point, target) in targets {
@@ -204,12 +205,15 @@ fn check_image_matches(
                 ),
             ));
         };
-        if fs.image.uncompressed_size > target.layout.size {
+        let size = target.extent().size;
+        if fs.image.uncompressed_size > size {
             return Err(TridentError::new(
                 Subkind::ImageDoesNotMatchConfiguration,
                 format!(
                     "The '{mount_point}' filesystem image ({} bytes) does not fit partition '{}' ({} bytes)",
-                    fs.image.uncompressed_size, target.partition_id, target.layout.size
+                    fs.image.uncompressed_size,
+                    target.id(),
+                    size
                 ),
             ));
         }

@@ -1,13 +1,35 @@
 //! `/etc/fstab` of the new root, from the Host Configuration's
 //! filesystems: each by PARTUUID of the partition it lands on for the
-//! serviced volume, with `mountPoint.options`; then `storage.swap`.
+//! serviced volume (the block-device stack resolves its `deviceId`), with
+//! `mountPoint.options`; then `storage.swap`.
 
 use trident_host::config::FileSystemType;
 use trident_host::{ResultExt, Subkind, TridentError};
 
-use super::partitions::partition_for;
-use super::probe::probe;
+use super::partitions::PartitionInfo;
+use super::probe::probe_device;
 use super::volume::VolumeRoot;
+use crate::servicing::block_device::ResolvedDevice;
+
+/// The device `device_id` (named at `key`) lands on, and its partition's
+/// identity.
+fn partition<'a>(
+    root: &'a VolumeRoot<'_>,
+    key: &str,
+    device_id: &str,
+) -> Result<(ResolvedDevice, &'a PartitionInfo), TridentError> {
+    let device = root
+        .devices
+        .device_of(device_id, root.volume)
+        .map_err(|e| TridentError::new(Subkind::ConfigureNewRoot, format!("{key}: {e}")))?;
+    match root.partitions.get(device.id()) {
+        Some(part) => Ok((device, part)),
+        None => Err(TridentError::new(
+            Subkind::ConfigureNewRoot,
+            format!("{key}: partition '{}' is not on disk", device.id()),
+        )),
+    }
+}
 
 /// Renders the fstab text (no I/O except probing filesystem types that the
 /// configuration leaves open).
@@ -20,22 +42,17 @@ pub fn render(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
         if fs.mount_point.is_none() {
             continue;
         }
-        let partition_id = partition_for(root.hc, &fs.device_id, root.volume);
-        let Some(part) = root.partitions.get(&partition_id) else {
-            return Err(TridentError::new(
-                Subkind::ConfigureNewRoot,
-                format!("storage.filesystems[{i}]: partition '{partition_id}' is not on disk"),
-            ));
-        };
+        let key = format!("storage.filesystems[{i}]");
+        let (device, part) = partition(root, &key, &fs.device_id)?;
         let fs_type = match fs.fs_type {
             Some(FileSystemType::Ext4) => "ext4",
             Some(FileSystemType::Xfs) => "xfs",
             Some(FileSystemType::Vfat) => "vfat",
             Some(FileSystemType::Ntfs) => "ntfs",
             Some(FileSystemType::Tmpfs) => "tmpfs",
-            Some(FileSystemType::Auto) | None => probe(&part.layout.device, part.layout.offset)
-                .map(|k| k.as_str())
-                .unwrap_or("auto"),
+            Some(FileSystemType::Auto) | None => {
+                probe_device(&device).map(|k| k.as_str()).unwrap_or("auto")
+            }
         };
         let path = fs.mount_point.path();
         let options = fs.mount_point.options().unwrap_or("defaults");
@@ -46,15 +63,7 @@ pub fn render(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
         ));
     }
     for (i, swap) in root.hc.storage.swap.iter().enumerate() {
-        let Some(part) = root.partitions.get(&swap.device_id) else {
-            return Err(TridentError::new(
-                Subkind::ConfigureNewRoot,
-                format!(
-                    "storage.swap[{i}]: partition '{}' is not on disk",
-                    swap.device_id
-                ),
-            ));
-        };
+        let (_, part) = partition(root, &format!("storage.swap[{i}]"), &swap.device_id)?;
         out.push_str(&format!(
             "PARTUUID={} none swap defaults 0 0\n",
             part.part_uuid

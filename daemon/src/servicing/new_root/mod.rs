@@ -8,8 +8,9 @@
 //! chroot mounts for postConfigure, loop devices and mounts, partition
 //! identities.
 //!
-//! Mounting goes through loop devices over each partition's byte range of
-//! its disk, so a disk-image file and a block device are handled alike.
+//! Mounting goes through loop devices over each device's byte range, as
+//! the block-device stack resolves it (a partition: its range of its
+//! disk), so a disk-image file and a block device are handled alike.
 //! Volumes that hold no filesystem we recognize (the pseudo-random test
 //! fixtures) are not mounted; when the root is one of them the step is
 //! skipped with a warning and scripts run without `TARGET_ROOT`.
@@ -25,14 +26,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use trident_host::config::HostConfiguration;
-use trident_host::status::{AbVolume, PartitionLayout};
+use trident_host::status::AbVolume;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 
 use self::partitions::PartitionInfo;
 use self::probe::FsKind;
 use self::tools::{LoopDevice, MountGuard, run_tool};
 use self::volume::VolumeRoot;
-use super::write_target::WriteTarget;
+use super::block_device::{BlockDevices, ResolvedDevice};
 
 /// A filesystem of the new root, mounted.
 #[derive(Debug)]
@@ -52,6 +53,8 @@ pub struct NewRoot {
     pub hc: HostConfiguration,
     /// The volume being serviced (A on install).
     pub volume: AbVolume,
+    /// The host's block devices.
+    pub devices: BlockDevices,
     /// Every partition of the host, with its PARTUUID.
     pub partitions: BTreeMap<String, PartitionInfo>,
     /// Mounted filesystems, parents first.
@@ -59,12 +62,12 @@ pub struct NewRoot {
 }
 
 impl NewRoot {
-    /// Mounts the written `targets` (mount point → partition) under
-    /// `path`. `Ok(None)`: the root volume holds no known filesystem.
+    /// Mounts the written `targets` (mount point → device) under `path`.
+    /// `Ok(None)`: the root volume holds no known filesystem.
     pub fn mount(
         hc: &HostConfiguration,
-        layout: &BTreeMap<String, PartitionLayout>,
-        targets: &BTreeMap<String, WriteTarget>,
+        devices: &BlockDevices,
+        targets: &BTreeMap<String, ResolvedDevice>,
         volume: AbVolume,
         path: &Path,
     ) -> Result<Option<NewRoot>, TridentError> {
@@ -72,9 +75,9 @@ impl NewRoot {
             tracing::warn!("no filesystem is mounted at '/': the new root is not mounted");
             return Ok(None);
         };
-        if probe::probe(&root.layout.device, root.layout.offset).is_none() {
+        if probe::probe_device(root).is_none() {
             tracing::warn!(
-                partition = %root.partition_id,
+                partition = %root.id(),
                 "the root volume holds no filesystem this daemon recognizes: not mounted, \
                  fstab and configure steps skipped"
             );
@@ -84,15 +87,16 @@ impl NewRoot {
             path: path.to_path_buf(),
             hc: hc.clone(),
             volume,
-            partitions: partitions::read_partitions(layout)?,
+            devices: devices.clone(),
+            partitions: partitions::read_partitions(devices.partitions())?,
             mounted: Vec::new(),
         };
         // Parents before children: "/" then "/boot" then "/boot/efi".
-        let mut order: Vec<(&String, &WriteTarget)> = targets.iter().collect();
+        let mut order: Vec<(&String, &ResolvedDevice)> = targets.iter().collect();
         order.sort_by_key(|(mp, _)| mp.trim_end_matches('/').matches('/').count());
         for (mount_point, target) in order {
-            let Some(kind) = probe::probe(&target.layout.device, target.layout.offset) else {
-                tracing::warn!(mount_point = %mount_point, partition = %target.partition_id,
+            let Some(kind) = probe::probe_device(target) else {
+                tracing::warn!(mount_point = %mount_point, partition = %target.id(),
                     "no known filesystem: not mounted in the new root");
                 continue;
             };
@@ -113,14 +117,11 @@ impl NewRoot {
     fn mount_one(
         &mut self,
         mount_point: &str,
-        target: &WriteTarget,
+        target: &ResolvedDevice,
         kind: FsKind,
     ) -> Result<(), TridentError> {
-        let device = LoopDevice::attach(
-            &target.layout.device,
-            target.layout.offset,
-            target.layout.size,
-        )?;
+        let extent = target.extent();
+        let device = LoopDevice::attach(extent.backing, extent.offset, extent.size)?;
         if kind == FsKind::Ext4 {
             grow_ext4(&device)
                 .with_context(|| format!("Growing '{mount_point}' to its partition"))?;
@@ -128,11 +129,11 @@ impl NewRoot {
         let dir = self.path.join(mount_point.trim_start_matches('/'));
         let guard = MountGuard::mount(device, kind.as_str(), &dir)
             .with_context(|| format!("Mounting '{mount_point}' of the new root"))?;
-        tracing::info!(mount_point, partition = %target.partition_id, fs = kind.as_str(),
+        tracing::info!(mount_point, partition = %target.id(), fs = kind.as_str(),
             loop_device = %guard.device().path().display(), "mounted in the new root");
         self.mounted.push(MountedFs {
             mount_point: mount_point.to_owned(),
-            partition_id: target.partition_id.clone(),
+            partition_id: target.id().to_owned(),
             kind,
             guard,
         });
@@ -145,6 +146,7 @@ impl NewRoot {
             path: &self.path,
             hc: &self.hc,
             volume: self.volume,
+            devices: &self.devices,
             partitions: &self.partitions,
         }
     }

@@ -5,11 +5,10 @@ use std::collections::BTreeMap;
 use std::fs::File;
 
 use trident_cosi::gpt::Gpt;
-use trident_host::config::HostConfiguration;
-use trident_host::status::{AbVolume, PartitionLayout};
+use trident_host::status::PartitionLayout;
 use trident_host::{ResultExt, Subkind, TridentError};
 
-use crate::servicing::write_target::LBA_SIZE;
+use crate::servicing::block_device::partition::LBA_SIZE;
 
 /// One partition of the serviced host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +19,8 @@ pub struct PartitionInfo {
     pub part_uuid: String,
 }
 
-/// Reads the GPT of every disk in `layout` and names each partition.
+/// Reads the GPT of every disk in `layout` (the partition layer's record)
+/// and names each partition.
 pub fn read_partitions(
     layout: &BTreeMap<String, PartitionLayout>,
 ) -> Result<BTreeMap<String, PartitionInfo>, TridentError> {
@@ -63,16 +63,4 @@ fn read_gpt(device: &str) -> Result<Gpt, TridentError> {
         Subkind::ConfigureNewRoot,
         format!("Cannot read the GPT of {device}"),
     )
-}
-
-/// The partition a filesystem's `deviceId` lands on for `volume`: the
-/// partition itself, or the pair's member of that volume.
-pub fn partition_for(hc: &HostConfiguration, device_id: &str, volume: AbVolume) -> String {
-    match hc.find_volume_pair(device_id) {
-        Some(pair) => match volume {
-            AbVolume::VolumeA => pair.volume_a_id.clone(),
-            AbVolume::VolumeB => pair.volume_b_id.clone(),
-        },
-        None => device_id.to_owned(),
-    }
 }

@@ -5,6 +5,8 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use crate::servicing::block_device::ResolvedDevice;
+
 /// Filesystem types the new-root step mounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsKind {
@@ -24,9 +26,16 @@ impl FsKind {
     }
 }
 
+/// Probes the filesystem on a resolved block device; `None` when unknown
+/// or unreadable.
+pub fn probe_device(device: &ResolvedDevice) -> Option<FsKind> {
+    let extent = device.extent();
+    probe(extent.backing, extent.offset)
+}
+
 /// Probes the filesystem at `offset` of `device`; `None` when unknown or
 /// unreadable.
-pub fn probe(device: &str, offset: u64) -> Option<FsKind> {
+fn probe(device: &str, offset: u64) -> Option<FsKind> {
     let file = File::open(device).ok()?;
     let mut head = [0u8; 2048];
     file.read_exact_at(&mut head, offset).ok()?;

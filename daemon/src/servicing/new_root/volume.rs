@@ -1,7 +1,7 @@
 //! What configure steps and boot control see of a mounted new root: its
-//! directory, the Host Configuration being applied, the serviced volume and
-//! the host's partitions. A borrowed view, so they need neither the mounts
-//! nor `NewRoot` itself.
+//! directory, the Host Configuration being applied, the serviced volume,
+//! the host's block devices and its partitions' identities. A borrowed
+//! view, so they need neither the mounts nor `NewRoot` itself.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,7 +9,8 @@ use std::path::Path;
 use trident_host::config::HostConfiguration;
 use trident_host::status::AbVolume;
 
-use super::partitions::{self, PartitionInfo};
+use super::partitions::PartitionInfo;
+use crate::servicing::block_device::{BlockDevices, ResolvedDevice};
 
 /// The serviced volume's root, mounted at `path`.
 #[derive(Debug, Clone, Copy)]
@@ -20,11 +21,18 @@ pub struct VolumeRoot<'a> {
     pub hc: &'a HostConfiguration,
     /// The volume being serviced (A on install).
     pub volume: AbVolume,
+    /// The host's block devices (graph and records).
+    pub devices: &'a BlockDevices,
     /// Every partition of the host, with its PARTUUID.
     pub partitions: &'a BTreeMap<String, PartitionInfo>,
 }
 
 impl VolumeRoot<'_> {
+    /// The device `id` lands on for the serviced volume.
+    pub fn device_of(&self, id: &str) -> Option<ResolvedDevice> {
+        self.devices.device_of(id, self.volume).ok()
+    }
+
     /// The partition a mount point of the Host Configuration lands on.
     pub fn partition_of(&self, mount_point: &str) -> Option<&PartitionInfo> {
         let fs = self
@@ -33,10 +41,6 @@ impl VolumeRoot<'_> {
             .filesystems
             .iter()
             .find(|f| f.mount_point.path() == mount_point)?;
-        self.partitions.get(&partitions::partition_for(
-            self.hc,
-            &fs.device_id,
-            self.volume,
-        ))
+        self.partitions.get(self.device_of(&fs.device_id)?.id())
     }
 }

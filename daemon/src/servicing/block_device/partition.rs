@@ -1,22 +1,76 @@
-//! Partition layout: creating the GPT of every disk of the Host
-//! Configuration (install) and mapping filesystems to the partitions their
-//! images go into.
+//! The partition layer: at install, the GPT of every disk of the Host
+//! Configuration (primary and backup), recorded in the Host Status as each
+//! partition's byte range of its disk (`layout`, and `partitionPaths` as
+//! `<device>@<offset>+<size>`); afterwards each partition resolves to that
+//! byte range. Byte ranges rather than device nodes: a disk-image file has
+//! no per-partition nodes, and a block device needs no partition-table
+//! reread.
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::path::Path;
 
 use trident_cosi::gpt::{Gpt, GptError, PartitionSpec};
+use trident_host::config::storage_graph::DeviceKind;
 use trident_host::config::{Disk, HostConfiguration, PartitionSize};
-use trident_host::status::{AbVolume, PartitionLayout};
+use trident_host::status::{HostStatus, PartitionLayout};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use uuid::Uuid;
 
-use crate::servicing::write_target::{LBA_SIZE, WriteTarget};
+use super::layer::{BlockDeviceError, BlockDeviceLayer, ResolvedDevice};
+
+/// Sector size of the GPTs we create.
+pub const LBA_SIZE: u64 = 512;
+
+/// Partitions of the disks of the Host Configuration.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PartitionLayer;
+
+impl BlockDeviceLayer for PartitionLayer {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Partition
+    }
+
+    /// Writes the GPT of every disk; the layout replaces any earlier
+    /// install's.
+    fn create(&self, hc: &HostConfiguration, status: &mut HostStatus) -> Result<(), TridentError> {
+        let layout = create_partition_tables(hc)?;
+        status.partition_paths = layout
+            .iter()
+            .map(|(id, l)| (id.clone(), l.path()))
+            .collect();
+        status.layout = layout;
+        Ok(())
+    }
+
+    /// Nothing to assemble: the kernel presents a disk's partitions, and a
+    /// disk-image file's are byte ranges of it.
+    fn open(&self, _status: &HostStatus) -> Result<(), TridentError> {
+        Ok(())
+    }
+
+    /// Nothing to stop: an install writes a new GPT over the old one.
+    fn close(&self, _status: &HostStatus) -> Result<(), TridentError> {
+        Ok(())
+    }
+
+    fn resolve(&self, id: &str, status: &HostStatus) -> Result<ResolvedDevice, BlockDeviceError> {
+        match status.layout.get(id) {
+            Some(layout) => Ok(ResolvedDevice::Partition {
+                id: id.to_owned(),
+                layout: layout.clone(),
+            }),
+            None => Err(BlockDeviceError::NotRecorded {
+                id: id.to_owned(),
+                kind: DeviceKind::Partition,
+            }),
+        }
+    }
+}
 
 /// Creates the GPT of every disk (primary and backup) and returns where
-/// each partition landed. Blocking.
-pub fn create_partition_tables(
+/// each partition landed.
+fn create_partition_tables(
     hc: &HostConfiguration,
 ) -> Result<BTreeMap<String, PartitionLayout>, TridentError> {
     let mut layout = BTreeMap::new();
@@ -118,57 +172,4 @@ fn write_gpt(disk: &Disk, gpt: &Gpt) -> Result<(), TridentError> {
         .with_context(|| format!("Writing the backup GPT of {}", disk.device))?;
     file.sync_all().structured(Subkind::CreatePartitionTable)?;
     Ok(())
-}
-
-/// Which filesystems a servicing writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Targets {
-    /// Install: every filesystem; A/B pairs get their A volume.
-    Install,
-    /// A/B update: only filesystems on volume pairs, into `volume`.
-    AbUpdate { volume: AbVolume },
-}
-
-/// Mount point → target partition.
-pub fn write_targets(
-    hc: &HostConfiguration,
-    layout: &BTreeMap<String, PartitionLayout>,
-    which: Targets,
-) -> Result<BTreeMap<String, WriteTarget>, TridentError> {
-    let mut targets = BTreeMap::new();
-    for (i, fs) in hc.storage.filesystems.iter().enumerate() {
-        let partition_id = match (hc.find_volume_pair(&fs.device_id), which) {
-            (Some(pair), Targets::Install) => pair.volume_a_id.clone(),
-            (Some(pair), Targets::AbUpdate { volume }) => match volume {
-                AbVolume::VolumeA => pair.volume_a_id.clone(),
-                AbVolume::VolumeB => pair.volume_b_id.clone(),
-            },
-            (None, Targets::Install) => fs.device_id.clone(),
-            (None, Targets::AbUpdate { .. }) => {
-                tracing::info!(
-                    mount_point = fs.mount_point.path(),
-                    device = %fs.device_id,
-                    "not on an A/B volume pair: left untouched by the A/B update"
-                );
-                continue;
-            }
-        };
-        let Some(place) = layout.get(&partition_id) else {
-            return Err(TridentError::new(
-                Subkind::InvalidServicingState,
-                format!(
-                    "storage.filesystems[{i}]: partition '{partition_id}' is not in the recorded layout; \
-                     the Host Configuration's storage differs from the installed one"
-                ),
-            ));
-        };
-        targets.insert(
-            fs.mount_point.path().to_owned(),
-            WriteTarget {
-                partition_id,
-                layout: place.clone(),
-            },
-        );
-    }
-    Ok(targets)
 }

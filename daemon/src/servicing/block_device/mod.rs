@@ -1,0 +1,35 @@
+//! The block-device stack of the servicing engine: the storage of a Host
+//! Configuration as upstream models it (`trident_host::config::
+//! storage_graph`: disks → partitions → RAID arrays → encrypted volumes →
+//! verity devices → filesystems, A/B volume pairs over any of them), with
+//! one layer per kind of device that the engine creates and reaches.
+//!
+//! Each layer ([`BlockDeviceLayer`]) has the same shape: *create* at
+//! install (and record what it made in the Host Status), *open* at update
+//! (make the recorded devices reachable), *close* before an install
+//! re-creates the storage, and *resolve* one of its devices to where the
+//! engine reads and writes it ([`ResolvedDevice`]). [`LAYERS`] lists them
+//! bottom-up. Today's only layer is the partition layer ([`partition`]);
+//! RAID, encryption and verity are refused by validation
+//! (`trident_host::config::unsupported`) before any layer runs, and land
+//! as modules beside it with their issues.
+//!
+//! Image writing, new storage, mounting, fstab, boot control and the
+//! datastore handoff never compute where a device is: they ask
+//! [`BlockDevices::device_of`] for "the device of id X on this host" (for
+//! an A/B volume pair, its member of the serviced volume).
+//!
+//! A leaf of the servicing tree: it names no other servicing module.
+
+mod layer;
+pub mod partition;
+mod resolver;
+mod stack;
+
+#[cfg(test)]
+mod tests;
+
+pub use self::layer::{BlockDeviceError, BlockDeviceLayer, Extent, ResolvedDevice};
+pub use self::partition::PartitionLayer;
+pub use self::resolver::{BlockDevices, Targets};
+pub use self::stack::{LAYERS, create_all, open_all};

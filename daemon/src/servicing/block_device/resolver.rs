@@ -1,0 +1,129 @@
+//! "The device of id X on this host": the block-device graph of the Host
+//! Configuration being applied, with what the layers recorded in the Host
+//! Status, resolves any device id (an A/B volume pair to its member of the
+//! serviced volume) through the layer of its kind.
+
+use std::collections::BTreeMap;
+
+use trident_host::config::HostConfiguration;
+use trident_host::config::storage_graph::{DeviceKind, NodeData, StorageGraph};
+use trident_host::status::{AbVolume, HostStatus, PartitionLayout};
+use trident_host::{Subkind, TridentError};
+
+use super::layer::{BlockDeviceError, ResolvedDevice};
+use super::stack::layer_of;
+
+/// Which filesystems a servicing writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Targets {
+    /// Install: every filesystem; A/B pairs get their A volume.
+    Install,
+    /// A/B update: only filesystems on volume pairs, into `volume`.
+    AbUpdate { volume: AbVolume },
+}
+
+/// The block devices of one host: its storage graph and the layers'
+/// records. Owned (cloned from the Host Status), so blocking work can
+/// take it along.
+#[derive(Debug, Clone)]
+pub struct BlockDevices {
+    graph: StorageGraph,
+    status: HostStatus,
+}
+
+impl BlockDevices {
+    /// The devices of `hc` as recorded in `status` (at install, the status
+    /// the layers just created them into).
+    pub fn new(hc: &HostConfiguration, status: &HostStatus) -> Result<Self, TridentError> {
+        Ok(Self {
+            graph: StorageGraph::build(hc)?,
+            status: status.clone(),
+        })
+    }
+
+    /// The devices of the Host Configuration recorded in `status`.
+    pub fn of_status(status: &HostStatus) -> Result<Self, TridentError> {
+        let hc = status.spec.as_ref().ok_or_else(|| {
+            TridentError::new(
+                Subkind::InvalidServicingState,
+                "No Host Configuration is recorded: nothing was installed",
+            )
+        })?;
+        Self::new(hc, status)
+    }
+
+    /// The device of id `id` on this host; for an A/B volume pair, its
+    /// member of `volume` (which other devices ignore).
+    pub fn device_of(
+        &self,
+        id: &str,
+        volume: AbVolume,
+    ) -> Result<ResolvedDevice, BlockDeviceError> {
+        let unknown = || BlockDeviceError::UnknownDevice { id: id.to_owned() };
+        let kind = self
+            .graph
+            .device(id)
+            .and_then(|node| node.device_kind())
+            .ok_or_else(unknown)?;
+        if kind == DeviceKind::AbVolume {
+            // The graph checked that both members exist.
+            let (a, b) = self.graph.ab_pair(id).ok_or_else(unknown)?;
+            let member = match volume {
+                AbVolume::VolumeA => a,
+                AbVolume::VolumeB => b,
+            };
+            return self.device_of(member.label(), volume);
+        }
+        match layer_of(kind) {
+            Some(layer) => layer.resolve(id, &self.status),
+            None => Err(BlockDeviceError::NoLayer {
+                id: id.to_owned(),
+                kind,
+            }),
+        }
+    }
+
+    /// Whether `id` is an A/B volume pair.
+    fn is_ab_pair(&self, id: &str) -> bool {
+        self.graph
+            .device(id)
+            .is_some_and(|n| n.device_kind() == Some(DeviceKind::AbVolume))
+    }
+
+    /// Mount point → the device its image goes into, for `which`.
+    pub fn write_targets(
+        &self,
+        which: Targets,
+    ) -> Result<BTreeMap<String, ResolvedDevice>, TridentError> {
+        let mut targets = BTreeMap::new();
+        for fs in self.graph.filesystems() {
+            let NodeData::Filesystem { mount_point, .. } = &fs.data else {
+                continue;
+            };
+            let device_id = fs.references.first().map_or("", |r| r.target.as_str());
+            let volume = match which {
+                Targets::Install => AbVolume::VolumeA,
+                Targets::AbUpdate { volume } if self.is_ab_pair(device_id) => volume,
+                Targets::AbUpdate { .. } => {
+                    tracing::info!(
+                        mount_point = %mount_point,
+                        device = %device_id,
+                        "not on an A/B volume pair: left untouched by the A/B update"
+                    );
+                    continue;
+                }
+            };
+            let device = self
+                .device_of(device_id, volume)
+                .map_err(|e| e.at(&fs.key))?;
+            targets.insert(mount_point.clone(), device);
+        }
+        Ok(targets)
+    }
+
+    /// Every partition the partition layer recorded (their identities are
+    /// read from the GPT for fstab and boot entries).
+    pub fn partitions(&self) -> &BTreeMap<String, PartitionLayout> {
+        &self.status.layout
+    }
+}

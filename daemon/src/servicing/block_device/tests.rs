@@ -1,0 +1,224 @@
+//! The block-device stack on a real disk-image file: the partition layer
+//! creates and records the GPT, and ids resolve to the recorded ranges
+//! (A/B pairs to their member of the asked volume); what does not resolve
+//! is a typed error.
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use std::fs::File;
+
+use trident_cosi::gpt::Gpt;
+use trident_host::config::HostConfiguration;
+use trident_host::config::storage_graph::DeviceKind;
+use trident_host::status::{AbVolume, HostStatus};
+
+use super::partition::LBA_SIZE;
+use super::{BlockDeviceError, BlockDevices, ResolvedDevice, Targets, create_all};
+
+const DISK_BYTES: u64 = 64 << 20;
+
+fn hc(disk: &str) -> HostConfiguration {
+    let yaml = format!(
+        r#"
+image: {{ url: "file:///img.cosi", sha384: ignored }}
+storage:
+  disks:
+  - id: os
+    device: {disk}
+    partitionTableType: gpt
+    partitions:
+    - {{ id: esp, type: esp, size: 8M }}
+    - {{ id: root-a, type: root, size: 16M }}
+    - {{ id: root-b, type: root, size: 16M }}
+    - {{ id: swap, type: swap, size: 4M }}
+    - {{ id: srv, type: linux-generic, size: grow }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: /boot/efi }}
+  - {{ deviceId: root, mountPoint: / }}
+  - {{ deviceId: srv, mountPoint: /srv }}
+  swap:
+  - {{ deviceId: swap }}
+"#
+    );
+    trident_host::config::parse(&yaml).expect("valid Host Configuration")
+}
+
+/// A 64 MiB disk-image file, its Host Configuration, and the Host Status
+/// the stack created it into.
+fn installed() -> (tempfile::TempDir, HostConfiguration, HostStatus) {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk.img");
+    File::create(&disk).unwrap().set_len(DISK_BYTES).unwrap();
+    let hc = hc(disk.to_str().unwrap());
+    let mut status = HostStatus::default();
+    create_all(&hc, &HostStatus::default(), &mut status).expect("create the stack");
+    (dir, hc, status)
+}
+
+fn range(device: &ResolvedDevice) -> (u64, u64) {
+    let extent = device.extent();
+    (extent.offset, extent.size)
+}
+
+#[test]
+fn the_partition_layer_records_each_partition_where_its_gpt_entry_puts_it() {
+    let (dir, _hc, status) = installed();
+    let disk = dir.path().join("disk.img");
+    let file = File::open(&disk).unwrap();
+    let gpt = Gpt::read_and_verify(&file, LBA_SIZE, DISK_BYTES).expect("a valid GPT");
+    assert_eq!(status.layout.len(), 5);
+    for (id, layout) in &status.layout {
+        let entry = gpt.partition(layout.number).expect("the recorded entry");
+        assert_eq!(layout.offset, entry.start_offset(LBA_SIZE), "{id}");
+        assert_eq!(layout.size, entry.size_bytes(LBA_SIZE), "{id}");
+        assert_eq!(layout.device, disk.to_str().unwrap(), "{id}");
+        assert_eq!(
+            status.partition_paths[id],
+            format!("{}@{}+{}", layout.device, layout.offset, layout.size)
+        );
+    }
+    assert_eq!(status.layout["root-a"].size, 16 << 20);
+}
+
+#[test]
+fn an_ab_pair_resolves_to_its_member_of_the_asked_volume() {
+    let (_dir, hc, status) = installed();
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    let a = devices.device_of("root", AbVolume::VolumeA).unwrap();
+    let b = devices.device_of("root", AbVolume::VolumeB).unwrap();
+    assert_eq!(a.id(), "root-a");
+    assert_eq!(b.id(), "root-b");
+    let ResolvedDevice::Partition { layout, .. } = &b;
+    assert_eq!(layout, &status.layout["root-b"]);
+    assert_eq!(range(&b), (layout.offset, 16 << 20));
+    assert!(
+        range(&a).0 + range(&a).1 <= range(&b).0,
+        "A before B, apart"
+    );
+}
+
+#[test]
+fn a_partition_resolves_to_itself_whatever_the_volume() {
+    let (_dir, hc, status) = installed();
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    for volume in [AbVolume::VolumeA, AbVolume::VolumeB] {
+        let esp = devices.device_of("esp", volume).unwrap();
+        assert_eq!(esp.id(), "esp");
+        let recorded = &status.layout["esp"];
+        assert_eq!(range(&esp), (recorded.offset, recorded.size));
+    }
+}
+
+#[test]
+fn an_unknown_id_is_a_typed_error() {
+    let (_dir, hc, status) = installed();
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    let error = devices.device_of("root-c", AbVolume::VolumeA).unwrap_err();
+    assert_eq!(
+        error,
+        BlockDeviceError::UnknownDevice {
+            id: "root-c".into()
+        }
+    );
+    assert_eq!(
+        error.at("storage.filesystems[1]").subkind(),
+        trident_host::Subkind::InvalidHostConfiguration
+    );
+}
+
+#[test]
+fn a_disk_has_no_layer_and_says_so() {
+    let (_dir, hc, status) = installed();
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    assert_eq!(
+        devices.device_of("os", AbVolume::VolumeA).unwrap_err(),
+        BlockDeviceError::NoLayer {
+            id: "os".into(),
+            kind: DeviceKind::Disk
+        }
+    );
+}
+
+#[test]
+fn a_partition_missing_from_the_record_is_a_servicing_state_error() {
+    let (_dir, hc, mut status) = installed();
+    status.layout.remove("root-b");
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    assert!(devices.device_of("root", AbVolume::VolumeA).is_ok());
+    let error = devices.device_of("root", AbVolume::VolumeB).unwrap_err();
+    assert_eq!(
+        error,
+        BlockDeviceError::NotRecorded {
+            id: "root-b".into(),
+            kind: DeviceKind::Partition
+        }
+    );
+    let error = devices
+        .write_targets(Targets::AbUpdate {
+            volume: AbVolume::VolumeB,
+        })
+        .unwrap_err();
+    assert_eq!(
+        error.subkind(),
+        trident_host::Subkind::InvalidServicingState
+    );
+    assert!(
+        error
+            .message()
+            .starts_with("storage.filesystems[1]: partition 'root-b'"),
+        "{}",
+        error.message()
+    );
+}
+
+#[test]
+fn install_writes_every_filesystem_and_an_update_only_the_pairs_other_volume() {
+    let (_dir, hc, status) = installed();
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    let ids = |which| -> Vec<(String, String)> {
+        devices
+            .write_targets(which)
+            .unwrap()
+            .into_iter()
+            .map(|(mount_point, device)| (mount_point, device.id().to_owned()))
+            .collect()
+    };
+    let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+        list.iter()
+            .map(|(m, d)| (m.to_string(), d.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        ids(Targets::Install),
+        pairs(&[("/", "root-a"), ("/boot/efi", "esp"), ("/srv", "srv")])
+    );
+    assert_eq!(
+        ids(Targets::AbUpdate {
+            volume: AbVolume::VolumeB
+        }),
+        pairs(&[("/", "root-b")])
+    );
+    assert_eq!(
+        ids(Targets::AbUpdate {
+            volume: AbVolume::VolumeA
+        }),
+        pairs(&[("/", "root-a")])
+    );
+}
+
+#[test]
+fn a_second_install_replaces_the_first_ones_record() {
+    let (dir, hc, first) = installed();
+    let mut stale = first.clone();
+    stale
+        .layout
+        .insert("gone".into(), first.layout["esp"].clone());
+    stale.partition_paths.insert("gone".into(), "x".into());
+    let mut second = stale.clone();
+    create_all(&hc, &stale, &mut second).unwrap();
+    assert_eq!(second.layout, first.layout);
+    assert!(!second.partition_paths.contains_key("gone"));
+    drop(dir);
+}
