@@ -184,8 +184,8 @@ impl OtlpExport {
             inner: OpenTelemetryTracingBridge::new(&self.logger_provider),
         }
         .with_filter(filter_fn(filter::exportable_log).and(LevelFilter::INFO));
-        let link = OperationSpanLink::new(|span, trace_id, parent| {
-            ids::link_operation_span(span, trace_id, parent);
+        let link = OperationSpanLink::new(|span, root| {
+            ids::link_operation_span(span, root);
         });
         spans.and_then(logs).and_then(link)
     }

@@ -140,6 +140,7 @@ impl Bus {
             image_hash: None,
             servicing_kind: None,
             reboot_action: None,
+            continues_operation_id: String::new(),
         }));
         bodies
             .into_iter()

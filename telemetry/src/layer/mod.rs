@@ -36,6 +36,10 @@ pub const OPERATION_ID_FIELD: &str = "operation_id";
 pub const TRACE_ID_FIELD: &str = "trace_id";
 /// Span field carrying a remote parent span id (16 hex), with `trace_id`.
 pub const PARENT_SPAN_ID_FIELD: &str = "parent_span_id";
+/// Span field carrying the span's own id (16 hex) instead of a random one:
+/// an operation's root span, whose id the datastore keeps so the operation
+/// that settles it after the reboot can continue its trace.
+pub const SPAN_ID_FIELD: &str = "span_id";
 /// Span field carrying a whole W3C `traceparent` value.
 pub const TRACEPARENT_FIELD: &str = "traceparent";
 /// Span field (OpenTelemetry convention) that marks a span failed when "ERROR".
@@ -136,9 +140,13 @@ where
             .filter(|o| !o.is_empty())
             .map(Arc::<str>::from)
             .or_else(|| inherited.and_then(|(_, _, op)| op));
+        let span_id = collected
+            .text(SPAN_ID_FIELD)
+            .and_then(|id| ids::parse_span_id(&id))
+            .unwrap_or_else(ids::new_span_id);
         let data = SpanData {
             trace_id,
-            span_id: ids::new_span_id(),
+            span_id,
             parent_span_id,
             operation,
             target: collected
