@@ -77,6 +77,18 @@ pub fn link_operation_span(span: &tracing::Span, ids: &RootSpanIds) -> Option<Tr
     Some(root.trace_id())
 }
 
+/// Runs `build`, which builds one span, with its ids chosen: span id
+/// `span`, and trace id `trace` when it is a root span (a child takes its
+/// parent's).
+pub(crate) fn hint_ids<R>(trace: Option<TraceId>, span: SpanId, build: impl FnOnce() -> R) -> R {
+    NEXT_SPAN_ID.with(|hint| hint.set(Some(span)));
+    NEXT_TRACE_ID.with(|hint| hint.set(trace));
+    let built = build();
+    NEXT_TRACE_ID.with(|hint| hint.set(None));
+    NEXT_SPAN_ID.with(|hint| hint.set(None));
+    built
+}
+
 /// A span of another process (or another boot) as a remote span context.
 fn remote(position: &TraceParent) -> SpanContext {
     SpanContext::new(

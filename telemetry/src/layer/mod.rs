@@ -3,9 +3,11 @@
 //! to the ring under a short lock; nothing waits for a subscriber.
 
 mod filter;
+mod published;
 mod span_data;
 
 pub use filter::{INTERNAL_TARGETS, InternalTargets, is_internal};
+pub use published::take_published_sequence;
 pub use span_data::SpanContext;
 
 use std::sync::Arc;
@@ -219,7 +221,7 @@ where
             operation_id: operation.as_deref().unwrap_or_default(),
         };
         let bytes = encode_event(event, level as i32, context, SystemTime::now());
-        self.bus.publish(
+        let sequence = self.bus.publish(
             Entry {
                 kind: RecordKind::Log as u8,
                 level: level as u8,
@@ -228,6 +230,7 @@ where
             },
             Effect::None,
         );
+        published::set(sequence);
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
@@ -304,7 +307,7 @@ impl BusLayer {
             timestamp: Some(crate::record::now()),
             record: Some(record::Record::Span(record)),
         };
-        self.bus.publish(
+        let sequence = self.bus.publish(
             Entry {
                 kind: RecordKind::Span as u8,
                 level: 0,
@@ -313,6 +316,9 @@ impl BusLayer {
             },
             Effect::None,
         );
+        if closed {
+            published::set(sequence);
+        }
     }
 
     fn publish_progress(&self, collected: Collected, operation: Option<Arc<str>>) {

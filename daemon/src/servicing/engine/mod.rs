@@ -166,6 +166,17 @@ impl Engine {
         checked
     }
 
+    /// Tells the redaction of exported telemetry the secrets of the stored
+    /// Host Status (read-only: the datastore is opened, and interrupted
+    /// operations recovered, on first use). Nothing when there is none.
+    pub fn remember_stored_secrets(&self) {
+        if let Ok(status) =
+            Datastore::open_read_only(self.datastore_path()).and_then(|ds| ds.host_status())
+        {
+            trident_host::redact::known::remember(&status.secrets());
+        }
+    }
+
     /// The current Host Status.
     pub fn host_status(&self) -> Result<HostStatus, TridentError> {
         let mut status = self.with_datastore(|ds| ds.host_status())?;
