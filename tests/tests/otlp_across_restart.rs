@@ -90,7 +90,7 @@ async fn spans_not_delivered_before_a_restart_are_exported_after_it_once_in_one_
     let exit = first.stop();
     assert!(exit.is_some_and(|s| s.success()), "first daemon: {exit:?}");
     // The cursor says what the first run delivered (its run, its sequence).
-    let cursor = std::fs::read_to_string(state.join("otlp/traces.cursor")).unwrap();
+    let cursor = std::fs::read_to_string(state.join("journal/otlp-traces.cursor")).unwrap();
     let run_a = delivered_first
         .resource()
         .and_then(|r| attr(&r, "service.instance.id").map(str::to_owned))

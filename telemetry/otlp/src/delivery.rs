@@ -4,7 +4,9 @@
 //! the next run from the telemetry journal ([`crate::replay`]), and what was
 //! delivered is not sent again.
 //!
-//! The cursor is `STATE_DIR/otlp/<signal>.cursor`: one line
+//! The cursor is `STATE_DIR/journal/otlp-<signal>.cursor` (in the journal
+//! folder, so a journal handover carries it to the volume that boots next,
+//! after the export flushed): one line
 //! `<run id> <sequence> <unix ms>`: every journaled record of that run up to
 //! that bus sequence, and of earlier runs, was delivered. How it advances:
 //! the bus layer tells which bus record each exported span close or log
@@ -97,7 +99,11 @@ pub struct DeliveryCursor {
 
 /// File name of `signal`'s cursor.
 fn file_name(signal: Signal) -> String {
-    format!("{}.cursor", signal.as_str())
+    format!(
+        "otlp-{}{}",
+        signal.as_str(),
+        trident_telemetry::journal::CURSOR_SUFFIX
+    )
 }
 
 impl DeliveryCursor {
@@ -192,7 +198,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let temp = path.with_extension("cursor.tmp");
+    let temp = path.with_extension("tmp");
     let mut file = std::fs::File::create(&temp)?;
     file.write_all(bytes)?;
     file.sync_all()?;
@@ -205,7 +211,8 @@ mod tests {
     use super::*;
 
     fn saved(dir: &Path) -> SavedCursor {
-        SavedCursor::parse(&std::fs::read_to_string(dir.join("traces.cursor")).unwrap()).unwrap()
+        SavedCursor::parse(&std::fs::read_to_string(dir.join("otlp-traces.cursor")).unwrap())
+            .unwrap()
     }
 
     #[test]
@@ -237,7 +244,7 @@ mod tests {
     #[test]
     fn a_damaged_cursor_file_counts_as_none() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("logs.cursor"), "run-1 many 3\n").unwrap();
+        std::fs::write(dir.path().join("otlp-logs.cursor"), "run-1 many 3\n").unwrap();
         let (_, previous) = DeliveryCursor::open(dir.path(), Signal::Logs, "run-2", 8);
         assert_eq!(previous, None);
     }

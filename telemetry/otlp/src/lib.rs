@@ -35,7 +35,7 @@ pub mod resource;
 #[cfg(test)]
 mod tests;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -98,9 +98,6 @@ pub struct OtlpExport {
     /// and the cursors the previous run left (taken once).
     undelivered: Option<(PathBuf, String, Previous)>,
 }
-
-/// Folder of the delivery cursors, beside the journal's.
-pub const CURSOR_DIR_NAME: &str = "otlp";
 
 impl OtlpExport {
     /// Starts exporting per `config`, redacting nothing. Nothing is sent
@@ -196,13 +193,12 @@ impl OtlpExport {
             instance_id: bus.run_id().to_string(),
         };
         let journal = bus.config().journal_dir.clone();
-        let (cursors, previous) = match journal.as_deref().and_then(Path::parent) {
-            Some(state) => {
-                let dir = state.join(CURSOR_DIR_NAME);
+        let (cursors, previous) = match journal.as_deref() {
+            Some(dir) => {
                 let (traces, traces_before) =
-                    DeliveryCursor::open(&dir, Signal::Traces, bus.run_id(), config.span_queue);
+                    DeliveryCursor::open(dir, Signal::Traces, bus.run_id(), config.span_queue);
                 let (logs, logs_before) =
-                    DeliveryCursor::open(&dir, Signal::Logs, bus.run_id(), config.log_queue);
+                    DeliveryCursor::open(dir, Signal::Logs, bus.run_id(), config.log_queue);
                 let cursors = Cursors {
                     traces: Some(Arc::new(traces)),
                     logs: Some(Arc::new(logs)),
@@ -217,6 +213,16 @@ impl OtlpExport {
         };
         let mut export = Self::start_with(config, &identity, redact, cursors)?;
         export.attach_bus(bus);
+        // The cursors go with the journal to the volume that boots next:
+        // delivered first, so they say what was delivered by then.
+        let (tracer, logger) = (
+            export.tracer_provider.clone(),
+            export.logger_provider.clone(),
+        );
+        bus.before_journal_handover(Arc::new(move || {
+            let _ = tracer.force_flush();
+            let _ = logger.force_flush();
+        }));
         export.undelivered = journal
             .zip(previous)
             .map(|(journal, previous)| (journal, bus.run_id().to_owned(), previous));
