@@ -22,9 +22,7 @@ use std::time::Duration;
 
 use otlp_support::{FAST_EXPORT_ENV, Receiver, SpanRecord, attr};
 use servicing_support::{Clients, Fixture};
-use trident_e2e::Daemon;
-use trident_proto::v1::ListOperationsRequest;
-use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use trident_e2e::{Daemon, list_operations};
 
 const BOOT_A: &str = "07e10a00-0000-4000-8000-00000000000a";
 const BOOT_B: &str = "07e10b00-0000-4000-8000-00000000000b";
@@ -36,10 +34,9 @@ async fn exporting_daemon_in_boot(
     boot: &str,
     endpoint: &str,
 ) -> Daemon {
-    std::fs::write(boot_id_file, format!("{boot}\n")).unwrap();
     let mut builder = Daemon::builder()
         .state_dir(state)
-        .env("TRIDENT_BOOT_ID_FILE", boot_id_file)
+        .boot(boot_id_file, boot)
         .args(["--inactivity-timeout", "0", "--otlp-timeout", "1s"])
         .arg("--otlp-endpoint")
         .arg(endpoint);
@@ -82,10 +79,7 @@ async fn spans_not_delivered_before_a_restart_are_exported_after_it_once_in_one_
     drop(first_receiver);
 
     let v2 = f.config(&f.image("v2", 2, None), "");
-    let stage = c.update_stage(&v2).await;
-    stage.assert_success();
-    let finalize = c.update_finalize().await;
-    finalize.assert_success();
+    let (stage, finalize) = c.stage_and_finalize(&v2).await;
     drop(c);
     let exit = first.stop();
     assert!(exit.is_some_and(|s| s.success()), "first daemon: {exit:?}");
@@ -101,13 +95,9 @@ async fn spans_not_delivered_before_a_restart_are_exported_after_it_once_in_one_
     let second = exporting_daemon_in_boot(&state, &boot_id_file, BOOT_B, &endpoint).await;
     let commit = Clients::new(&second).await.commit().await;
     commit.assert_success();
-    let listed = TelemetryServiceClient::new(second.channel().await.unwrap())
-        .list_operations(ListOperationsRequest {})
+    let trace_id = list_operations(&second)
         .await
         .unwrap()
-        .into_inner()
-        .operations;
-    let trace_id = listed
         .iter()
         .find(|op| op.operation_id == stage.operation_id())
         .expect("the stage is listed")

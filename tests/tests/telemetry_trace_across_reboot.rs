@@ -16,9 +16,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use servicing_support::{Clients, Fixture};
-use trident_e2e::{Daemon, trident_cli};
-use trident_proto::v1::ListOperationsRequest;
-use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
+use trident_e2e::{Daemon, list_operations, trident_cli_ok};
 
 const BOOT_A: &str = "7ace0a00-0000-4000-8000-00000000000a";
 const BOOT_B: &str = "7ace0b00-0000-4000-8000-00000000000b";
@@ -31,10 +29,9 @@ const HEALTHY_CHECK: &str = r#"health:
 "#;
 
 async fn daemon_in_boot(state: &Path, boot_id_file: &Path, boot: &str) -> Daemon {
-    std::fs::write(boot_id_file, format!("{boot}\n")).unwrap();
     Daemon::builder()
         .state_dir(state)
-        .env("TRIDENT_BOOT_ID_FILE", boot_id_file)
+        .boot(boot_id_file, boot)
         .args(["--inactivity-timeout", "0"])
         .spawn()
         .await
@@ -42,13 +39,7 @@ async fn daemon_in_boot(state: &Path, boot_id_file: &Path, boot: &str) -> Daemon
 }
 
 fn cli_ok(daemon: &Daemon, args: &[&str]) -> String {
-    let out = trident_cli(daemon.socket_path(), args);
-    assert!(
-        out.status.success(),
-        "trident {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    trident_cli_ok(daemon.socket_path(), args)
 }
 
 /// Every node of the JSON span tree, depth first.
@@ -77,10 +68,7 @@ async fn an_update_and_its_commit_after_the_reboot_are_one_trace_showing_both_bo
     let mut c = Clients::new(&first).await;
     c.provision(&f.config(&f.image("v1", 1, None), "")).await;
     let v2 = f.config(&f.image("v2", 2, None), HEALTHY_CHECK);
-    let stage = c.update_stage(&v2).await;
-    stage.assert_success();
-    let finalize = c.update_finalize().await;
-    finalize.assert_success();
+    let (stage, finalize) = c.stage_and_finalize(&v2).await;
     drop(c);
     let exit = first.stop();
     assert!(exit.is_some_and(|s| s.success()), "first daemon: {exit:?}");
@@ -89,12 +77,7 @@ async fn an_update_and_its_commit_after_the_reboot_are_one_trace_showing_both_bo
     let commit = Clients::new(&second).await.commit().await;
     commit.assert_success();
     // One trace from the stage to the commit, each continuing the one before.
-    let listed = TelemetryServiceClient::new(second.channel().await.unwrap())
-        .list_operations(ListOperationsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .operations;
+    let listed = list_operations(&second).await.unwrap();
     let summary = |id: String| {
         listed
             .iter()

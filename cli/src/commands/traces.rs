@@ -16,8 +16,8 @@ use tokio_stream::StreamExt;
 
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
-    ListOperationsRequest, OperationSummary, RecordKind, SpanEvent, SpanRecord, SpanStatus,
-    WatchOptions, WatchRequest, record, stream_event,
+    OperationSummary, RecordKind, SpanEvent, SpanRecord, SpanStatus, WatchOptions, WatchRequest,
+    record, stream_event,
 };
 
 use crate::args::{OutputFormat, TraceFormat, TracesArgs};
@@ -77,12 +77,7 @@ impl From<&Reboot> for RebootGap {
 
 pub async fn run(ctx: &Ctx, args: &TracesArgs) -> CliResult<Exit> {
     let mut client = TelemetryServiceClient::new(ctx.channel().await?);
-    let operations = client
-        .list_operations(ListOperationsRequest {})
-        .await
-        .map_err(|s| CliError::rpc("ListOperations", s))?
-        .into_inner()
-        .operations;
+    let operations = crate::client::list_operations(&mut client).await?;
     let operation_id = match &args.operation {
         Some(id) => id.clone(),
         None => operations
