@@ -148,6 +148,10 @@ async fn spans_not_delivered_before_a_restart_are_exported_after_it_once_in_one_
     for root in [stage_root, finalize_root, commit_root] {
         assert_eq!(root.trace_id, trace_id, "{root:#?}");
     }
+    assert_eq!(
+        attr(&finalize_root.attributes, "operation_id"),
+        Some(finalize.operation_id().as_str())
+    );
     assert_eq!(finalize_root.parent_span_id, stage_root.span_id);
     assert_eq!(commit_root.parent_span_id, finalize_root.span_id);
     assert_eq!(
