@@ -494,12 +494,13 @@ pub fn trident_cli_ok(socket: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
-/// The servicing operations the daemon knows (`ListOperations`), oldest first.
+/// The servicing operations the daemon at `socket` knows
+/// (`ListOperations`), oldest first.
 pub async fn list_operations(
-    daemon: &Daemon,
+    socket: &Path,
 ) -> anyhow::Result<Vec<trident_proto::v1::OperationSummary>> {
     let mut client = trident_proto::v1::telemetry_service_client::TelemetryServiceClient::new(
-        daemon.channel().await?,
+        uds_channel(socket).await?,
     );
     Ok(client
         .list_operations(trident_proto::v1::ListOperationsRequest {})

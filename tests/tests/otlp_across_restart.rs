@@ -95,7 +95,7 @@ async fn spans_not_delivered_before_a_restart_are_exported_after_it_once_in_one_
     let second = exporting_daemon_in_boot(&state, &boot_id_file, BOOT_B, &endpoint).await;
     let commit = Clients::new(&second).await.commit().await;
     commit.assert_success();
-    let trace_id = list_operations(&second)
+    let trace_id = list_operations(second.socket_path())
         .await
         .unwrap()
         .iter()

@@ -77,7 +77,7 @@ async fn an_update_and_its_commit_after_the_reboot_are_one_trace_showing_both_bo
     let commit = Clients::new(&second).await.commit().await;
     commit.assert_success();
     // One trace from the stage to the commit, each continuing the one before.
-    let listed = list_operations(&second).await.unwrap();
+    let listed = list_operations(second.socket_path()).await.unwrap();
     let summary = |id: String| {
         listed
             .iter()

@@ -115,8 +115,9 @@ impl Bus {
         })
     }
 
-    /// The handed operation's end, in a run of its own: its error report
-    /// (filled as `report_error` fills it) and its completed record.
+    /// The handed operation's end, in a run of its own: its spans still open
+    /// closed, its error report (filled as `report_error` fills it) and its
+    /// completed record.
     fn end_records(&self, frames: &[Frame], ended: HandedEnd) -> Vec<Frame> {
         let started = frames.iter().rev().find_map(|f| {
             match Record::decode(f.bytes.as_slice()).ok()?.record? {
@@ -131,7 +132,15 @@ impl Bus {
         });
         let started = started.unwrap_or_default();
         let run_id = uuid::Uuid::new_v4().to_string();
-        let mut bodies = Vec::new();
+        let records = frames
+            .iter()
+            .filter_map(|f| Record::decode(f.bytes.as_slice()).ok());
+        let failed = ended.result != StatusCode::Success;
+        let mut bodies: Vec<record::Record> =
+            super::open_spans::closing(records, &ended.operation_id, failed)
+                .into_iter()
+                .map(record::Record::Span)
+                .collect();
         let mut error = None;
         if let Some((proto, report)) = ended.error {
             bodies.push(record::Record::Error(self.fill_report(report)));

@@ -13,6 +13,7 @@
 mod carried;
 pub mod handover;
 mod history;
+mod open_spans;
 mod segments;
 mod writer;
 
