@@ -59,12 +59,15 @@ impl ObservabilityGuard {
             return;
         };
         match replayed {
-            Ok(done) if done.spans + done.logs + done.left_out > 0 => tracing::info!(
-                spans = done.spans,
-                logs = done.logs,
-                left_out = done.left_out,
-                "OTLP export: records of earlier runs not delivered yet, exported from the journal"
-            ),
+            Ok(done) if done.spans + done.logs + done.left_out.0 + done.left_out.1 > 0 => {
+                tracing::info!(
+                    spans = done.spans,
+                    logs = done.logs,
+                    left_out_spans = done.left_out.0,
+                    left_out_logs = done.left_out.1,
+                    "OTLP export: records of earlier runs not delivered yet, exported from the journal"
+                )
+            }
             Ok(_) => {}
             Err(error) => {
                 tracing::warn!(%error, "OTLP export: cannot read the journal to export what earlier runs did not deliver")

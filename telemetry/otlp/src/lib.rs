@@ -242,15 +242,18 @@ impl OtlpExport {
         let bound = self.config.span_queue.min(self.config.log_queue) / 2;
         let providers = (&self.tracer_provider, &self.logger_provider);
         let replayed = replay::replay(&journal, &run, &previous, providers, bound);
-        if let Ok(done) = &replayed
-            && done.left_out > 0
-        {
-            self.health.dropped(
-                Signal::Traces,
-                DropReason::QueueFull,
-                done.left_out as u64,
-                &|| "undelivered records past the replay bound".into(),
-            );
+        if let Ok(done) = &replayed {
+            for (signal, count) in [
+                (Signal::Traces, done.left_out.0),
+                (Signal::Logs, done.left_out.1),
+            ] {
+                if count > 0 {
+                    self.health
+                        .dropped(signal, DropReason::QueueFull, count as u64, &|| {
+                            "undelivered records past the replay bound".into()
+                        });
+                }
+            }
         }
         Some(replayed)
     }

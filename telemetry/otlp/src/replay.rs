@@ -31,8 +31,9 @@ use crate::ids::hint_ids;
 pub struct Replayed {
     pub spans: usize,
     pub logs: usize,
-    /// Undelivered records past the bound, left out (the newest are kept).
-    pub left_out: usize,
+    /// Undelivered spans and logs past the bound, left out (the newest
+    /// are kept).
+    pub left_out: (usize, usize),
 }
 
 /// The cursors the previous run left, per signal.
@@ -83,7 +84,10 @@ pub(crate) fn replay(
             _ => {}
         }
     }
-    let left_out = spans.len().saturating_sub(bound) + logs.len().saturating_sub(bound);
+    let left_out = (
+        spans.len().saturating_sub(bound),
+        logs.len().saturating_sub(bound),
+    );
     let spans = &spans[spans.len().saturating_sub(bound)..];
     let logs = &logs[logs.len().saturating_sub(bound)..];
     delivery::replaying(|| {
