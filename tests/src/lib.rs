@@ -567,3 +567,27 @@ pub async fn failing_update_stage(
     }
     Ok(messages)
 }
+
+/// Every node of a `trident traces -o json` span tree, depth first.
+pub fn trace_nodes(tree: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    let mut out = Vec::new();
+    for node in tree {
+        out.push(node);
+        if let Some(children) = node["children"].as_array() {
+            out.extend(trace_nodes(children));
+        }
+    }
+    out
+}
+
+/// The operation root span of `rpc` among `nodes` (see [`trace_nodes`]).
+pub fn trace_operation_node<'a>(
+    nodes: &[&'a serde_json::Value],
+    rpc: &str,
+) -> &'a serde_json::Value {
+    nodes
+        .iter()
+        .copied()
+        .find(|n| n["name"] == "servicing_operation" && n["rpc"] == rpc)
+        .unwrap_or_else(|| panic!("no {rpc} root span in {nodes:#?}"))
+}

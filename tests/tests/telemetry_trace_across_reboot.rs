@@ -42,24 +42,6 @@ fn cli_ok(daemon: &Daemon, args: &[&str]) -> String {
     trident_cli_ok(daemon.socket_path(), args)
 }
 
-/// Every node of the JSON span tree, depth first.
-fn nodes(tree: &[Value]) -> Vec<&Value> {
-    let mut out = Vec::new();
-    for node in tree {
-        out.push(node);
-        out.extend(nodes(node["children"].as_array().unwrap()));
-    }
-    out
-}
-
-/// The operation root span of `rpc` in the tree.
-fn operation_node<'a>(all: &[&'a Value], rpc: &str) -> &'a Value {
-    all.iter()
-        .copied()
-        .find(|n| n["name"] == "servicing_operation" && n["rpc"] == rpc)
-        .unwrap_or_else(|| panic!("no {rpc} root span in {all:#?}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_update_and_its_commit_after_the_reboot_are_one_trace_showing_both_boots() {
     let f = Fixture::new();
@@ -106,10 +88,10 @@ async fn an_update_and_its_commit_after_the_reboot_are_one_trace_showing_both_bo
     let tree: Vec<Value> = serde_json::from_str(&json).unwrap();
     assert_eq!(tree.len(), 1, "one root: {tree:#?}");
     assert_eq!(tree[0]["rpc"], "UpdateStage");
-    let all = nodes(&tree);
-    let staged = operation_node(&all, "UpdateStage");
-    let finalized = operation_node(&all, "UpdateFinalize");
-    let committed = operation_node(&all, "Commit");
+    let all = trident_e2e::trace_nodes(&tree);
+    let staged = trident_e2e::trace_operation_node(&all, "UpdateStage");
+    let finalized = trident_e2e::trace_operation_node(&all, "UpdateFinalize");
+    let committed = trident_e2e::trace_operation_node(&all, "Commit");
     assert_eq!(staged["boot_id"], BOOT_A);
     assert_eq!(finalized["boot_id"], BOOT_A);
     assert_eq!(committed["boot_id"], BOOT_B);
@@ -133,7 +115,7 @@ async fn an_update_and_its_commit_after_the_reboot_are_one_trace_showing_both_bo
     assert_eq!(committed["reboot"]["to_boot"], BOOT_B);
     assert!(committed["reboot"]["gap_ms"].as_f64().unwrap() >= 0.0);
     assert!(
-        nodes(committed["children"].as_array().unwrap())
+        trident_e2e::trace_nodes(committed["children"].as_array().unwrap())
             .iter()
             .any(|n| n["name"] == "phase health-checks" && n["status"] == "ok"),
         "the commit's health checks: {committed:#?}"

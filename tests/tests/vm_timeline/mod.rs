@@ -12,23 +12,6 @@ use trident_proto::v1::{OperationEvent, Record, StatusCode, record};
 use crate::mini_os;
 use crate::vm_orchestrator::trident_cli;
 
-/// Every node of a `trident traces -o json` tree, depth first.
-fn nodes(tree: &[Value]) -> Vec<&Value> {
-    let mut out = Vec::new();
-    for node in tree {
-        out.push(node);
-        out.extend(nodes(node["children"].as_array().unwrap()));
-    }
-    out
-}
-
-fn operation_node<'a>(all: &[&'a Value], rpc: &str) -> &'a Value {
-    all.iter()
-        .copied()
-        .find(|n| n["name"] == "servicing_operation" && n["rpc"] == rpc)
-        .unwrap_or_else(|| panic!("no {rpc} root span in {all:#?}"))
-}
-
 /// On B (the guest's tridentd at `socket`): the update to v2 (staged and
 /// finalized on A) and its commit on B are one trace across the reboot;
 /// every boot is listed; the last error is A's failed commit with its
@@ -76,9 +59,9 @@ pub async fn on_b(socket: &Path) {
         &trident_cli(socket, &["traces", "--operation", id, "-o", "json"]).await,
     )
     .unwrap();
-    let all = nodes(&tree);
-    let update = operation_node(&all, "Update");
-    let commit = operation_node(&all, "Commit");
+    let all = trident_e2e::trace_nodes(&tree);
+    let update = trident_e2e::trace_operation_node(&all, "Update");
+    let commit = trident_e2e::trace_operation_node(&all, "Commit");
     let (on_a, on_b) = (
         update["boot_id"].as_str().unwrap(),
         commit["boot_id"].as_str().unwrap(),
@@ -91,13 +74,13 @@ pub async fn on_b(socket: &Path) {
     );
     assert_eq!(commit["reboot"]["from_boot"], on_a, "{commit:#?}");
     assert_eq!(commit["reboot"]["to_boot"], on_b);
-    let stage = nodes(update["children"].as_array().unwrap());
+    let stage = trident_e2e::trace_nodes(update["children"].as_array().unwrap());
     assert!(
         stage.iter().any(|n| n["name"] == "phase write/root-b"),
         "the stage's write on A: {update:#?}"
     );
     assert!(
-        nodes(commit["children"].as_array().unwrap())
+        trident_e2e::trace_nodes(commit["children"].as_array().unwrap())
             .iter()
             .any(|n| n["name"] == "phase health-checks"),
         "the commit's health checks on B: {commit:#?}"
