@@ -16,13 +16,18 @@
 #      reboots itself into volume A, the commit service commits
 #   6. `trident update` to v2, live progress; the VM tries volume B once,
 #      the commit service commits: the OS says v2, the status volume B
-#   7. `trident traces` of that commit: its span tree
+#   7. `trident traces` of that commit: the update staged on A and its
+#      commit on B, one span tree across the reboot (both boot ids)
 #   8. a failing update (the scenario's step 4): `trident update` to v1
 #      with a health check on a unit that never becomes active
 #      (timeoutSeconds 15), live progress; the VM tries volume A once, the
 #      commit service's health check fails, tridentd points the next boot
 #      back at B and reboots: the VM comes back on v2 by itself, and
-#      `trident get status` and `trident get last-error` say why
+#      `trident get status` and `trident get last-error` say why (with
+#      the recent logs of the commit that failed on A); `trident logs
+#      --list-boots` lists every boot of the host and `trident traces` the
+#      failing update, its failed commit on A and the settling commit on B
+#      as one trace across two reboots
 #
 # TRIDENT_BIN_DIR=DIR uses the binaries in DIR (tridentd, trident,
 # trident-rcp, mkcosi, trident-e2e-pki; e.g. target/debug) instead of
@@ -318,7 +323,7 @@ grep -a TRIDENT-TEST-OS-READY "$WORK/serial.log" |
 
 # --- 7: the commit's span tree ---------------------------------------------
 
-step "trident traces: the span tree of the commit of v2 (the newest operation)"
+step "trident traces: the update to v2 (staged on A) and its commit (on B), one trace across the reboot"
 "$TRIDENT" --socket "$GUEST" traces
 
 # --- 8: a failing update comes back by itself ------------------------------
@@ -345,6 +350,10 @@ wait_committed volume-b
 grep '"event":"connected"' "$EVENTS" | tail -n 1 | sed 's/^/    connected: /'
 step "trident get last-error: the structured error of the failed commit"
 "$TRIDENT" --socket "$GUEST" get last-error
+step "trident logs --list-boots: every boot of the host, as volume B's journal knows them"
+"$TRIDENT" --socket "$GUEST" logs --list-boots
+step "trident traces: the failing update, its failed commit on A and the commit that settled it on B, one trace"
+"$TRIDENT" --socket "$GUEST" traces
 step "/etc/os-release on the last three boots: v2 on B, the trial of v1 on A, v2 on B again"
 grep -a TRIDENT-TEST-OS-READY "$WORK/serial.log" | tail -n 3 |
     sed 's/.*TRIDENT-TEST-OS-READY \(version=[^ ]*\).*\(root-partuuid=[^ ]*\).*\(entry=[^ ]*\).*/    \1 \3 \2/'

@@ -179,6 +179,18 @@ impl TraceParent {
     }
 }
 
+/// The servicing operations the daemon knows (`ListOperations`), oldest first.
+pub async fn list_operations(
+    client: &mut trident_proto::v1::telemetry_service_client::TelemetryServiceClient<Channel>,
+) -> CliResult<Vec<trident_proto::v1::OperationSummary>> {
+    Ok(client
+        .list_operations(trident_proto::v1::ListOperationsRequest {})
+        .await
+        .map_err(|s| CliError::rpc("ListOperations", s))?
+        .into_inner()
+        .operations)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,8 +36,15 @@ impl KeepAlive for Activity {
 }
 
 /// Runs the daemon on `listening` (from [`server::prepare`]) with `bus`
-/// (from [`crate::observability::init`]) until shutdown.
-pub fn run(config: Config, listening: Listening, bus: Bus) -> Result<ShutdownReason, AppError> {
+/// (from [`crate::observability::init`]) until shutdown. `before_serving`
+/// runs once the stored Host Status's secrets are known to the redaction
+/// (the OTLP export's replay of undelivered records).
+pub fn run(
+    config: Config,
+    listening: Listening,
+    bus: Bus,
+    before_serving: impl FnOnce() + Send,
+) -> Result<ShutdownReason, AppError> {
     // Image downloads of every servicing flow use the operator's bounds;
     // this is the only call, so the set cannot fail.
     let _ = trident_cosi::set_http_timeouts(config.http_timeouts());
@@ -49,13 +56,19 @@ pub fn run(config: Config, listening: Listening, bus: Bus) -> Result<ShutdownRea
             what: "start async runtime",
             source,
         })?;
-    runtime.block_on(serve(ServerContext::new(config), listening, bus))
+    runtime.block_on(serve(
+        ServerContext::new(config),
+        listening,
+        bus,
+        before_serving,
+    ))
 }
 
 async fn serve(
     ctx: ServerContext,
     listening: Listening,
     bus: Bus,
+    before_serving: impl FnOnce() + Send,
 ) -> Result<ShutdownReason, AppError> {
     wire_bus_shutdown(&bus, &ctx.shutdown_hooks, &ctx.shutdown);
     tokio::spawn(crate::rcp_agent_state::follow(
@@ -66,6 +79,8 @@ async fn serve(
         bus.clone(),
         Arc::new(ctx.activity.clone()),
     );
+    engine.remember_stored_secrets();
+    before_serving();
     let parts = GrpcParts {
         bus,
         engine: Arc::new(engine),

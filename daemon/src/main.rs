@@ -38,7 +38,7 @@ fn main() -> ExitCode {
     // After the socket set-up: its parent directory must stay reachable by
     // the socket's group. Still before any thread starts.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    let observability = match observability::init(&config) {
+    let mut observability = match observability::init(&config) {
         Ok(observability) => observability,
         Err(error) => return fail(&error.into()),
     };
@@ -50,7 +50,8 @@ fn main() -> ExitCode {
         );
     }
     let bus = observability.bus.clone();
-    let code = match app::run(config, listening, bus) {
+    let replay = || observability.guard.replay_undelivered_export();
+    let code = match app::run(config, listening, bus, replay) {
         Ok(_reason) => ExitCode::SUCCESS,
         Err(error) => fail(&error.into()),
     };

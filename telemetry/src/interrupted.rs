@@ -83,6 +83,7 @@ fn publish_completed(bus: &Bus, summary: &OperationSummary, error: TridentError)
         image_hash: None,
         servicing_kind: None,
         reboot_action: None,
+        continues_operation_id: String::new(),
     };
     let update = OperationSummary {
         operation_id: summary.operation_id.clone(),

@@ -6,7 +6,7 @@
 //! use trident_proto::v1::{RebootStatus, ServicingKind, StatusCode};
 //! use trident_telemetry::operation::{Completion, Operation, OperationSpec};
 //! # let bus = trident_telemetry::Bus::in_memory(Default::default());
-//! let op = Operation::start(&bus, OperationSpec { kind: ServicingKind::CleanInstall, rpc: "Install", parent: None });
+//! let op = Operation::start(&bus, OperationSpec { kind: ServicingKind::CleanInstall, rpc: "Install", parent: None, continues: None });
 //! {
 //!     let _in_op = op.span().enter(); // records inside belong to the operation
 //!     // ... servicing ...
@@ -24,6 +24,7 @@ use trident_proto::v1::{
 use crate::bus::ring::Entry;
 use crate::bus::{Bus, Effect};
 use crate::ids::{self, TraceParent};
+use crate::span_link::RootSpanIds;
 
 /// Target of the operation's root span and lifecycle log lines.
 pub const OPERATION_TARGET: &str = "trident::operation";
@@ -38,8 +39,76 @@ pub struct OperationSpec {
     /// Name of the RPC that started it, e.g. "Install", "UpdateStage".
     pub rpc: &'static str,
     /// The caller's trace position (W3C `traceparent` of the request, see
-    /// [`TraceParent::from_metadata`]); the root span becomes its child.
+    /// [`TraceParent::from_metadata`]); the root span becomes its child
+    /// (only linked to it when the operation `continues` another).
     pub parent: Option<TraceParent>,
+    /// The earlier operation this one settles across its reboot (a commit
+    /// after an install, A/B update or rollback finalized): the root span
+    /// becomes a child of that operation's root span, in its trace.
+    pub continues: Option<Continuation>,
+}
+
+/// The trace context of an earlier operation, kept across the reboot (the
+/// datastore's operation history), that an operation continues.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Continuation {
+    /// The earlier operation's id.
+    pub operation_id: String,
+    /// Its trace id.
+    pub trace_id: u128,
+    /// Its root span's id.
+    pub root_span_id: u64,
+}
+
+impl Continuation {
+    /// From the texts the datastore keeps (32 and 16 hex digits); `None`
+    /// when either is malformed or missing.
+    pub fn parse(operation_id: &str, trace_id: &str, root_span_id: &str) -> Option<Continuation> {
+        Some(Continuation {
+            operation_id: operation_id.to_owned(),
+            trace_id: ids::parse_trace_id(trace_id)?,
+            root_span_id: ids::parse_span_id(root_span_id)?,
+        })
+    }
+
+    /// As a parent position: sampled, as the earlier root span was
+    /// recorded (its records are in the journal).
+    fn as_parent(&self) -> TraceParent {
+        TraceParent {
+            trace_id: self.trace_id,
+            parent_span_id: self.root_span_id,
+            flags: 1,
+        }
+    }
+}
+
+impl RootSpanIds {
+    /// The ids of a new root span for `spec`: the continued operation's
+    /// trace (the caller's span then a link), else the caller's trace, else
+    /// a new one.
+    fn for_spec(spec: &OperationSpec) -> RootSpanIds {
+        let span_id = ids::new_span_id();
+        match (&spec.continues, spec.parent) {
+            (Some(continues), caller) => RootSpanIds {
+                trace_id: continues.trace_id,
+                span_id,
+                parent: Some(continues.as_parent()),
+                link: caller,
+            },
+            (None, Some(caller)) => RootSpanIds {
+                trace_id: caller.trace_id,
+                span_id,
+                parent: Some(caller),
+                link: None,
+            },
+            (None, None) => RootSpanIds {
+                trace_id: ids::new_trace_id(),
+                span_id,
+                parent: None,
+                link: None,
+            },
+        }
+    }
 }
 
 /// How it ended. Everything a servicing stream's `Completed` says, so that
@@ -67,6 +136,8 @@ pub struct Completion {
 pub struct Operation {
     id: String,
     trace_id: u128,
+    root_span_id: u64,
+    continues: Option<String>,
     kind: ServicingKind,
     rpc: &'static str,
     span: tracing::Span,
@@ -80,14 +151,17 @@ impl Operation {
     /// started record (with a fresh operation id).
     pub fn start(bus: &Bus, spec: OperationSpec) -> Operation {
         let id = uuid::Uuid::new_v4().to_string();
-        let trace_id = spec.parent.map_or_else(ids::new_trace_id, |p| p.trace_id);
-        let parent_span_id = spec
+        let root = RootSpanIds::for_spec(&spec);
+        let parent_span_id = root
             .parent
             .map(|p| p.parent_span_id_hex())
             .unwrap_or_default();
+        let continues = spec.continues.as_ref().map(|c| c.operation_id.clone());
         let mut op = Operation {
             id,
-            trace_id,
+            trace_id: root.trace_id,
+            root_span_id: root.span_id,
+            continues: continues.clone(),
             kind: spec.kind,
             rpc: spec.rpc,
             // Replaced below: the started record comes first, so a watch of
@@ -110,6 +184,7 @@ impl Operation {
             running: true,
             trace_id: record.trace_id.clone(),
             started: Some(crate::record::now()),
+            continues_operation_id: continues.clone().unwrap_or_default(),
             ..OperationSummary::default()
         };
         op.started_cursor = Some(op.publish(record, Effect::Started(summary)));
@@ -122,14 +197,20 @@ impl Operation {
             operation_id = %op.id,
             kind = spec.kind.as_str_name(),
             rpc = spec.rpc,
-            trace_id = %ids::trace_id_hex(trace_id),
+            trace_id = %ids::trace_id_hex(root.trace_id),
             parent_span_id = %parent_span_id,
+            span_id = %ids::span_id_hex(root.span_id),
+            continues_operation_id = continues.as_deref().unwrap_or_default(),
+            caller_traceparent = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
             result = tracing::field::Empty,
         );
-        // OTLP export (when on): the exported root span continues the caller's
-        // trace, or takes this trace id, so bus and export agree.
-        crate::span_link::link_operation_span(&op.span, trace_id, spec.parent.as_ref());
+        if let Some(link) = root.link {
+            op.span.record("caller_traceparent", link.to_string());
+        }
+        // OTLP export (when on): the exported root span has the same ids
+        // (trace, span, parent) as the bus records, so bus and export agree.
+        crate::span_link::link_operation_span(&op.span, &root);
         {
             // Entered, not only named as the parent: layers that read the
             // current span (tracing-journald) take the operation's fields
@@ -148,6 +229,12 @@ impl Operation {
     /// The W3C trace id (32 hex) of the operation's root span.
     pub fn trace_id(&self) -> String {
         ids::trace_id_hex(self.trace_id)
+    }
+
+    /// The id (16 hex) of the operation's root span, for the datastore: the
+    /// operation that settles this one after a reboot continues it.
+    pub fn root_span_id(&self) -> String {
+        ids::span_id_hex(self.root_span_id)
     }
 
     /// The operation's root span; enter it (or `instrument` futures with
@@ -235,6 +322,10 @@ impl Operation {
             image_hash: None,
             servicing_kind: None,
             reboot_action: None,
+            continues_operation_id: match event {
+                OperationEvent::Started => self.continues.clone().unwrap_or_default(),
+                _ => String::new(),
+            },
         }
     }
 

@@ -13,10 +13,24 @@ use tracing_subscriber::Layer;
 
 use crate::ids::TraceParent;
 
+/// The ids of an operation's root span, as its bus records carry them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RootSpanIds {
+    /// The trace id of the operation's records.
+    pub trace_id: u128,
+    /// The root span's own id (the exported span takes it too).
+    pub span_id: u64,
+    /// Its parent: the caller's span (`traceparent`), or the root span of
+    /// the operation it continues across a reboot.
+    pub parent: Option<TraceParent>,
+    /// A span it is linked to, not a child of: the caller's span when the
+    /// operation continues another operation's trace.
+    pub link: Option<TraceParent>,
+}
+
 /// Ties an operation's root span to an exporter, right after the span is
-/// created (before it is entered or gets children): the span, the trace id
-/// of the operation's bus records, and the caller's `traceparent` if any.
-pub type LinkOperationSpan = fn(&tracing::Span, u128, Option<&TraceParent>);
+/// created (before it is entered or gets children).
+pub type LinkOperationSpan = fn(&tracing::Span, &RootSpanIds);
 
 /// A layer carrying an exporter's [`LinkOperationSpan`].
 #[derive(Clone, Copy, Debug)]
@@ -34,11 +48,7 @@ impl OperationSpanLink {
 impl<S: Subscriber> Layer<S> for OperationSpanLink {}
 
 /// Hands `span` to the exporter of its dispatcher, if it has one.
-pub(crate) fn link_operation_span(
-    span: &tracing::Span,
-    trace_id: u128,
-    parent: Option<&TraceParent>,
-) {
+pub(crate) fn link_operation_span(span: &tracing::Span, ids: &RootSpanIds) {
     let link = span
         .with_subscriber(|(_, dispatch)| {
             dispatch
@@ -47,6 +57,6 @@ pub(crate) fn link_operation_span(
         })
         .flatten();
     if let Some(link) = link {
-        link(span, trace_id, parent);
+        link(span, ids);
     }
 }

@@ -127,6 +127,7 @@ fn operation_progress_and_error_records_follow_the_emit_api() {
                 kind: ServicingKind::CleanInstall,
                 rpc: "Install",
                 parent,
+                continues: None,
             },
         );
         assert_eq!(op.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");

@@ -65,6 +65,7 @@ async fn a_stalled_subscriber_gets_exact_gaps_while_the_producer_and_others_run_
             kind: ServicingKind::AbUpdate,
             rpc: "UpdateStage",
             parent: None,
+            continues: None,
         },
     );
     let entered = op.span().clone().entered();
@@ -202,6 +203,7 @@ fn operation_records_survive_a_restart_and_replay_from_the_journal() {
                 kind: ServicingKind::CleanInstall,
                 rpc: "Install",
                 parent: None,
+                continues: None,
             },
         );
         {
@@ -308,6 +310,7 @@ fn the_journal_stays_within_its_bound_by_deleting_the_oldest_segments() {
                 kind: ServicingKind::AbUpdate,
                 rpc: "UpdateStage",
                 parent: None,
+                continues: None,
             },
         );
         let _in_op = op.span().enter();
@@ -348,6 +351,7 @@ fn a_full_journal_queue_drops_and_counts_instead_of_blocking_the_producer() {
                 kind: ServicingKind::AbUpdate,
                 rpc: "UpdateStage",
                 parent: None,
+                continues: None,
             },
         );
         let _in_op = op.span().enter();
@@ -379,6 +383,7 @@ fn a_watch_of_an_operation_older_than_the_ring_replays_its_start_from_the_journa
                 kind: ServicingKind::AbUpdate,
                 rpc: "UpdateStage",
                 parent: None,
+                continues: None,
             },
         );
         {
@@ -450,6 +455,7 @@ fn a_long_operation_replays_completely_across_segments_in_bounded_steps() {
                 kind: ServicingKind::AbUpdate,
                 rpc: "UpdateStage",
                 parent: None,
+                continues: None,
             },
         );
         {

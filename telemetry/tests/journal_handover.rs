@@ -132,3 +132,29 @@ fn a_handover_merges_each_record_once_within_the_bounds_and_records_the_end() {
     assert!(here.hand_over_journal(&own, None).is_err());
     assert!(!read_records(&own).unwrap().is_empty());
 }
+
+#[test]
+fn readers_cursors_go_with_the_journal_brought_up_to_date_by_their_hooks_first() {
+    let root = tempfile::tempdir().unwrap();
+    let target = root.path().join("other-volume/journal");
+    let here = bus(&root.path().join("here"), "boot-here");
+    here.report_error(report("op-here", 1));
+    let journal = root.path().join("here/journal");
+    // The target's own stale cursor is replaced, the reader's hook runs
+    // before the copy, and other files of the folder stay behind.
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("otlp-traces.cursor"), "stale 1 1\n").unwrap();
+    std::fs::write(journal.join("otlp-traces.cursor"), "before-the-hook\n").unwrap();
+    std::fs::write(journal.join("notes.txt"), "not carried").unwrap();
+    let cursor = journal.join("otlp-traces.cursor");
+    here.before_journal_handover(std::sync::Arc::new(move || {
+        std::fs::write(&cursor, "run-here 7 1234\n").unwrap();
+    }));
+    here.hand_over_journal(&target, None).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(target.join("otlp-traces.cursor")).unwrap(),
+        "run-here 7 1234\n"
+    );
+    assert!(!target.join("notes.txt").exists());
+    assert_eq!(read_records(&target).unwrap().len(), 1);
+}

@@ -45,6 +45,7 @@ fn the_bus_derives_overall_progress_from_the_plan_and_top_level_byte_phases() {
                 kind: ServicingKind::CleanInstall,
                 rpc: "StreamDisk",
                 parent: None,
+                continues: None,
             },
         );
         {

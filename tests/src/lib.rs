@@ -138,6 +138,14 @@ impl DaemonBuilder {
         self
     }
 
+    /// Runs the daemon in host boot `boot`: writes it to `file`, given as
+    /// its boot id file (`TRIDENT_BOOT_ID_FILE`). A daemon restarted on the
+    /// same state with another boot stands in for a reboot.
+    pub fn boot(self, file: &Path, boot: &str) -> Self {
+        std::fs::write(file, format!("{boot}\n")).expect("write the boot id file");
+        self.env("TRIDENT_BOOT_ID_FILE", file)
+    }
+
     /// Uses this state dir instead of `<tempdir>/state` (e.g. to restart a
     /// daemon on the journal and datastore of a previous one).
     pub fn state_dir(mut self, path: impl Into<PathBuf>) -> Self {
@@ -475,6 +483,32 @@ pub fn trident_cli(socket: &Path, args: &[&str]) -> Output {
         .expect("run trident")
 }
 
+/// [`trident_cli`] that must succeed: its standard output.
+pub fn trident_cli_ok(socket: &Path, args: &[&str]) -> String {
+    let out = trident_cli(socket, args);
+    assert!(
+        out.status.success(),
+        "trident {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The servicing operations the daemon at `socket` knows
+/// (`ListOperations`), oldest first.
+pub async fn list_operations(
+    socket: &Path,
+) -> anyhow::Result<Vec<trident_proto::v1::OperationSummary>> {
+    let mut client = trident_proto::v1::telemetry_service_client::TelemetryServiceClient::new(
+        uds_channel(socket).await?,
+    );
+    Ok(client
+        .list_operations(trident_proto::v1::ListOperationsRequest {})
+        .await?
+        .into_inner()
+        .operations)
+}
+
 /// The [`trident_cli`] command before its arguments, for a test that
 /// needs more than `output()` (spawn with pipes, extra env, stdin).
 pub fn trident_command(socket: &Path) -> Command {
@@ -532,4 +566,28 @@ pub async fn failing_update_stage(
         messages.extend(message?.response);
     }
     Ok(messages)
+}
+
+/// Every node of a `trident traces -o json` span tree, depth first.
+pub fn trace_nodes(tree: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    let mut out = Vec::new();
+    for node in tree {
+        out.push(node);
+        if let Some(children) = node["children"].as_array() {
+            out.extend(trace_nodes(children));
+        }
+    }
+    out
+}
+
+/// The operation root span of `rpc` among `nodes` (see [`trace_nodes`]).
+pub fn trace_operation_node<'a>(
+    nodes: &[&'a serde_json::Value],
+    rpc: &str,
+) -> &'a serde_json::Value {
+    nodes
+        .iter()
+        .copied()
+        .find(|n| n["name"] == "servicing_operation" && n["rpc"] == rpc)
+        .unwrap_or_else(|| panic!("no {rpc} root span in {nodes:#?}"))
 }

@@ -24,8 +24,8 @@ use trident_e2e::{Daemon, watch_snapshot};
 use trident_host::datastore::Datastore;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
-    GetLastErrorRequest, LastErrorOrigin, OperationEvent, Record, StatusCode, WatchOptions, record,
-    stream_event,
+    GetLastErrorRequest, LastErrorOrigin, OperationEvent, Record, SpanEvent, StatusCode,
+    WatchOptions, record, stream_event,
 };
 
 /// Copies `/var/lib/trident` of partition `name`'s root out of the image.
@@ -49,6 +49,23 @@ fn operation_events(records: &[Record], op: &str) -> Vec<(i32, i32)> {
             _ => None,
         })
         .collect()
+}
+
+/// Span ids of operation `op` opened and never closed in `records`.
+fn open_spans(records: &[Record], op: &str) -> Vec<String> {
+    let mut open = Vec::new();
+    for r in records {
+        if let Some(record::Record::Span(s)) = &r.record
+            && s.operation_id == op
+        {
+            if s.event == SpanEvent::Opened as i32 {
+                open.push(s.span_id.clone());
+            } else {
+                open.retain(|id| *id != s.span_id);
+            }
+        }
+    }
+    open
 }
 
 /// Checks the journal of a handed state against its datastore and the
@@ -158,7 +175,12 @@ async fn the_journal_goes_with_the_datastore_and_the_booted_volume_answers_for_t
         commit_install.operation_id(),
         stage.operation_id(),
     ];
-    check_history(&on_b, &d, &ended).await;
+    let handed = check_history(&on_b, &d, &ended).await;
+    assert_eq!(
+        open_spans(&handed, &finalize.operation_id()),
+        Vec::<String>::new(),
+        "the finalize's spans open at the handover are closed in B's journal"
+    );
 
     // The "reboot" into B: the commit's health check fails and hands the
     // journal back to A, which already holds the install's records.

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use trident_e2e::{Daemon, failing_update_stage, trident_cli, trident_command_via};
+use trident_e2e::{Daemon, failing_update_stage, trident_cli, trident_cli_ok, trident_command_via};
 use trident_proto::v1::{Cursor, servicing_response};
 
 const STREAM_TIMEOUT: Duration = Duration::from_secs(60);
@@ -21,10 +21,9 @@ const BOOT_A: &str = "0b0070a1-0000-4000-8000-00000000000a";
 const BOOT_B: &str = "0b0070b2-0000-4000-8000-00000000000b";
 
 async fn daemon_in_boot(state: &Path, boot_id_file: &Path, boot: &str) -> Daemon {
-    std::fs::write(boot_id_file, format!("{boot}\n")).unwrap();
     Daemon::builder()
         .state_dir(state)
-        .env("TRIDENT_BOOT_ID_FILE", boot_id_file)
+        .boot(boot_id_file, boot)
         .spawn()
         .await
         .unwrap()
@@ -46,13 +45,7 @@ async fn failing_operation(daemon: &Daemon) -> (String, Cursor) {
 }
 
 fn cli_ok(daemon: &Daemon, args: &[&str]) -> String {
-    let out = trident_cli(daemon.socket_path(), args);
-    assert!(
-        out.status.success(),
-        "trident {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    trident_cli_ok(daemon.socket_path(), args)
 }
 
 /// The JSON lines of `trident logs ARGS -o json`.

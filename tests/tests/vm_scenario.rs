@@ -16,6 +16,13 @@
 //! an SSH key, a hostname and a systemd health check (issue 12), which the
 //! ready marker shows took effect.
 //!
+//! Then, back on B, the host's whole timeline (issue 26, `vm_timeline`):
+//! `trident traces --operation` of the update to v2 shows its stage on A
+//! and its commit on B across the reboot, `trident logs --list-boots` every
+//! boot, `trident get last-error` the recent logs of A's failed commit; and
+//! after the VM stops, B's journal read offline from the target disk holds
+//! every operation of B's datastore with its records.
+//!
 //! Step 5: a disk written by StreamDisk boots. A private tridentd on
 //! the host StreamDisks the v1 COSI onto a disk-image file; the VM boots it
 //! with OVMF + systemd-boot; v1 runs, and its tridentd, which only the
@@ -24,7 +31,9 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
+mod mini_os;
 mod vm_orchestrator;
+mod vm_timeline;
 
 use std::fs;
 use std::path::Path;
@@ -399,12 +408,14 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
         "timing: step 4 (failing update, trial boot A, back on B) {:.1}s",
         step.elapsed().as_secs_f64()
     );
+    vm_timeline::on_b(guest.path()).await;
     println!(
         "timing: scenario {:.1}s",
         scenario_started.elapsed().as_secs_f64()
     );
     s.vm.stop();
     println!("serial log kept at {}", s.vm.serial_log().display());
+    vm_timeline::in_the_booted_volumes_journal(&s.target, work.path());
 }
 
 /// A unit no test OS has: `systemctl is-active` says inactive forever.

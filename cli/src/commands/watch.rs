@@ -5,8 +5,8 @@
 use tokio_stream::StreamExt;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
-    GetBusStatusRequest, ListOperationsRequest, OperationEvent, RecordKind, WatchOptions,
-    WatchRequest, record, stream_event,
+    GetBusStatusRequest, OperationEvent, RecordKind, WatchOptions, WatchRequest, record,
+    stream_event,
 };
 
 use crate::args::WatchArgs;
@@ -50,12 +50,7 @@ async fn find_operation(ctx: &Ctx, wait: bool) -> CliResult<String> {
         .await
         .map_err(|s| CliError::rpc("GetBusStatus", s))?
         .into_inner();
-    let operations = client
-        .list_operations(ListOperationsRequest {})
-        .await
-        .map_err(|s| CliError::rpc("ListOperations", s))?
-        .into_inner()
-        .operations;
+    let operations = crate::client::list_operations(&mut client).await?;
     if let Some(op) = operations.iter().rev().find(|op| op.running) {
         return Ok(op.operation_id.clone());
     }

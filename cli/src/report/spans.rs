@@ -23,6 +23,8 @@ pub struct Span {
     pub fields: Vec<(String, String)>,
     /// Nesting depth (0 for a root).
     pub depth: usize,
+    /// The host boot it ran in; empty when not known.
+    pub boot_id: String,
 }
 
 impl Span {
@@ -68,6 +70,7 @@ pub fn spans(records: &[SpanRecord]) -> Vec<Span> {
                 status: "running",
                 fields: Vec::new(),
                 depth: 0,
+                boot_id: String::new(),
             });
             order.len() - 1
         });
@@ -120,4 +123,54 @@ pub fn horizon(spans: &[Span]) -> u64 {
         .map(|s| s.end_us.unwrap_or(s.start_us))
         .max()
         .unwrap_or(0)
+}
+
+/// A reboot inside a trace (an operation and the commit that settled it
+/// after the reboot): between the last span end of one boot and the first
+/// span start of the next.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Reboot {
+    pub from_boot: String,
+    pub to_boot: String,
+    /// Latest end (or start, for an open span) of the earlier boot's spans.
+    pub from_us: u64,
+    /// Start of the later boot's first span.
+    pub to_us: u64,
+    /// That first span.
+    pub first_span_id: String,
+}
+
+impl Reboot {
+    /// The time without records (zero when clocks overlap).
+    pub fn gap_us(&self) -> u64 {
+        self.to_us.saturating_sub(self.from_us)
+    }
+}
+
+/// The reboots between `spans` of known boots, in time order: each place
+/// where the next span (by start) ran in another boot than the one before.
+pub fn reboots(spans: &[Span]) -> Vec<Reboot> {
+    let mut last_end: HashMap<&str, u64> = HashMap::new();
+    for span in spans.iter().filter(|s| !s.boot_id.is_empty()) {
+        let end = span.end_us.unwrap_or(span.start_us).max(span.start_us);
+        let slot = last_end.entry(span.boot_id.as_str()).or_default();
+        *slot = (*slot).max(end);
+    }
+    let mut by_start: Vec<&Span> = spans.iter().filter(|s| !s.boot_id.is_empty()).collect();
+    by_start.sort_by_key(|s| s.start_us);
+    let mut found = Vec::new();
+    let mut current: Option<&str> = None;
+    for span in by_start {
+        if let Some(boot) = current.filter(|b| *b != span.boot_id) {
+            found.push(Reboot {
+                from_boot: boot.to_owned(),
+                to_boot: span.boot_id.clone(),
+                from_us: last_end.get(boot).copied().unwrap_or_default(),
+                to_us: span.start_us,
+                first_span_id: span.span_id.clone(),
+            });
+        }
+        current = Some(span.boot_id.as_str());
+    }
+    found
 }

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
+use trident_proto::v1::OperationSummary;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
-use trident_proto::v1::{ListOperationsRequest, OperationSummary};
 
 use crate::args::{ProgressMode, ServicingArgs};
 use crate::ctx::Ctx;
@@ -25,12 +25,8 @@ pub fn is_busy(status: &tonic::Status) -> bool {
 
 /// The running operation, as the daemon lists it.
 async fn running_operation(ctx: &Ctx) -> CliResult<Option<OperationSummary>> {
-    let operations = TelemetryServiceClient::new(ctx.channel().await?)
-        .list_operations(ListOperationsRequest {})
-        .await
-        .map_err(|s| CliError::rpc("ListOperations", s))?
-        .into_inner()
-        .operations;
+    let mut client = TelemetryServiceClient::new(ctx.channel().await?);
+    let operations = crate::client::list_operations(&mut client).await?;
     Ok(operations.into_iter().rev().find(|op| op.running))
 }
 

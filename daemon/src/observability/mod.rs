@@ -46,6 +46,36 @@ pub struct ObservabilityGuard {
     otlp: Option<trident_otlp::OtlpExport>,
 }
 
+impl ObservabilityGuard {
+    /// Exports what earlier runs queued for OTLP and did not deliver (from
+    /// the journal; see `trident_otlp::delivery`). Call once the stored
+    /// secrets are known to the redaction, before serving.
+    pub fn replay_undelivered_export(&mut self) {
+        let Some(replayed) = self
+            .otlp
+            .as_mut()
+            .and_then(|otlp| otlp.replay_undelivered())
+        else {
+            return;
+        };
+        match replayed {
+            Ok(done) if done.spans + done.logs + done.left_out.0 + done.left_out.1 > 0 => {
+                tracing::info!(
+                    spans = done.spans,
+                    logs = done.logs,
+                    left_out_spans = done.left_out.0,
+                    left_out_logs = done.left_out.1,
+                    "OTLP export: records of earlier runs not delivered yet, exported from the journal"
+                )
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "OTLP export: cannot read the journal to export what earlier runs did not deliver")
+            }
+        }
+    }
+}
+
 impl Drop for ObservabilityGuard {
     fn drop(&mut self) {
         if let Some(otlp) = self.otlp.take() {

@@ -52,7 +52,7 @@
 //! }
 //!
 //! // in the gRPC handler (crate::grpc), with the caller's traceparent:
-//! let meta = ServicingRequest { rpc: "StreamDisk", kind: ServicingKind::CleanInstall, parent, nothing_to_do: None };
+//! let meta = ServicingRequest { rpc: "StreamDisk", kind: ServicingKind::CleanInstall, parent, nothing_to_do: None, settles: None };
 //! let started = runner::start(&engine, meta, move |ctx| stream_disk_step(ctx, url)).await?;
 //! ```
 //!

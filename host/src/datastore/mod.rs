@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-pub use operations::{OperationEnd, OperationResult, OperationRow};
+pub use operations::{OperationEnd, OperationResult, OperationRow, OperationStart};
 pub use schema::SCHEMA_VERSION;
 
 use crate::error::{ContextExt, ErrorRecord, ResultExt, Subkind, TridentError};

@@ -56,10 +56,33 @@ pub struct OperationRow {
     pub ended_at: Option<String>,
     pub result: OperationResult,
     pub trace_id: String,
+    /// Span id (16 hex) of the operation's root span; `None` for operations
+    /// recorded before schema 2.
+    pub root_span_id: Option<String>,
     pub error: Option<ErrorRecord>,
 }
 
-const COLUMNS: &str = "id, kind, rpc, started_at, ended_at, result, trace_id, error_json";
+/// The columns of [`from_row`]; a schema-1 file (read-only opens of an old
+/// datastore) has no root span ids.
+fn columns(schema_version: u32) -> &'static str {
+    if schema_version >= 2 {
+        "id, kind, rpc, started_at, ended_at, result, trace_id, error_json, root_span_id"
+    } else {
+        "id, kind, rpc, started_at, ended_at, result, trace_id, error_json, NULL"
+    }
+}
+
+/// What [`Datastore::operation_started`] records.
+#[derive(Debug, Clone, Copy)]
+pub struct OperationStart<'a> {
+    pub id: &'a str,
+    /// Servicing kind, kebab-case.
+    pub kind: &'a str,
+    pub rpc: &'a str,
+    pub trace_id: &'a str,
+    /// Span id (16 hex) of the operation's root span.
+    pub root_span_id: &'a str,
+}
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<(OperationRow, Option<String>)> {
     Ok((
@@ -71,6 +94,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<(OperationRow, Option<String>)> {
             ended_at: r.get(4)?,
             result: OperationResult::parse(&r.get::<_, String>(5)?),
             trace_id: r.get(6)?,
+            root_span_id: r.get(8)?,
             error: None,
         },
         r.get(7)?,
@@ -106,18 +130,19 @@ pub(super) fn finish(
 
 impl Datastore {
     /// Records the start of an operation (result `running`).
-    pub fn operation_started(
-        &mut self,
-        id: &str,
-        kind: &str,
-        rpc: &str,
-        trace_id: &str,
-    ) -> Result<(), TridentError> {
+    pub fn operation_started(&mut self, op: &OperationStart<'_>) -> Result<(), TridentError> {
         self.conn()
             .execute(
-                "INSERT INTO operations (id, kind, rpc, started_at, result, trace_id) \
-                 VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
-                params![id, kind, rpc, time_util::now_rfc3339(), trace_id],
+                "INSERT INTO operations (id, kind, rpc, started_at, result, trace_id, root_span_id) \
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)",
+                params![
+                    op.id,
+                    op.kind,
+                    op.rpc,
+                    time_util::now_rfc3339(),
+                    op.trace_id,
+                    op.root_span_id
+                ],
             )
             .structured(Subkind::DatastoreQuery)?;
         self.verify()
@@ -129,7 +154,8 @@ impl Datastore {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT {COLUMNS} FROM operations ORDER BY started_at DESC, rowid DESC LIMIT ?1"
+            "SELECT {} FROM operations ORDER BY started_at DESC, rowid DESC LIMIT ?1",
+            columns(self.schema_version()?)
         );
         let mut stmt = self
             .conn()
@@ -143,7 +169,10 @@ impl Datastore {
     }
 
     pub fn operation(&self, id: &str) -> Result<Option<OperationRow>, TridentError> {
-        let sql = format!("SELECT {COLUMNS} FROM operations WHERE id = ?1");
+        let sql = format!(
+            "SELECT {} FROM operations WHERE id = ?1",
+            columns(self.schema_version()?)
+        );
         let row = self
             .conn()
             .query_row(&sql, [id], from_row)
@@ -152,13 +181,37 @@ impl Datastore {
         row.map(with_error).transpose()
     }
 
+    /// The operation that recorded the current Host Status (the newest
+    /// status row's), e.g. the finalize a commit after the reboot settles.
+    pub fn status_operation(&self) -> Result<Option<OperationRow>, TridentError> {
+        if self.schema_version()? == 0 {
+            return Ok(None);
+        }
+        let id: Option<Option<String>> = self
+            .conn()
+            .query_row(
+                "SELECT operation_id FROM host_status ORDER BY id DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .structured(Subkind::DatastoreQuery)?;
+        match id.flatten() {
+            Some(id) => self.operation(&id),
+            None => Ok(None),
+        }
+    }
+
     /// Marks every `running` operation as interrupted and records the
     /// interruption as the last error, all in one transaction. The
     /// servicing state stays the last committed one. Called at daemon start
     /// (no operation can be running then).
     pub fn recover_interrupted(&mut self) -> Result<Vec<OperationRow>, TridentError> {
         let running: Vec<OperationRow> = {
-            let sql = format!("SELECT {COLUMNS} FROM operations WHERE result = 'running'");
+            let sql = format!(
+                "SELECT {} FROM operations WHERE result = 'running'",
+                columns(self.schema_version()?)
+            );
             let mut stmt = self
                 .conn()
                 .prepare(&sql)

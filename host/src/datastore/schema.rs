@@ -30,6 +30,11 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX operations_started ON operations(started_at);
     ",
+    // 2: each operation's root span id (16 hex), so the operation that
+    // settles it after the reboot continues its trace.
+    r"
+    ALTER TABLE operations ADD COLUMN root_span_id TEXT;
+    ",
 ];
 
 /// Number of the newest schema this build knows.

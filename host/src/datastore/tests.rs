@@ -7,6 +7,70 @@ fn temp() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+fn started(ds: &mut Datastore, id: &str, kind: &str, rpc: &str) {
+    ds.operation_started(&OperationStart {
+        id,
+        kind,
+        rpc,
+        trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+        root_span_id: "00f067aa0ba902b7",
+    })
+    .unwrap();
+}
+
+#[test]
+fn the_operation_that_recorded_the_status_is_found_with_its_trace_and_root_span() {
+    let (_dir, path) = temp();
+    let mut ds = Datastore::open(&path).unwrap();
+    assert!(ds.status_operation().unwrap().is_none());
+    started(&mut ds, "update", "ab-update", "Update");
+    let finalized = HostStatus {
+        servicing_state: ServicingState::AbUpdateFinalized,
+        ab_active_volume: Some(AbVolume::VolumeA),
+        ..HostStatus::default()
+    };
+    let end = OperationEnd {
+        result: OperationResult::Success,
+        error: None,
+    };
+    ds.commit(Some(&finalized), Some("update"), Some(&end))
+        .unwrap();
+    // A later operation that records no status does not take its place.
+    started(&mut ds, "check", "none-required", "CheckRoot");
+    ds.commit(None, Some("check"), Some(&end)).unwrap();
+    let pending = ds.status_operation().unwrap().unwrap();
+    assert_eq!(pending.id, "update");
+    assert_eq!(pending.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(pending.root_span_id.as_deref(), Some("00f067aa0ba902b7"));
+}
+
+#[test]
+fn a_schema_1_datastore_is_migrated_and_its_operations_have_no_root_span() {
+    let (_dir, path) = temp();
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL);
+             INSERT INTO schema_version (version) VALUES (1);
+             CREATE TABLE host_status (id INTEGER PRIMARY KEY AUTOINCREMENT, recorded_at TEXT NOT NULL,
+                 operation_id TEXT, servicing_state TEXT NOT NULL, ab_active_volume TEXT, status_json TEXT NOT NULL);
+             CREATE TABLE operations (id TEXT PRIMARY KEY, kind TEXT NOT NULL, rpc TEXT NOT NULL,
+                 started_at TEXT NOT NULL, ended_at TEXT, result TEXT NOT NULL, trace_id TEXT NOT NULL, error_json TEXT);
+             INSERT INTO operations VALUES ('old', 'clean-install', 'Install', '2026-01-01T00:00:00Z', NULL, 'success', 'abc', NULL);",
+        )
+        .unwrap();
+    }
+    // Read-only (diagnose of an old file): readable as it is.
+    let ro = Datastore::open_read_only(&path).unwrap();
+    assert_eq!(ro.schema_version().unwrap(), 1);
+    assert_eq!(ro.operation("old").unwrap().unwrap().root_span_id, None);
+    drop(ro);
+    let ds = Datastore::open(&path).unwrap();
+    assert_eq!(ds.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(ds.operations(10).unwrap()[0].root_span_id, None);
+}
+
 #[test]
 fn a_new_datastore_is_migrated_and_reports_not_provisioned() {
     let (_dir, path) = temp();
@@ -33,8 +97,7 @@ fn a_new_datastore_is_migrated_and_reports_not_provisioned() {
 fn state_change_and_operation_end_are_one_commit() {
     let (_dir, path) = temp();
     let mut ds = Datastore::open(&path).unwrap();
-    ds.operation_started("op1", "clean-install", "InstallStage", "abc")
-        .unwrap();
+    started(&mut ds, "op1", "clean-install", "InstallStage");
     let status = HostStatus {
         servicing_state: ServicingState::CleanInstallStaged,
         ab_active_volume: Some(AbVolume::VolumeA),
@@ -67,8 +130,7 @@ fn running_operations_are_marked_interrupted_on_recovery() {
         ..HostStatus::default()
     };
     ds.save_status(&provisioned, None).unwrap();
-    ds.operation_started("op2", "ab-update", "UpdateStage", "t")
-        .unwrap();
+    started(&mut ds, "op2", "ab-update", "UpdateStage");
     drop(ds);
     let mut ds = Datastore::open(&path).unwrap();
     let interrupted = ds.recover_interrupted().unwrap();
@@ -170,8 +232,7 @@ fn the_exported_copy_holds_no_secret_of_any_row_and_the_live_file_is_untouched()
 fn a_snapshot_copies_status_and_operation_history_and_replaces_an_old_file() {
     let (dir, path) = temp();
     let mut ds = Datastore::open(&path).unwrap();
-    ds.operation_started("op1", "ab-update", "Update", "abc")
-        .unwrap();
+    started(&mut ds, "op1", "ab-update", "Update");
     let status = HostStatus {
         servicing_state: ServicingState::AbUpdateFinalized,
         ab_active_volume: Some(AbVolume::VolumeA),

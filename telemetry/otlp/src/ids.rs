@@ -1,9 +1,13 @@
-//! One trace id for the bus and the export.
+//! One trace for the bus and the export.
 //!
-//! A servicing operation's root span continues the caller's W3C trace when
-//! there is one; otherwise the operation's trace id (the one its bus records
-//! carry) is handed to the SDK's id generator for that root span, so the
-//! exported trace has the same id as the bus records.
+//! A servicing operation's root span is exported with the ids its bus
+//! records carry: its span id (handed to the SDK's id generator), its trace
+//! id (the generator's for a root span, else its parent's) and its parent,
+//! the caller's W3C trace or the root span of the operation it continues
+//! across a reboot (kept in the datastore), so a commit after the reboot is
+//! a child of its update's root span in one exported trace. When it
+//! continues an operation, the caller's span is a span link (OpenTelemetry's
+//! way to relate a span to a trace it is not part of).
 
 use std::cell::Cell;
 
@@ -13,13 +17,17 @@ use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use trident_telemetry::TraceParent;
+use trident_telemetry::span_link::RootSpanIds;
 
 thread_local! {
     /// Trace id the next root span built on this thread takes (consumed once).
     static NEXT_TRACE_ID: Cell<Option<TraceId>> = const { Cell::new(None) };
+    /// Span id the next span built on this thread takes (consumed once).
+    static NEXT_SPAN_ID: Cell<Option<SpanId>> = const { Cell::new(None) };
 }
 
-/// Random ids, except a root span's trace id that [`link_operation_span`] chose.
+/// Random ids, except an operation root span's ids that
+/// [`link_operation_span`] chose.
 #[derive(Debug, Default)]
 pub struct HintedIdGenerator {
     random: RandomIdGenerator,
@@ -33,43 +41,61 @@ impl IdGenerator for HintedIdGenerator {
     }
 
     fn new_span_id(&self) -> SpanId {
-        self.random.new_span_id()
+        NEXT_SPAN_ID
+            .with(|hint| hint.take())
+            .unwrap_or_else(|| self.random.new_span_id())
     }
 }
 
 /// Ties an operation's root span to the export. Call right after the span
-/// is created, before it is entered or gets children or events:
-/// - with `parent` (the caller's `traceparent`), the exported span becomes a
-///   child of the caller's span, in the caller's trace;
-/// - without, the exported trace takes `trace_id` (the bus records' trace id).
+/// is created, before it is entered or gets children or events: the
+/// exported span takes `ids.span_id`; with `ids.parent` it becomes a child
+/// of that span (in its trace), otherwise the root of trace `ids.trace_id`;
+/// `ids.link` becomes a span link.
 ///
 /// Returns the exported trace id when export is on, `None` when it is off.
-pub fn link_operation_span(
-    span: &tracing::Span,
-    trace_id: u128,
-    parent: Option<&TraceParent>,
-) -> Option<TraceId> {
-    if let Some(parent) = parent {
-        let flags = TraceFlags::new(parent.flags);
-        let remote = SpanContext::new(
-            TraceId::from(parent.trace_id),
-            SpanId::from(parent.parent_span_id),
-            flags,
-            true,
-            TraceState::default(),
-        );
-        span.set_parent(Context::new().with_remote_span_context(remote))
+pub fn link_operation_span(span: &tracing::Span, ids: &RootSpanIds) -> Option<TraceId> {
+    if let Some(parent) = &ids.parent {
+        span.set_parent(Context::new().with_remote_span_context(remote(parent)))
             .ok()?;
     } else {
         // The empty context makes it a root span: the generator is asked for a trace id.
         span.set_parent(Context::new()).ok()?;
-        NEXT_TRACE_ID.with(|hint| hint.set(Some(TraceId::from(trace_id))));
+        NEXT_TRACE_ID.with(|hint| hint.set(Some(TraceId::from(ids.trace_id))));
     }
-    // Builds the exported span now, on this thread, consuming the hint.
+    if let Some(link) = &ids.link {
+        span.add_link(remote(link));
+    }
+    NEXT_SPAN_ID.with(|hint| hint.set(Some(SpanId::from(ids.span_id))));
+    // Builds the exported span now, on this thread, consuming the hints.
     let root = span.context().span().span_context().clone();
     NEXT_TRACE_ID.with(|hint| hint.set(None));
+    NEXT_SPAN_ID.with(|hint| hint.set(None));
     if !root.is_valid() {
         return None;
     }
     Some(root.trace_id())
+}
+
+/// Runs `build`, which builds one span, with its ids chosen: span id
+/// `span`, and trace id `trace` when it is a root span (a child takes its
+/// parent's).
+pub(crate) fn hint_ids<R>(trace: Option<TraceId>, span: SpanId, build: impl FnOnce() -> R) -> R {
+    NEXT_SPAN_ID.with(|hint| hint.set(Some(span)));
+    NEXT_TRACE_ID.with(|hint| hint.set(trace));
+    let built = build();
+    NEXT_TRACE_ID.with(|hint| hint.set(None));
+    NEXT_SPAN_ID.with(|hint| hint.set(None));
+    built
+}
+
+/// A span of another process (or another boot) as a remote span context.
+fn remote(position: &TraceParent) -> SpanContext {
+    SpanContext::new(
+        TraceId::from(position.trace_id),
+        SpanId::from(position.parent_span_id),
+        TraceFlags::new(position.flags),
+        true,
+        TraceState::default(),
+    )
 }

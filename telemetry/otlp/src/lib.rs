@@ -20,6 +20,7 @@
 //! [`OtlpExport::shutdown`] on exit.
 
 pub mod config;
+pub mod delivery;
 pub mod filter;
 pub mod health;
 mod http_client;
@@ -29,10 +30,12 @@ pub mod metrics;
 mod pipeline;
 mod providers;
 pub mod redact;
+mod replay;
 pub mod resource;
 #[cfg(test)]
 mod tests;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,12 +54,15 @@ pub use config::{OtlpConfig, OtlpFlags, OtlpProtocol};
 pub use health::{DropReason, ExportHealth, Signal};
 pub use ids::link_operation_span;
 pub use redact::Redact;
+pub use replay::Replayed;
 pub use resource::ServiceIdentity;
 
 use trident_telemetry::{Bus, OperationSpanLink};
 
+use delivery::DeliveryCursor;
 use metrics::{ServicingMetrics, bus_observer};
-use providers::build_providers;
+use providers::{Cursors, build_providers};
+use replay::Previous;
 
 /// Instrumentation scope name of everything the daemon exports.
 pub const SCOPE_NAME: &str = "tridentd";
@@ -88,6 +94,9 @@ pub struct OtlpExport {
     health: Arc<ExportHealth>,
     runtime: Option<tokio::runtime::Runtime>,
     metrics: Option<Arc<ServicingMetrics>>,
+    /// What [`Self::replay_undelivered`] reads: the journal, this run's id
+    /// and the cursors the previous run left (taken once).
+    undelivered: Option<(PathBuf, String, Previous)>,
 }
 
 impl OtlpExport {
@@ -104,6 +113,15 @@ impl OtlpExport {
         identity: &ServiceIdentity,
         redact: Redact,
     ) -> Result<Self, OtlpError> {
+        Self::start_with(config, identity, redact, Cursors::default())
+    }
+
+    fn start_with(
+        config: OtlpConfig,
+        identity: &ServiceIdentity,
+        redact: Redact,
+        cursors: Cursors,
+    ) -> Result<Self, OtlpError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("otlp-export")
@@ -115,7 +133,14 @@ impl OtlpExport {
         // Channels and clients bind to the runtime they are built in.
         let built = {
             let _context = runtime.enter();
-            build_providers(&config, resource, &health, runtime.handle(), redact)
+            build_providers(
+                &config,
+                resource,
+                &health,
+                runtime.handle(),
+                redact,
+                &cursors,
+            )
         };
         let (tracer_provider, logger_provider, meter_provider) = match built {
             Ok(providers) => providers,
@@ -141,13 +166,17 @@ impl OtlpExport {
             health,
             runtime: Some(runtime),
             metrics: None,
+            undelivered: None,
         })
     }
 
     /// What the daemon does at startup: settings from its flags and the
     /// process environment; when an endpoint is set, starts the export with
     /// the bus's run id as `service.instance.id` and metrics fed from `bus`,
-    /// every exported string passed through `redact`.
+    /// every exported string passed through `redact`. With a journaling bus,
+    /// traces and logs keep delivery cursors beside the journal
+    /// (`STATE_DIR/otlp/`), and [`Self::replay_undelivered`] exports what
+    /// the previous runs did not deliver.
     /// `Ok(None)`: export is off.
     pub fn from_flags(
         flags: &OtlpFlags,
@@ -163,9 +192,70 @@ impl OtlpExport {
             service_version: service_version.to_string(),
             instance_id: bus.run_id().to_string(),
         };
-        let mut export = Self::start_redacted(config, &identity, redact)?;
+        let journal = bus.config().journal_dir.clone();
+        let (cursors, previous) = match journal.as_deref() {
+            Some(dir) => {
+                let (traces, traces_before) =
+                    DeliveryCursor::open(dir, Signal::Traces, bus.run_id(), config.span_queue);
+                let (logs, logs_before) =
+                    DeliveryCursor::open(dir, Signal::Logs, bus.run_id(), config.log_queue);
+                let cursors = Cursors {
+                    traces: Some(Arc::new(traces)),
+                    logs: Some(Arc::new(logs)),
+                };
+                let previous = Previous {
+                    traces: traces_before,
+                    logs: logs_before,
+                };
+                (cursors, Some(previous))
+            }
+            None => (Cursors::default(), None),
+        };
+        let mut export = Self::start_with(config, &identity, redact, cursors)?;
         export.attach_bus(bus);
+        // The cursors go with the journal to the volume that boots next:
+        // delivered first, so they say what was delivered by then.
+        let (tracer, logger) = (
+            export.tracer_provider.clone(),
+            export.logger_provider.clone(),
+        );
+        bus.before_journal_handover(Arc::new(move || {
+            let _ = tracer.force_flush();
+            let _ = logger.force_flush();
+        }));
+        export.undelivered = journal
+            .zip(previous)
+            .map(|(journal, previous)| (journal, bus.run_id().to_owned(), previous));
         Ok(Some(export))
+    }
+
+    /// Exports from the journal the spans and logs earlier runs queued and
+    /// did not deliver (a reboot or a collector outage cut them short), once:
+    /// call after the stored secrets are known to the redaction, before
+    /// servicing starts. `None`: nothing to replay from (no journal, or
+    /// already called).
+    pub fn replay_undelivered(
+        &mut self,
+    ) -> Option<Result<Replayed, trident_telemetry::TelemetryError>> {
+        let (journal, run, previous) = self.undelivered.take()?;
+        // Half of each queue: live records keep room.
+        let bound = self.config.span_queue.min(self.config.log_queue) / 2;
+        let providers = (&self.tracer_provider, &self.logger_provider);
+        let replayed = replay::replay(&journal, &run, &previous, providers, bound);
+        if let Ok(done) = &replayed {
+            for (signal, count) in [
+                (Signal::Traces, done.left_out.0),
+                (Signal::Logs, done.left_out.1),
+            ] {
+                if count > 0 {
+                    self.health
+                        .dropped(signal, DropReason::QueueFull, count as u64, &|| {
+                            "undelivered records past the replay bound".into()
+                        });
+                }
+            }
+        }
+        Some(replayed)
     }
 
     /// The exporting layers (spans and events), filtered: internals never,
@@ -184,8 +274,8 @@ impl OtlpExport {
             inner: OpenTelemetryTracingBridge::new(&self.logger_provider),
         }
         .with_filter(filter_fn(filter::exportable_log).and(LevelFilter::INFO));
-        let link = OperationSpanLink::new(|span, trace_id, parent| {
-            ids::link_operation_span(span, trace_id, parent);
+        let link = OperationSpanLink::new(|span, root| {
+            ids::link_operation_span(span, root);
         });
         spans.and_then(logs).and_then(link)
     }

@@ -21,6 +21,7 @@ use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 
+use super::delivery::{self, DeliveryCursor};
 use super::health::{DropReason, ExportHealth, Signal};
 
 /// Records handed to a batch processor and not yet through an export.
@@ -57,12 +58,22 @@ impl QueueGauge {
     }
 }
 
+/// Tells the delivery cursor (when there is one) what is queued.
+fn note_queued(cursor: Option<&DeliveryCursor>, queued: bool) {
+    match (cursor, queued) {
+        (Some(cursor), true) => cursor.queued(delivery::sequence_being_queued()),
+        (Some(cursor), false) => cursor.stop(),
+        (None, _) => {}
+    }
+}
+
 /// Span processor that drops (and counts) at the bound before the batch processor.
 #[derive(Debug)]
 pub struct BoundedSpanProcessor<P> {
     pub inner: P,
     pub queue: QueueGauge,
     pub health: Arc<ExportHealth>,
+    pub cursor: Option<Arc<DeliveryCursor>>,
 }
 
 impl<P: SpanProcessor> SpanProcessor for BoundedSpanProcessor<P> {
@@ -71,7 +82,10 @@ impl<P: SpanProcessor> SpanProcessor for BoundedSpanProcessor<P> {
     }
 
     fn on_end(&self, span: SpanData) {
-        if self.queue.try_enqueue() {
+        let queued = self.queue.try_enqueue();
+        // Before the batch processor has it: its export takes the sequence.
+        note_queued(self.cursor.as_deref(), queued);
+        if queued {
             self.inner.on_end(span);
         } else {
             self.health
@@ -100,11 +114,14 @@ pub struct BoundedLogProcessor<P> {
     pub inner: P,
     pub queue: QueueGauge,
     pub health: Arc<ExportHealth>,
+    pub cursor: Option<Arc<DeliveryCursor>>,
 }
 
 impl<P: LogProcessor> LogProcessor for BoundedLogProcessor<P> {
     fn emit(&self, data: &mut SdkLogRecord, instrumentation: &InstrumentationScope) {
-        if self.queue.try_enqueue() {
+        let queued = self.queue.try_enqueue();
+        note_queued(self.cursor.as_deref(), queued);
+        if queued {
             self.inner.emit(data, instrumentation);
         } else {
             self.health
@@ -127,19 +144,24 @@ impl<P: LogProcessor> LogProcessor for BoundedLogProcessor<P> {
     }
 }
 
-/// Exporter wrapper: frees queue slots and records the outcome of each export.
+/// Exporter wrapper: frees queue slots and records the outcome of each
+/// export (and moves the delivery cursor).
 #[derive(Debug)]
 pub struct AccountedExporter<E> {
     pub inner: E,
     pub queue: Option<QueueGauge>,
     pub health: Arc<ExportHealth>,
     pub signal: Signal,
+    pub cursor: Option<Arc<DeliveryCursor>>,
 }
 
 impl<E> AccountedExporter<E> {
     fn settle(&self, count: usize, result: &OTelSdkResult) {
         if let Some(queue) = &self.queue {
             queue.release(count);
+        }
+        if let Some(cursor) = &self.cursor {
+            cursor.exported(count, result.is_ok());
         }
         match result {
             Ok(()) => self.health.exported(),

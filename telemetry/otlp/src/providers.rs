@@ -16,6 +16,7 @@ use opentelemetry_sdk::trace::{BatchConfigBuilder, BatchSpanProcessor, SdkTracer
 
 use crate::OtlpError;
 use crate::config::{OtlpConfig, OtlpProtocol};
+use crate::delivery::DeliveryCursor;
 use crate::health::{ExportHealth, Signal};
 use crate::http_client::RuntimeHttpClient;
 use crate::ids::HintedIdGenerator;
@@ -23,6 +24,13 @@ use crate::pipeline::{AccountedExporter, BoundedLogProcessor, BoundedSpanProcess
 use crate::redact::{Redact, RedactingLogProcessor, RedactingSpanProcessor};
 
 pub(crate) type Providers = (SdkTracerProvider, SdkLoggerProvider, SdkMeterProvider);
+
+/// The delivery cursors of traces and logs, when the export keeps them.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Cursors {
+    pub traces: Option<Arc<DeliveryCursor>>,
+    pub logs: Option<Arc<DeliveryCursor>>,
+}
 
 /// The providers of traces, logs and metrics per `config`. Call inside the
 /// export runtime's context: channels and clients bind to it.
@@ -32,12 +40,25 @@ pub(crate) fn build_providers(
     health: &Arc<ExportHealth>,
     runtime: &tokio::runtime::Handle,
     redact: Redact,
+    cursors: &Cursors,
 ) -> Result<Providers, OtlpError> {
     // Every exporter first: a bad setting fails before any pipeline starts.
     let exporters = Exporters { config, runtime };
     let (spans, logs, metrics) = (exporters.spans()?, exporters.logs()?, exporters.metrics()?);
-    let tracer_provider = tracer_provider(config, spans, resource.clone(), health, redact);
-    let logger_provider = logger_provider(config, logs, resource.clone(), health, redact);
+    let tracer_provider = tracer_provider(
+        config,
+        spans,
+        resource.clone(),
+        health,
+        (redact, cursors.traces.clone()),
+    );
+    let logger_provider = logger_provider(
+        config,
+        logs,
+        resource.clone(),
+        health,
+        (redact, cursors.logs.clone()),
+    );
     let meter_provider = meter_provider(config, metrics, resource, health);
     Ok((tracer_provider, logger_provider, meter_provider))
 }
@@ -134,7 +155,7 @@ fn tracer_provider(
     exporter: SpanExporter,
     resource: Resource,
     health: &Arc<ExportHealth>,
-    redact: Redact,
+    (redact, cursor): (Redact, Option<Arc<DeliveryCursor>>),
 ) -> SdkTracerProvider {
     let batch = BatchConfigBuilder::default()
         .with_max_queue_size(config.span_queue)
@@ -148,11 +169,13 @@ fn tracer_provider(
             queue: Some(queue.clone()),
             health: Arc::clone(health),
             signal: Signal::Traces,
+            cursor: cursor.clone(),
         })
         .with_batch_config(batch)
         .build(),
         queue,
         health: Arc::clone(health),
+        cursor,
     };
     let processor = RedactingSpanProcessor {
         inner: processor,
@@ -172,7 +195,7 @@ fn logger_provider(
     exporter: LogExporter,
     resource: Resource,
     health: &Arc<ExportHealth>,
-    redact: Redact,
+    (redact, cursor): (Redact, Option<Arc<DeliveryCursor>>),
 ) -> SdkLoggerProvider {
     let queue = QueueGauge::new(config.log_queue);
     let batch = opentelemetry_sdk::logs::BatchConfigBuilder::default()
@@ -186,11 +209,13 @@ fn logger_provider(
             queue: Some(queue.clone()),
             health: Arc::clone(health),
             signal: Signal::Logs,
+            cursor: cursor.clone(),
         })
         .with_batch_config(batch)
         .build(),
         queue,
         health: Arc::clone(health),
+        cursor,
     };
     let processor = RedactingLogProcessor::new(processor, redact);
     SdkLoggerProvider::builder()
@@ -212,6 +237,7 @@ fn meter_provider(
         queue: None,
         health: Arc::clone(health),
         signal: Signal::Metrics,
+        cursor: None,
     })
     .with_interval(config.metrics_interval)
     .build();

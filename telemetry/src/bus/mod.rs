@@ -68,6 +68,8 @@ pub(crate) struct BusInner {
     pub history: Option<JournalHistory>,
     /// Overall progress of the running operations (derived from phases).
     pub overall: Mutex<OverallTracker>,
+    /// Run before the journal is handed over (journal readers' cursors).
+    pub handover_hooks: crate::journal::HandoverHooks,
 }
 
 /// State behind the bus lock.
@@ -160,6 +162,7 @@ impl Bus {
                 journal,
                 history,
                 overall: Mutex::new(OverallTracker::default()),
+                handover_hooks: Default::default(),
             }),
         }
     }
@@ -167,6 +170,14 @@ impl Bus {
     /// Unique id (UUID v4) of this daemon run.
     pub fn run_id(&self) -> &str {
         &self.inner.run_id
+    }
+
+    /// Runs `hook` before each journal handover ([`Bus::hand_over_journal`]):
+    /// a reader of the journal that keeps a cursor file in the journal
+    /// folder (`*.cursor`, carried to the receiving volume) brings it up to
+    /// date there, e.g. the OTLP export flushes.
+    pub fn before_journal_handover(&self, hook: crate::journal::HandoverHook) {
+        self.inner.handover_hooks.add(hook);
     }
 
     /// Configuration the bus runs with.

@@ -80,6 +80,10 @@ impl Bus {
             )));
         }
         self.flush();
+        // Readers of the journal (the OTLP export) bring their cursors up
+        // to date; they go with the records.
+        self.inner().handover_hooks.run();
+        let cursors = own.map(super::carried::read_cursors).unwrap_or_default();
         let mut frames = Vec::new();
         let mut seen = HashSet::new();
         let mut duplicates = 0;
@@ -98,7 +102,12 @@ impl Bus {
         }
         order(&mut frames);
         let dropped = bound(&mut frames, self.config().journal_max_bytes);
-        write_swapped(target, &frames, self.config().journal_segment_bytes)?;
+        write_swapped(
+            target,
+            &frames,
+            self.config().journal_segment_bytes,
+            &cursors,
+        )?;
         Ok(HandoverSummary {
             records: frames.len() as u64,
             duplicates,
@@ -106,8 +115,9 @@ impl Bus {
         })
     }
 
-    /// The handed operation's end, in a run of its own: its error report
-    /// (filled as `report_error` fills it) and its completed record.
+    /// The handed operation's end, in a run of its own: its spans still open
+    /// closed, its error report (filled as `report_error` fills it) and its
+    /// completed record.
     fn end_records(&self, frames: &[Frame], ended: HandedEnd) -> Vec<Frame> {
         let started = frames.iter().rev().find_map(|f| {
             match Record::decode(f.bytes.as_slice()).ok()?.record? {
@@ -122,7 +132,15 @@ impl Bus {
         });
         let started = started.unwrap_or_default();
         let run_id = uuid::Uuid::new_v4().to_string();
-        let mut bodies = Vec::new();
+        let records = frames
+            .iter()
+            .filter_map(|f| Record::decode(f.bytes.as_slice()).ok());
+        let failed = ended.result != StatusCode::Success;
+        let mut bodies: Vec<record::Record> =
+            super::open_spans::closing(records, &ended.operation_id, failed)
+                .into_iter()
+                .map(record::Record::Span)
+                .collect();
         let mut error = None;
         if let Some((proto, report)) = ended.error {
             bodies.push(record::Record::Error(self.fill_report(report)));
@@ -140,6 +158,7 @@ impl Bus {
             image_hash: None,
             servicing_kind: None,
             reboot_action: None,
+            continues_operation_id: String::new(),
         }));
         bodies
             .into_iter()
@@ -272,6 +291,7 @@ fn write_swapped(
     target: &Path,
     frames: &[Frame],
     segment_bytes: u64,
+    cursors: &[(std::ffi::OsString, Vec<u8>)],
 ) -> Result<(), TelemetryError> {
     let io = |path: &Path| {
         let path = path.to_owned();
@@ -288,7 +308,7 @@ fn write_swapped(
     let mut segment = Vec::new();
     for frame in frames {
         if !segment.is_empty() && (segment.len() + 4 + frame.bytes.len()) as u64 > segment_bytes {
-            write_segment(&segment_path(&staging, index), &segment)?;
+            write_file(&segment_path(&staging, index), &segment)?;
             index += 1;
             segment.clear();
         }
@@ -297,8 +317,9 @@ fn write_swapped(
         segment.extend_from_slice(&frame.bytes);
     }
     if !segment.is_empty() {
-        write_segment(&segment_path(&staging, index), &segment)?;
+        write_file(&segment_path(&staging, index), &segment)?;
     }
+    super::carried::write_cursors(&staging, cursors)?;
     sync_dir(&staging)?;
     if target.exists() {
         std::fs::rename(target, &replaced).map_err(io(target))?;
@@ -309,7 +330,8 @@ fn write_swapped(
     Ok(())
 }
 
-fn write_segment(path: &Path, bytes: &[u8]) -> Result<(), TelemetryError> {
+/// Writes a file of the staging folder, fsynced.
+pub(super) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TelemetryError> {
     let mut file = File::create(path).map_err(|source| TelemetryError::Journal {
         path: path.to_owned(),
         source,

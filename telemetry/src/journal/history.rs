@@ -82,6 +82,7 @@ impl JournalHistory {
                         started: record.timestamp,
                         completed: None,
                         first_cursor: Some(cursor),
+                        continues_operation_id: op.continues_operation_id,
                     });
                 } else if let Some(summary) = index
                     .get(&op.operation_id)

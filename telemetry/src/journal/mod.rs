@@ -10,11 +10,15 @@
 //! writes, fed by a bounded queue: producers never wait, a full queue drops
 //! the record and counts it.
 
+mod carried;
 pub mod handover;
 mod history;
+mod open_spans;
 mod segments;
 mod writer;
 
+pub(crate) use carried::HandoverHooks;
+pub use carried::{CURSOR_SUFFIX, HandoverHook};
 pub use handover::{HandedEnd, HandoverSummary, read_records};
 pub use history::{InterruptedOperation, JournalHistory};
 pub(crate) use history::{ReplayRequest, replay_step};

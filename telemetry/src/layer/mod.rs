@@ -3,9 +3,11 @@
 //! to the ring under a short lock; nothing waits for a subscriber.
 
 mod filter;
+mod published;
 mod span_data;
 
 pub use filter::{INTERNAL_TARGETS, InternalTargets, is_internal};
+pub use published::take_published_sequence;
 pub use span_data::SpanContext;
 
 use std::sync::Arc;
@@ -36,6 +38,10 @@ pub const OPERATION_ID_FIELD: &str = "operation_id";
 pub const TRACE_ID_FIELD: &str = "trace_id";
 /// Span field carrying a remote parent span id (16 hex), with `trace_id`.
 pub const PARENT_SPAN_ID_FIELD: &str = "parent_span_id";
+/// Span field carrying the span's own id (16 hex) instead of a random one:
+/// an operation's root span, whose id the datastore keeps so the operation
+/// that settles it after the reboot can continue its trace.
+pub const SPAN_ID_FIELD: &str = "span_id";
 /// Span field carrying a whole W3C `traceparent` value.
 pub const TRACEPARENT_FIELD: &str = "traceparent";
 /// Span field (OpenTelemetry convention) that marks a span failed when "ERROR".
@@ -136,9 +142,13 @@ where
             .filter(|o| !o.is_empty())
             .map(Arc::<str>::from)
             .or_else(|| inherited.and_then(|(_, _, op)| op));
+        let span_id = collected
+            .text(SPAN_ID_FIELD)
+            .and_then(|id| ids::parse_span_id(&id))
+            .unwrap_or_else(ids::new_span_id);
         let data = SpanData {
             trace_id,
-            span_id: ids::new_span_id(),
+            span_id,
             parent_span_id,
             operation,
             target: collected
@@ -211,7 +221,7 @@ where
             operation_id: operation.as_deref().unwrap_or_default(),
         };
         let bytes = encode_event(event, level as i32, context, SystemTime::now());
-        self.bus.publish(
+        let sequence = self.bus.publish(
             Entry {
                 kind: RecordKind::Log as u8,
                 level: level as u8,
@@ -220,6 +230,7 @@ where
             },
             Effect::None,
         );
+        published::set(sequence);
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
@@ -296,7 +307,7 @@ impl BusLayer {
             timestamp: Some(crate::record::now()),
             record: Some(record::Record::Span(record)),
         };
-        self.bus.publish(
+        let sequence = self.bus.publish(
             Entry {
                 kind: RecordKind::Span as u8,
                 level: 0,
@@ -305,6 +316,9 @@ impl BusLayer {
             },
             Effect::None,
         );
+        if closed {
+            published::set(sequence);
+        }
     }
 
     fn publish_progress(&self, collected: Collected, operation: Option<Arc<str>>) {

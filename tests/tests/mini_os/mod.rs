@@ -293,3 +293,40 @@ pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
         .await
         .unwrap()
 }
+
+/// Copies `/var/lib/trident` (datastore, WAL, journal) of the root in
+/// partition `name` of `disk` into `dir/<name>-trident` and returns that
+/// folder. The partition is copied out first and its ext4 journal replayed
+/// (`e2fsck -E journal_only`): a VM stopped without unmounting leaves
+/// committed metadata in the ext4 journal, which debugfs alone does not see.
+pub fn trident_state_after_power_off(disk: &Path, name: &str, dir: &Path) -> PathBuf {
+    let p = partition(disk, name);
+    let copy = dir.join(format!("{name}.ext4"));
+    sh(Command::new("dd")
+        .arg(format!("if={}", disk.display()))
+        .arg(format!("of={}", copy.display()))
+        .args(["bs=1M", "iflag=skip_bytes,count_bytes", "conv=sparse"])
+        .arg(format!("skip={}", p.offset))
+        .arg(format!("count={}", p.size))
+        .arg("status=none"));
+    // 0: clean, 1: the journal was replayed; more is damage.
+    let fsck = Command::new("e2fsck")
+        .args(["-f", "-y", "-E", "journal_only"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(fsck.status.code(), Some(0 | 1)),
+        "e2fsck {}: {fsck:?}",
+        copy.display()
+    );
+    let out = dir.join(format!("{name}-trident"));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    sh(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump /var/lib/trident {}", out.display()))
+        .arg(&copy));
+    let _ = std::fs::remove_file(&copy);
+    out.join("trident")
+}

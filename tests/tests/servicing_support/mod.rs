@@ -239,6 +239,15 @@ impl Clients {
         .await
     }
 
+    /// UpdateStage of `config` then UpdateFinalize, both succeeding.
+    pub async fn stage_and_finalize(&mut self, config: &str) -> (Collected, Collected) {
+        let stage = self.update_stage(config).await;
+        stage.assert_success();
+        let finalize = self.update_finalize().await;
+        finalize.assert_success();
+        (stage, finalize)
+    }
+
     pub async fn commit(&mut self) -> Collected {
         collect(self.commit.commit(v1::CommitRequest { reboot: None }).await).await
     }

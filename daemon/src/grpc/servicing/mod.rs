@@ -49,6 +49,7 @@ impl Call {
                 kind,
                 parent: TraceParent::from_metadata(metadata),
                 nothing_to_do: None,
+                settles: None,
             },
             additions: Additions::from_metadata(metadata),
         }
@@ -59,6 +60,13 @@ impl Call {
     /// Lets the runner answer at once when `check` finds nothing to do.
     pub(crate) fn nothing_to_do(mut self, check: runner::NothingToDo) -> Call {
         self.request.nothing_to_do = Some(check);
+        self
+    }
+
+    /// Continues the trace of the operation that recorded the Host Status
+    /// when `settles` says this call settles it (a commit after the reboot).
+    pub(crate) fn settles(mut self, settles: runner::Settles) -> Call {
+        self.request.settles = Some(settles);
         self
     }
 }

@@ -11,7 +11,7 @@ use trident_proto::v1::{self, RebootManagement, ServicingKind};
 use super::streaming::rollback_kind;
 use super::{Call, ServicingApi, reboot_handling};
 use crate::grpc::servicing_stream::ServicingStream;
-use crate::servicing::engine::rollback;
+use crate::servicing::engine::{rollback, runner};
 
 impl ServicingApi {
     pub(super) fn rollback_call<T>(request: &Request<T>, rpc: &'static str) -> Call {
@@ -49,6 +49,7 @@ impl ServicingApi {
         reboot: Option<RebootManagement>,
     ) -> Result<Response<ServicingStream>, Status> {
         let reboot = reboot_handling(reboot, "reboot.handling")?;
+        let call = call.settles(runner::finalizes_staged);
         self.start(call, move |ctx| rollback::finalize_step(ctx, reboot))
             .await
     }

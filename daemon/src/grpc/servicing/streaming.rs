@@ -15,7 +15,7 @@ use trident_proto::v1preview::{
 use super::{Call, ServicingApi};
 use crate::grpc::error_status::{invalid_enum, to_status};
 use crate::grpc::servicing_stream::ServicingStream;
-use crate::servicing::engine::{commit, install, update};
+use crate::servicing::engine::{commit, install, runner, update};
 
 /// RebootManagement → handling; absent or unspecified means Trident
 /// handles it. A value this daemon does not know is INVALID_ARGUMENT
@@ -98,7 +98,8 @@ impl UpdateService for ServicingApi {
         &self,
         request: Request<v1::FinalizeUpdateRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let call = Call::of(&request, "UpdateFinalize", ServicingKind::AbUpdate);
+        let call = Call::of(&request, "UpdateFinalize", ServicingKind::AbUpdate)
+            .settles(runner::finalizes_staged);
         let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
         self.start(call, move |ctx| update::finalize_step(ctx, reboot))
             .await
@@ -114,7 +115,8 @@ impl CommitService for ServicingApi {
         request: Request<v1::CommitRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
         let call = Call::of(&request, "Commit", ServicingKind::Unspecified)
-            .nothing_to_do(commit::nothing_to_commit);
+            .nothing_to_do(commit::nothing_to_commit)
+            .settles(commit::settles_pending);
         let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
         self.start(call, move |ctx| commit::commit_step(ctx, reboot))
             .await
@@ -155,7 +157,8 @@ impl InstallService for ServicingApi {
         &self,
         request: Request<v1preview::FinalizeInstallRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
-        let call = Call::of(&request, "InstallFinalize", ServicingKind::CleanInstall);
+        let call = Call::of(&request, "InstallFinalize", ServicingKind::CleanInstall)
+            .settles(runner::finalizes_staged);
         let reboot = reboot_handling(request.into_inner().reboot, "reboot.handling")?;
         self.start(call, move |ctx| install::finalize_step(ctx, reboot))
             .await

@@ -103,6 +103,20 @@ pub fn nothing_to_commit(current: &HostStatus) -> Option<StepOutcome> {
     }
 }
 
+/// Whether a commit in this state settles the operation that recorded it:
+/// a finalize (install, A/B update, rollback) waiting for its reboot, or
+/// the failed commit that sent the host back to its old volume. The commit
+/// then continues that operation's trace (one trace across the reboot).
+pub fn settles_pending(current: &HostStatus) -> bool {
+    matches!(
+        current.servicing_state,
+        ServicingState::CleanInstallFinalized
+            | ServicingState::AbUpdateFinalized
+            | ServicingState::ManualRollbackAbFinalized
+            | ServicingState::AbUpdateHealthCheckFailed
+    )
+}
+
 /// Commit with nothing finalized: back on the old volume after a failed
 /// update it is provisioned again; otherwise there is nothing to do.
 fn nothing_expected(current: &HostStatus, booted: Option<AbVolume>) -> StepOutcome {

@@ -53,7 +53,7 @@ pub fn hand_off_install(
     };
     let write = |path: &Path| {
         let mut ds = Datastore::open(path)?;
-        ds.operation_started(op.id, op.kind, op.rpc, op.trace_id)?;
+        ds.operation_started(&op.start())?;
         ds.commit(Some(status), Some(op.id), Some(&end))
     };
     into_root(

@@ -17,7 +17,7 @@ pub mod write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use trident_host::datastore::{Datastore, OperationEnd, OperationResult};
+use trident_host::datastore::{Datastore, OperationEnd, OperationResult, OperationStart};
 use trident_host::status::HostStatus;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use trident_telemetry::Bus;
@@ -166,6 +166,17 @@ impl Engine {
         checked
     }
 
+    /// Tells the redaction of exported telemetry the secrets of the stored
+    /// Host Status (read-only: the datastore is opened, and interrupted
+    /// operations recovered, on first use). Nothing when there is none.
+    pub fn remember_stored_secrets(&self) {
+        if let Ok(status) =
+            Datastore::open_read_only(self.datastore_path()).and_then(|ds| ds.host_status())
+        {
+            trident_host::redact::known::remember(&status.secrets());
+        }
+    }
+
     /// The current Host Status.
     pub fn host_status(&self) -> Result<HostStatus, TridentError> {
         let mut status = self.with_datastore(|ds| ds.host_status())?;
@@ -183,7 +194,7 @@ impl Engine {
             return Ok(());
         }
         let mut ds = Datastore::open(path).context("Switching to trident.datastorePath")?;
-        ds.operation_started(op.id, op.kind, op.rpc, op.trace_id)?;
+        ds.operation_started(&op.start())?;
         self.with_datastore(|old| {
             let end = OperationEnd {
                 result: OperationResult::Success,
@@ -226,4 +237,18 @@ pub struct OperationIds<'a> {
     pub kind: &'a str,
     pub rpc: &'a str,
     pub trace_id: &'a str,
+    pub root_span_id: &'a str,
+}
+
+impl<'a> OperationIds<'a> {
+    /// What the datastore records of the operation's start.
+    pub fn start(&self) -> OperationStart<'a> {
+        OperationStart {
+            id: self.id,
+            kind: self.kind,
+            rpc: self.rpc,
+            trace_id: self.trace_id,
+            root_span_id: self.root_span_id,
+        }
+    }
 }

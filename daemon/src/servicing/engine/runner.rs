@@ -11,13 +11,13 @@ use std::sync::Arc;
 use futures::FutureExt;
 use tracing::Instrument;
 use trident_host::datastore::{OperationEnd, OperationResult};
-use trident_host::status::HostStatus;
+use trident_host::status::{HostStatus, ServicingState};
 use trident_host::{ErrorRecord, KebabName, Subkind, TridentError as HostError};
 use trident_proto::v1::{
     RebootAction, RebootHandling, RebootStatus, ServicingKind, Started, StatusCode,
 };
 use trident_telemetry::TraceParent;
-use trident_telemetry::operation::{Completion, Operation, OperationSpec};
+use trident_telemetry::operation::{Completion, Continuation, Operation, OperationSpec};
 
 use super::{Engine, OperationIds};
 use crate::servicing::locks::RunningOperation;
@@ -28,6 +28,8 @@ pub struct StepContext {
     pub engine: Arc<Engine>,
     pub operation_id: String,
     pub trace_id: String,
+    /// Id (16 hex) of the operation's root span (kept in the datastore).
+    pub root_span_id: String,
     pub rpc: &'static str,
     pub kind: ServicingKind,
 }
@@ -39,6 +41,7 @@ impl StepContext {
             kind: self.kind.kebab_name(),
             rpc: self.rpc,
             trace_id: &self.trace_id,
+            root_span_id: &self.root_span_id,
         }
     }
 
@@ -105,6 +108,23 @@ pub type StepResult = Result<StepOutcome, StepError>;
 /// with the outcome to report (no state change).
 pub type NothingToDo = fn(&HostStatus) -> Option<StepOutcome>;
 
+/// Tells from the current Host Status that a request settles the operation
+/// that recorded it (a commit after a finalize): the new operation then
+/// continues that operation's trace.
+pub type Settles = fn(&HostStatus) -> bool;
+
+/// [`Settles`] of a finalize: it continues the trace of the stage it
+/// finalizes (install, A/B update or rollback), so stage, finalize and the
+/// commit after the reboot are one trace.
+pub fn finalizes_staged(status: &HostStatus) -> bool {
+    matches!(
+        status.servicing_state,
+        ServicingState::CleanInstallStaged
+            | ServicingState::AbUpdateStaged
+            | ServicingState::ManualRollbackAbStaged
+    )
+}
+
 /// Identifies a servicing request.
 #[derive(Debug, Clone)]
 pub struct ServicingRequest {
@@ -117,6 +137,9 @@ pub struct ServicingRequest {
     /// is only recorded (a commit at boot on installer media must not keep
     /// an orchestrator's install waiting).
     pub nothing_to_do: Option<NothingToDo>,
+    /// Checked with `nothing_to_do`: whether the request continues the
+    /// trace of the operation that recorded the current Host Status.
+    pub settles: Option<Settles>,
 }
 
 /// Starts a servicing operation running `step`; returns what the stream's
@@ -139,12 +162,21 @@ where
     Fut: Future<Output = StepResult> + Send + 'static,
 {
     let guard = engine.servicing_lock.try_acquire(request.rpc)?;
-    let quick = match request.nothing_to_do {
-        Some(check) => {
-            let _read = engine.connection_lock.read().await;
-            engine.host_status().ok().and_then(|status| check(&status))
-        }
-        None => None,
+    let (quick, continues) = if request.nothing_to_do.is_some() || request.settles.is_some() {
+        let _read = engine.connection_lock.read().await;
+        let status = engine.host_status().ok();
+        let quick = request
+            .nothing_to_do
+            .zip(status.as_ref())
+            .and_then(|(check, status)| check(status));
+        let continues = request
+            .settles
+            .zip(status.as_ref())
+            .filter(|(settles, status)| quick.is_none() && settles(status))
+            .and_then(|_| continued_operation(engine));
+        (quick, continues)
+    } else {
+        (None, None)
     };
     // Nothing to do: the lock is held no longer than the check.
     let guard = if quick.is_some() {
@@ -160,6 +192,7 @@ where
             kind: request.kind,
             rpc: request.rpc,
             parent: request.parent,
+            continues,
         },
     );
     if let Some(guard) = &guard {
@@ -169,6 +202,7 @@ where
         engine: Arc::clone(engine),
         operation_id: op.id().to_owned(),
         trace_id: op.trace_id(),
+        root_span_id: op.root_span_id(),
         rpc: request.rpc,
         kind: request.kind,
     };
@@ -199,6 +233,20 @@ where
         drop(keep_alive);
     });
     Ok(started)
+}
+
+/// The trace context of the operation that recorded the current Host
+/// Status, as the datastore kept it across the reboot; `None` (a new trace)
+/// when it is not there (an operation of a daemon before root span ids).
+fn continued_operation(engine: &Engine) -> Option<Continuation> {
+    let row = match engine.with_datastore(|ds| ds.status_operation()) {
+        Ok(row) => row?,
+        Err(error) => {
+            tracing::warn!(error = %error.report(), "cannot read the operation to continue; a new trace starts");
+            return None;
+        }
+    };
+    Continuation::parse(&row.id, &row.trace_id, row.root_span_id.as_deref()?)
 }
 
 /// Runs the step (unless recording its start failed, or the check found
@@ -234,7 +282,7 @@ async fn record_started(ctx: &StepContext) -> Result<(), HostError> {
     let ids = ctx.ids();
     let _write = ctx.engine.connection_lock.write().await;
     ctx.engine
-        .with_datastore(|ds| ds.operation_started(ids.id, ids.kind, ids.rpc, ids.trace_id))
+        .with_datastore(|ds| ds.operation_started(&ids.start()))
 }
 
 /// Runs the step; a panicking step is recorded like any failure (and the
