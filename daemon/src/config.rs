@@ -39,6 +39,8 @@ pub const ENV_BOOT_ID_FILE: &str = "TRIDENT_BOOT_ID_FILE";
 pub const ENV_HTTP_CONNECT_TIMEOUT: &str = "TRIDENT_HTTP_CONNECT_TIMEOUT";
 /// Env var: bound on a stalled image download (same as `--http-read-timeout`).
 pub const ENV_HTTP_READ_TIMEOUT: &str = "TRIDENT_HTTP_READ_TIMEOUT";
+/// Env var: Docker config file with registry credentials (same as `--registry-auth-file`).
+pub const ENV_REGISTRY_AUTH_FILE: &str = "TRIDENT_REGISTRY_AUTH_FILE";
 /// Default of `--http-connect-timeout` (trident-cosi's default, spelled for clap).
 pub const DEFAULT_HTTP_CONNECT_TIMEOUT: &str = "30s";
 /// Default of `--http-read-timeout` (trident-cosi's default, spelled for clap).
@@ -128,6 +130,14 @@ pub struct Config {
     /// without receiving a byte.
     #[arg(long, env = ENV_HTTP_READ_TIMEOUT, default_value = DEFAULT_HTTP_READ_TIMEOUT, value_parser = humantime::parse_duration, value_name = "DUR")]
     pub http_read_timeout: Duration,
+
+    /// Docker config file (`config.json`: `auths` entries with `auth` or
+    /// `username`/`password`, or credential helpers) whose credentials
+    /// `oci://` image pulls use for the registries it lists. Without it
+    /// every registry is pulled from anonymously, as upstream does. Read at
+    /// each pull; its values never appear in logs or errors.
+    #[arg(long, env = ENV_REGISTRY_AUTH_FILE, value_name = "PATH")]
+    pub registry_auth_file: Option<PathBuf>,
 
     /// File holding the host's boot id, which Version tells clients that
     /// opted in to `ids` (the CLI tells a remote daemon from a local one

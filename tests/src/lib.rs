@@ -14,6 +14,7 @@
 
 pub mod fixture;
 pub mod module_graph;
+pub mod oci_registry;
 pub mod overall;
 pub mod test_os;
 pub mod throttled_http;
