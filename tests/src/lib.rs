@@ -19,6 +19,7 @@ pub mod overall;
 pub mod test_os;
 pub mod throttled_http;
 pub mod tmux;
+pub mod trusted_stream_disk;
 pub mod vm;
 pub mod vm_rcp;
 

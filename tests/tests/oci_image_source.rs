@@ -14,15 +14,12 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use sha2::{Digest, Sha384};
-use trident_e2e::Daemon;
+use trident_cosi::writer::FixtureOutput;
 use trident_e2e::fixture::CosiImage;
-use trident_e2e::oci_registry::{Registry, StallingRelay};
-use trident_proto::v1::{
-    Completed, StatusCode, StreamDiskRequest, TridentErrorKind, servicing_response,
-    streaming_service_client::StreamingServiceClient,
-};
+use trident_e2e::oci_registry::{Pushed, Registry, StallingRelay};
+use trident_e2e::trusted_stream_disk::stream_disk_trusting;
+use trident_proto::v1::{Completed, StatusCode, TridentErrorKind};
 
 const DISK: u64 = 12 << 20;
 const USER: (&str, &str) = ("puller", "pull-s3cret-9f2e");
@@ -41,8 +38,6 @@ fn untouched(disk: &Path) -> bool {
     fs::read(disk).unwrap().iter().all(|&b| b == 0)
 }
 
-/// StreamDisk of `url` (with `image_hash` when given) onto `disk` by a
-/// tridentd trusting `ca` and started with `extra` flags.
 async fn stream_disk(
     ca: &Path,
     disk: &Path,
@@ -50,29 +45,28 @@ async fn stream_disk(
     image_hash: Option<String>,
     extra: &[&str],
 ) -> Completed {
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .args(extra)
-        .arg("--disk")
-        .arg(disk)
-        .env("SSL_CERT_FILE", ca)
-        .env("SSL_CERT_DIR", ca.parent().unwrap().join("no-cert-dir"))
-        .spawn()
+    stream_disk_trusting(ca, disk, url, image_hash, extra)
+        .await
+        .unwrap()
+}
+
+/// A registry (with `user` only, when given) holding a fixture COSI of
+/// `seed` at `repository:tag`.
+async fn registry_with_image(
+    dir: &Path,
+    seed: u64,
+    user: Option<(&str, &str)>,
+    repository: &str,
+    tag: &str,
+) -> (Registry, CosiImage, FixtureOutput, Pushed) {
+    let image = CosiImage::new(DISK, seed).esp_bytes(2 << 20);
+    let fixture = image.write(&dir.join("image.cosi"));
+    let registry = Registry::start(dir, user).unwrap();
+    let pushed = registry
+        .push_cosi(&fixture.path, repository, tag, user)
         .await
         .unwrap();
-    let mut client = StreamingServiceClient::new(daemon.channel().await.unwrap());
-    let request = StreamDiskRequest {
-        image_url: url.to_owned(),
-        image_hash,
-        reboot: None,
-    };
-    let mut stream = client.stream_disk(request).await.unwrap().into_inner();
-    while let Some(item) = stream.next().await {
-        if let Some(servicing_response::Response::Completed(done)) = item.unwrap().response {
-            return done;
-        }
-    }
-    panic!("no Completed:\n{}", daemon.stderr());
+    (registry, image, fixture, pushed)
 }
 
 /// Asserts a failure with `kind`/`subkind`, a message naming `mentions`,
@@ -100,15 +94,10 @@ fn assert_refused(
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cosi_artifact_streams_by_tag_by_manifest_digest_and_by_layer_digest() {
     let dir = tempfile::tempdir().unwrap();
-    let image = CosiImage::new(DISK, 31).esp_bytes(2 << 20);
-    let fixture = image.write(&dir.path().join("image.cosi"));
+    let (registry, image, fixture, pushed) =
+        registry_with_image(dir.path(), 31, None, "os/azl", "3.0").await;
     let expected = dir.path().join("expected.img");
     image.write_disk_image(&expected);
-    let registry = Registry::start(dir.path(), None).unwrap();
-    let pushed = registry
-        .push_cosi(&fixture.path, "os/azl", "3.0", None)
-        .await
-        .unwrap();
     let repo = format!("oci://{}/os/azl", registry.host());
     let hash = Some(fixture.metadata_sha384.clone());
 
@@ -152,14 +141,7 @@ async fn a_cosi_artifact_streams_by_tag_by_manifest_digest_and_by_layer_digest()
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_tag_or_unknown_digest_is_image_not_in_registry() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture = CosiImage::new(DISK, 32)
-        .esp_bytes(2 << 20)
-        .write(&dir.path().join("image.cosi"));
-    let registry = Registry::start(dir.path(), None).unwrap();
-    registry
-        .push_cosi(&fixture.path, "os/azl", "3.0", None)
-        .await
-        .unwrap();
+    let (registry, ..) = registry_with_image(dir.path(), 32, None, "os/azl", "3.0").await;
     let repo = format!("oci://{}/os/azl", registry.host());
     let unknown = format!("sha256:{}", "0123456789abcdef".repeat(4));
     for (name, url, mentions) in [
@@ -200,28 +182,9 @@ async fn a_missing_tag_or_unknown_digest_is_image_not_in_registry() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_registry_that_wants_credentials_is_pulled_from_with_the_auth_file_only() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture = CosiImage::new(DISK, 33)
-        .esp_bytes(2 << 20)
-        .write(&dir.path().join("image.cosi"));
-    let registry = Registry::start(dir.path(), Some(USER)).unwrap();
-    registry
-        .push_cosi(&fixture.path, "private/os", "1", Some(USER))
-        .await
-        .unwrap();
+    let (registry, ..) = registry_with_image(dir.path(), 33, Some(USER), "private/os", "1").await;
     let url = format!("oci://{}/private/os:1", registry.host());
 
-    // No credentials: refused, saying so.
-    let disk = blank_disk(&dir.path().join("anonymous.img")).to_owned();
-    let done = stream_disk(registry.ca_pem(), &disk, &url, None, &[]).await;
-    assert_refused(
-        &done,
-        &disk,
-        TridentErrorKind::ExecutionEnvironmentMisconfigurationError,
-        "registry-access-denied",
-        "registry-unauthorized",
-    );
-
-    // Wrong password in the auth file: refused the same way, no secret shown.
     let auth_file = dir.path().join("config.json");
     let entry = |password: &str| {
         let token = base64_encode(format!("{}:{password}", USER.0).as_bytes());
@@ -230,18 +193,22 @@ async fn a_registry_that_wants_credentials_is_pulled_from_with_the_auth_file_onl
             registry.host()
         )
     };
-    fs::write(&auth_file, entry("not-the-password")).unwrap();
     let flag = ["--registry-auth-file", auth_file.to_str().unwrap()];
-    let disk = blank_disk(&dir.path().join("wrong.img")).to_owned();
-    let done = stream_disk(registry.ca_pem(), &disk, &url, None, &flag).await;
-    assert_refused(
-        &done,
-        &disk,
-        TridentErrorKind::ExecutionEnvironmentMisconfigurationError,
-        "registry-access-denied",
-        "registry-unauthorized",
-    );
-    assert!(!done.error.unwrap().message.contains("not-the-password"));
+    // No credentials, then a wrong password in the auth file: refused,
+    // saying so, no secret shown.
+    for (name, flags) in [("anonymous", &[][..]), ("wrong-password", &flag[..])] {
+        fs::write(&auth_file, entry("not-the-password")).unwrap();
+        let disk = blank_disk(&dir.path().join(format!("{name}.img"))).to_owned();
+        let done = stream_disk(registry.ca_pem(), &disk, &url, None, flags).await;
+        assert_refused(
+            &done,
+            &disk,
+            TridentErrorKind::ExecutionEnvironmentMisconfigurationError,
+            "registry-access-denied",
+            "registry-unauthorized",
+        );
+        assert!(!done.error.unwrap().message.contains("not-the-password"));
+    }
 
     // The right credentials: the image streams.
     fs::write(&auth_file, entry(USER.1)).unwrap();
@@ -254,15 +221,9 @@ async fn a_registry_that_wants_credentials_is_pulled_from_with_the_auth_file_onl
 #[tokio::test(flavor = "multi_thread")]
 async fn a_registry_that_stalls_mid_layer_fails_within_the_read_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture = CosiImage::new(DISK, 34)
-        .esp_bytes(2 << 20)
-        .write(&dir.path().join("image.cosi"));
+    let (registry, _, fixture, _) =
+        registry_with_image(dir.path(), 34, None, "os/azl", "3.0").await;
     let cosi_bytes = fs::metadata(&fixture.path).unwrap().len();
-    let registry = Registry::start(dir.path(), None).unwrap();
-    registry
-        .push_cosi(&fixture.path, "os/azl", "3.0", None)
-        .await
-        .unwrap();
     // Enough for the handshakes and the manifest, not for the layer.
     let budget = 256 << 10;
     assert!(cosi_bytes > 4 * budget, "fixture too small: {cosi_bytes}");
@@ -285,6 +246,13 @@ async fn a_registry_that_stalls_mid_layer_fails_within_the_read_timeout() {
     eprintln!("stalled: {}", error.message);
     assert_eq!(error.kind(), TridentErrorKind::ServicingError, "{error:?}");
     assert_eq!(error.subkind, "download-image", "{error:?}");
+    // Failed while reading the layer (not when opening it), for the stall.
+    assert!(error.message.contains("read-image"), "{error:?}");
+    let causes = error.causes.join(" / ").to_lowercase();
+    assert!(
+        causes.contains("timed out") || causes.contains("timeout"),
+        "{causes}"
+    );
 }
 
 /// Standard base64 (the Docker config's `auth` field), written here to keep
