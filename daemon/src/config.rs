@@ -5,7 +5,7 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use crate::servicing::settings::{BootControlMode, EngineSettings, RebootMode};
+use crate::servicing::settings::{BootControlMode, EngineSettings, InstallSafety, RebootMode};
 use clap::{ArgAction, Parser};
 // The bus owns its defaults (ring bounds, journal folder); the flags use them.
 use trident_telemetry::config::{DEFAULT_RING_BYTES, DEFAULT_RING_RECORDS};
@@ -130,6 +130,24 @@ pub struct Config {
     /// without receiving a byte.
     #[arg(long, env = ENV_HTTP_READ_TIMEOUT, default_value = DEFAULT_HTTP_READ_TIMEOUT, value_parser = humantime::parse_duration, value_name = "DUR")]
     pub http_read_timeout: Duration,
+
+    /// Let a clean install repartition the disk that holds the running
+    /// OS's root filesystem (refused otherwise, unless the kernel command
+    /// line says the daemon runs from installer media: `root=live:`,
+    /// `root=/dev/ram0` or no `root=`).
+    #[arg(long)]
+    pub allow_install_on_running_disk: bool,
+
+    /// The running system's mount table, where the clean-install safety
+    /// check finds the root's disk. Another file only for containers (the
+    /// host's `/proc/1/mountinfo`) and tests.
+    #[arg(long, default_value = "/proc/self/mountinfo", value_name = "PATH")]
+    pub host_mountinfo: PathBuf,
+
+    /// The running kernel's command line, where the clean-install safety
+    /// check sees installer media. Another file only for tests.
+    #[arg(long, default_value = "/proc/cmdline", value_name = "PATH")]
+    pub kernel_cmdline_file: PathBuf,
 
     /// Docker config file (`config.json`: `auths` entries with `auth` or
     /// `username`/`password`, or credential helpers) whose credentials
@@ -260,6 +278,12 @@ impl Config {
             efivars: self.efivars.clone(),
             reboot: self.reboot,
             reboot_requests_path: self.reboot_requests_path(),
+            install_safety: InstallSafety {
+                allow_running_disk: self.allow_install_on_running_disk,
+                mountinfo: self.host_mountinfo.clone(),
+                cmdline: self.kernel_cmdline_file.clone(),
+                sysfs: PathBuf::from("/sys"),
+            },
         }
     }
 

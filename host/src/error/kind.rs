@@ -87,6 +87,8 @@ subkinds! {
     OpenDatastore => Initialization, "open-datastore", "Failed to open the datastore";
     DatastoreMigration => Initialization, "datastore-migration", "Failed to migrate the datastore schema";
     LoadHostStatus => Initialization, "load-host-status", "Failed to load the Host Status";
+    // initialization
+    CleanInstallSafetyCheck => Initialization, "clean-install-safety-check", "Refusing a clean install onto the disk of the running OS";
     // internal
     DatastoreQuery => Internal, "datastore-query", "Datastore query failed";
     SerializeHostStatus => Internal, "serialize-host-status", "Failed to serialize the Host Status";
