@@ -93,6 +93,9 @@ declare -A APT_FOR_COMMAND=(
     [dumpe2fs]=e2fsprogs
     [mtype]=mtools
     [busybox]=busybox-static            # the mini OS's /bin/sh (chrooted postConfigure)
+    # oci:// image sources (oci_image_source.rs): a local registry, its users.
+    [docker-registry]=docker-registry
+    [htpasswd]=apache2-utils
 )
 # file -> Debian package providing it (packages without a command)
 declare -A APT_FOR_FILE=(

@@ -208,7 +208,7 @@ pub struct RebuildRaidArgs {
 /// stream-disk arguments.
 #[derive(Debug, Clone, Args)]
 pub struct StreamDiskArgs {
-    /// file://, http:// or https:// URL of the COSI image.
+    /// file://, http://, https:// or oci:// URL of the COSI image.
     #[arg(index = 1, value_name = "URL")]
     pub url: String,
     /// SHA-384 of the image's metadata.json (96 hex digits, optionally "sha384:"-prefixed).

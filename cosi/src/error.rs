@@ -32,10 +32,39 @@ impl std::fmt::Display for SizeKind {
     }
 }
 
+/// Why a pull from an OCI registry failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistryFailure {
+    /// The repository, tag, digest or layer does not exist.
+    NotFound,
+    /// The registry wants credentials, or refused the ones given.
+    Unauthorized,
+    /// The artifact is not one layer (the COSI file) under an image manifest.
+    NotCosiArtifact,
+    /// Connecting, TLS, a stalled or broken download, a server error.
+    Transport,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CosiError {
-    #[error("unsupported image URL {url:?}: only file:// and http(s):// are supported")]
+    #[error("unsupported image URL {url:?}: only file://, http(s):// and oci:// are supported")]
     UnsupportedUrl { url: String },
+    #[error(
+        "{url:?} is not an OCI reference (oci://registry/repository:tag or @sha256:digest): {reason}"
+    )]
+    InvalidOciReference { url: String, reason: String },
+    #[error("cannot pull {url}: {reason}")]
+    Registry {
+        url: String,
+        failure: RegistryFailure,
+        reason: String,
+    },
+    #[error("cannot pull {url}: registry credentials file {path}: {reason}")]
+    RegistryAuthFile {
+        url: String,
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error("cannot open {url}: {source}")]
     Open {
         url: String,
@@ -124,8 +153,14 @@ pub enum CosiError {
 impl CosiError {
     pub fn class(&self) -> ErrorClass {
         match self {
+            CosiError::Registry {
+                failure: RegistryFailure::NotFound | RegistryFailure::NotCosiArtifact,
+                ..
+            } => ErrorClass::InvalidImage,
             CosiError::Open { .. }
             | CosiError::Http { .. }
+            | CosiError::Registry { .. }
+            | CosiError::RegistryAuthFile { .. }
             | CosiError::Read { .. }
             | CosiError::Target { .. } => ErrorClass::Io,
             _ => ErrorClass::InvalidImage,
@@ -136,6 +171,14 @@ impl CosiError {
     pub fn subkind(&self) -> &'static str {
         match self {
             CosiError::UnsupportedUrl { .. } => "unsupported-image-url",
+            CosiError::InvalidOciReference { .. } => "invalid-oci-reference",
+            CosiError::Registry { failure, .. } => match failure {
+                RegistryFailure::NotFound => "registry-image-not-found",
+                RegistryFailure::Unauthorized => "registry-unauthorized",
+                RegistryFailure::NotCosiArtifact => "registry-not-cosi-artifact",
+                RegistryFailure::Transport => "registry-pull",
+            },
+            CosiError::RegistryAuthFile { .. } => "registry-auth-file",
             CosiError::Open { .. } => "open-image",
             CosiError::Http { .. } => "download-image",
             CosiError::InvalidExpectedHash { .. } => "invalid-image-hash",

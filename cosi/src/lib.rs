@@ -43,12 +43,12 @@ pub mod stream;
 mod tar;
 pub mod writer;
 
-pub use error::{CosiError, ErrorClass, SizeKind};
+pub use error::{CosiError, ErrorClass, RegistryFailure, SizeKind};
 pub use hash::ExpectedHash;
 pub use metadata::Metadata;
 pub use source::{
     CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, RegionInfo,
-    RegionKind, RegionReader, http_timeouts, set_http_timeouts,
+    RegionKind, RegionReader, http_timeouts, set_http_timeouts, set_registry_auth_file,
 };
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, write_region_at,

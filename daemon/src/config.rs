@@ -5,7 +5,7 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use crate::servicing::settings::{BootControlMode, EngineSettings, RebootMode};
+use crate::servicing::settings::{BootControlMode, EngineSettings, InstallSafety, RebootMode};
 use clap::{ArgAction, Parser};
 // The bus owns its defaults (ring bounds, journal folder); the flags use them.
 use trident_telemetry::config::{DEFAULT_RING_BYTES, DEFAULT_RING_RECORDS};
@@ -39,6 +39,8 @@ pub const ENV_BOOT_ID_FILE: &str = "TRIDENT_BOOT_ID_FILE";
 pub const ENV_HTTP_CONNECT_TIMEOUT: &str = "TRIDENT_HTTP_CONNECT_TIMEOUT";
 /// Env var: bound on a stalled image download (same as `--http-read-timeout`).
 pub const ENV_HTTP_READ_TIMEOUT: &str = "TRIDENT_HTTP_READ_TIMEOUT";
+/// Env var: Docker config file with registry credentials (same as `--registry-auth-file`).
+pub const ENV_REGISTRY_AUTH_FILE: &str = "TRIDENT_REGISTRY_AUTH_FILE";
 /// Default of `--http-connect-timeout` (trident-cosi's default, spelled for clap).
 pub const DEFAULT_HTTP_CONNECT_TIMEOUT: &str = "30s";
 /// Default of `--http-read-timeout` (trident-cosi's default, spelled for clap).
@@ -128,6 +130,32 @@ pub struct Config {
     /// without receiving a byte.
     #[arg(long, env = ENV_HTTP_READ_TIMEOUT, default_value = DEFAULT_HTTP_READ_TIMEOUT, value_parser = humantime::parse_duration, value_name = "DUR")]
     pub http_read_timeout: Duration,
+
+    /// Let a clean install repartition the disk that holds the running
+    /// OS's root filesystem (refused otherwise, unless the kernel command
+    /// line says the daemon runs from installer media: `root=live:`,
+    /// `root=/dev/ram0` or no `root=`).
+    #[arg(long)]
+    pub allow_install_on_running_disk: bool,
+
+    /// The running system's mount table, where the clean-install safety
+    /// check finds the root's disk. Another file only for containers (the
+    /// host's `/proc/1/mountinfo`) and tests.
+    #[arg(long, default_value = "/proc/self/mountinfo", value_name = "PATH")]
+    pub host_mountinfo: PathBuf,
+
+    /// The running kernel's command line, where the clean-install safety
+    /// check sees installer media. Another file only for tests.
+    #[arg(long, default_value = "/proc/cmdline", value_name = "PATH")]
+    pub kernel_cmdline_file: PathBuf,
+
+    /// Docker config file (`config.json`: `auths` entries with `auth` or
+    /// `username`/`password`, or credential helpers) whose credentials
+    /// `oci://` image pulls use for the registries it lists. Without it
+    /// every registry is pulled from anonymously, as upstream does. Read at
+    /// each pull; its values never appear in logs or errors.
+    #[arg(long, env = ENV_REGISTRY_AUTH_FILE, value_name = "PATH")]
+    pub registry_auth_file: Option<PathBuf>,
 
     /// File holding the host's boot id, which Version tells clients that
     /// opted in to `ids` (the CLI tells a remote daemon from a local one
@@ -250,6 +278,12 @@ impl Config {
             efivars: self.efivars.clone(),
             reboot: self.reboot,
             reboot_requests_path: self.reboot_requests_path(),
+            install_safety: InstallSafety {
+                allow_running_disk: self.allow_install_on_running_disk,
+                mountinfo: self.host_mountinfo.clone(),
+                cmdline: self.kernel_cmdline_file.clone(),
+                sysfs: PathBuf::from("/sys"),
+            },
         }
     }
 

@@ -14,10 +14,12 @@
 
 pub mod fixture;
 pub mod module_graph;
+pub mod oci_registry;
 pub mod overall;
 pub mod test_os;
 pub mod throttled_http;
 pub mod tmux;
+pub mod trusted_stream_disk;
 pub mod vm;
 pub mod vm_rcp;
 

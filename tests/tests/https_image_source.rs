@@ -12,13 +12,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use trident_e2e::Daemon;
 use trident_e2e::fixture::CosiImage;
-use trident_proto::v1::{
-    Completed, StatusCode, StreamDiskRequest, servicing_response,
-    streaming_service_client::StreamingServiceClient,
-};
+use trident_e2e::trusted_stream_disk;
+use trident_proto::v1::{Completed, StatusCode};
 
 const DISK: u64 = 12 << 20;
 
@@ -153,30 +149,10 @@ impl Drop for HttpsServer {
     }
 }
 
-/// StreamDisk of `url` onto `disk` by a tridentd whose trust store is `store`.
 async fn stream_disk_trusting(store: &Path, disk: &Path, url: String) -> Completed {
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .arg("--disk")
-        .arg(disk)
-        .env("SSL_CERT_FILE", store)
-        .env("SSL_CERT_DIR", store.parent().unwrap().join("no-cert-dir"))
-        .spawn()
+    trusted_stream_disk::stream_disk_trusting(store, disk, &url, None, &[])
         .await
-        .unwrap();
-    let mut client = StreamingServiceClient::new(daemon.channel().await.unwrap());
-    let request = StreamDiskRequest {
-        image_url: url,
-        image_hash: None,
-        reboot: None,
-    };
-    let mut stream = client.stream_disk(request).await.unwrap().into_inner();
-    while let Some(item) = stream.next().await {
-        if let Some(servicing_response::Response::Completed(done)) = item.unwrap().response {
-            return done;
-        }
-    }
-    panic!("no Completed:\n{}", daemon.stderr());
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

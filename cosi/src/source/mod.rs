@@ -7,6 +7,7 @@
 //! SHA-384 and sizes in the metadata as it is read (see [`RegionReader`]).
 
 mod hashing;
+mod oci;
 mod region;
 mod transport;
 
@@ -17,6 +18,7 @@ use crate::hash::ExpectedHash;
 use crate::metadata::{Disk, Metadata, RegionType};
 use crate::tar::{EntryKind, TarError, TarReader};
 
+pub use oci::set_registry_auth_file;
 pub use region::{RegionInfo, RegionKind, RegionReader};
 pub use transport::{
     DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, http_timeouts,
@@ -58,7 +60,8 @@ impl std::fmt::Debug for CosiSource {
 }
 
 impl CosiSource {
-    /// Opens `url` (`file:///path`, an absolute path, or `http(s)://...`),
+    /// Opens `url` (`file:///path`, an absolute path, `http(s)://...` or
+    /// `oci://registry/repository:tag` / `@sha256:...`),
     /// checks the marker, reads and verifies `metadata.json`.
     pub fn open(url: &str, expected: &ExpectedHash) -> Result<Self, CosiError> {
         Self::from_reader(url, transport::open(url)?, expected)

@@ -51,8 +51,8 @@ pub fn http_timeouts() -> HttpTimeouts {
 /// A readable image stream.
 pub(crate) type ImageStream = Box<dyn Read + Send>;
 
-/// Turns `file:///abs/path`, a bare absolute path, or `http(s)://...` into a
-/// stream.
+/// Turns `file:///abs/path`, a bare absolute path, `http(s)://...` or
+/// `oci://...` into a stream.
 pub(crate) fn open(url: &str) -> Result<ImageStream, CosiError> {
     if let Some(path) = url.strip_prefix("file://") {
         return open_file(url, path);
@@ -62,6 +62,9 @@ pub(crate) fn open(url: &str) -> Result<ImageStream, CosiError> {
     }
     if url.starts_with("http://") || url.starts_with("https://") {
         return open_http(url);
+    }
+    if url.starts_with(super::oci::OCI_SCHEME) {
+        return super::oci::open(url);
     }
     Err(CosiError::UnsupportedUrl {
         url: url.to_owned(),
@@ -112,11 +115,7 @@ fn open_http(url: &str) -> Result<ImageStream, CosiError> {
         .and_then(|v| v.parse().ok());
     let body = response.into_body().into_reader();
     Ok(match len {
-        Some(announced) => Box::new(AnnouncedLength {
-            inner: body,
-            announced,
-            received: 0,
-        }),
+        Some(announced) => Box::new(AnnouncedLength::new(body, announced)),
         None => Box::new(body),
     })
 }
@@ -124,10 +123,20 @@ fn open_http(url: &str) -> Result<ImageStream, CosiError> {
 /// An HTTP body that must be as long as its `Content-Length`: a server
 /// that closes early is a download failure (a transport error), not the
 /// "truncated image" the archive reader would otherwise report.
-struct AnnouncedLength<R> {
+pub(crate) struct AnnouncedLength<R> {
     inner: R,
     announced: u64,
     received: u64,
+}
+
+impl<R> AnnouncedLength<R> {
+    pub(crate) fn new(inner: R, announced: u64) -> Self {
+        AnnouncedLength {
+            inner,
+            announced,
+            received: 0,
+        }
+    }
 }
 
 impl<R: Read> Read for AnnouncedLength<R> {

@@ -19,7 +19,8 @@
 //!   `new_root::volume::VolumeRoot`, never a `NewRoot`), `os_config`,
 //!   `new_storage`, `new_root` (mounts and its tools), `scripts`, `reboot`,
 //!   `locks`, `boot_record`;
-//! * leaves: `block_device` (the block-device stack: each layer creates,
+//! * leaves: `install_safety` (the clean-install safety check),
+//!   `block_device` (the block-device stack: each layer creates,
 //!   opens, closes and records its devices, and resolves "the device of id
 //!   X on this host" for all of the above), `settings`, `step_ids`.
 //!
@@ -87,6 +88,7 @@ pub mod block_device;
 pub mod boot_control;
 pub mod boot_record;
 pub mod engine;
+pub mod install_safety;
 pub mod keep_alive;
 pub mod locks;
 pub mod new_root;

@@ -26,6 +26,19 @@ pub enum RebootMode {
     None,
 }
 
+/// What the clean-install safety check reads (`install_safety`).
+#[derive(Debug, Clone)]
+pub struct InstallSafety {
+    /// `--allow-install-on-running-disk`: skip the check.
+    pub allow_running_disk: bool,
+    /// The running system's mount table (`--host-mountinfo`).
+    pub mountinfo: PathBuf,
+    /// The running kernel's command line (`--kernel-cmdline-file`).
+    pub cmdline: PathBuf,
+    /// sysfs, where partitions and stacked devices lead to their disks.
+    pub sysfs: PathBuf,
+}
+
 /// Everything `Engine::new` reads.
 #[derive(Debug, Clone)]
 pub struct EngineSettings {
@@ -40,4 +53,5 @@ pub struct EngineSettings {
     pub reboot: RebootMode,
     /// Log of reboot requests (`RebootMode::Record`).
     pub reboot_requests_path: PathBuf,
+    pub install_safety: InstallSafety,
 }

@@ -82,7 +82,8 @@ pub struct HostConfiguration {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Image {
-    /// file://, http:// or https:// URL of a COSI file.
+    /// file://, http://, https:// or oci:// (registry/repository:tag or
+    /// @sha256:digest) URL of a COSI file.
     pub url: String,
     /// SHA-384 of the COSI metadata.json (96 hex digits) or `ignored`.
     #[schemars(pattern(r"^(ignored|[0-9a-fA-F]{96})$"))]

@@ -47,14 +47,17 @@ fn validate_image(hc: &HostConfiguration) -> Result<(), TridentError> {
             "required: the COSI image to install (url and sha384)".into(),
         ));
     };
-    let scheme_ok = ["file://", "http://", "https://"]
+    let scheme_ok = ["file://", "http://", "https://", "oci://"]
         .iter()
         .any(|s| image.url.starts_with(s) && image.url.len() > s.len());
     if !scheme_ok {
         return Err(invalid(
             Subkind::InvalidImageUrl,
             "image.url",
-            format!("'{}' must be a file://, http:// or https:// URL", image.url),
+            format!(
+                "'{}' must be a file://, http://, https:// or oci:// URL",
+                image.url
+            ),
         ));
     }
     check_sha384("image.sha384", &image.sha384)

@@ -87,6 +87,8 @@ subkinds! {
     OpenDatastore => Initialization, "open-datastore", "Failed to open the datastore";
     DatastoreMigration => Initialization, "datastore-migration", "Failed to migrate the datastore schema";
     LoadHostStatus => Initialization, "load-host-status", "Failed to load the Host Status";
+    // initialization
+    CleanInstallSafetyCheck => Initialization, "clean-install-safety-check", "Refusing a clean install onto the disk of the running OS";
     // internal
     DatastoreQuery => Internal, "datastore-query", "Datastore query failed";
     SerializeHostStatus => Internal, "serialize-host-status", "Failed to serialize the Host Status";
@@ -103,6 +105,7 @@ subkinds! {
     InvalidImage => InvalidInput, "invalid-image", "The COSI image is invalid";
     InvalidImageMetadata => InvalidInput, "invalid-image-metadata", "The COSI image's metadata.json is invalid";
     ImageDoesNotMatchConfiguration => InvalidInput, "image-does-not-match-configuration", "The image does not match the Host Configuration";
+    ImageNotInRegistry => InvalidInput, "image-not-in-registry", "The OCI registry has no such image (repository, tag or digest)";
     InvalidRequest => InvalidInput, "invalid-request", "Invalid request";
     InvalidServicingState => InvalidInput, "invalid-servicing-state", "The host is not in a state that allows this operation";
     InvalidRollbackState => InvalidInput, "invalid-rollback-state", "The host is not in a state that allows a rollback";
@@ -121,6 +124,7 @@ subkinds! {
     // unsupported-configuration
     UnsupportedFeature => UnsupportedConfiguration, "unsupported-feature", "The Host Configuration uses a feature this daemon does not support";
     RaidUnsupported => UnsupportedConfiguration, "raid-unsupported", "Software RAID is not supported";
+    RegistryAccessDenied => ExecutionEnvironmentMisconfiguration, "registry-access-denied", "The OCI registry refused access: credentials missing or refused (see --registry-auth-file)";
     // Raised by the CLI for failures outside a servicing stream (its -e file).
     ConnectDaemon => ExecutionEnvironmentMisconfiguration, "connect-daemon", "Cannot connect to the daemon";
     LoadHostConfiguration => InvalidInput, "load-host-configuration", "Failed to load the Host Configuration";

@@ -14,8 +14,8 @@ use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use super::step::{blocking, next_status, script_phase, validate_phase};
 use super::{handoff, write};
 use crate::servicing::block_device::{self, BlockDevices, Targets};
-use crate::servicing::new_storage;
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
+use crate::servicing::{install_safety, new_storage};
 
 /// States from which a clean install may (re)start.
 fn may_install(state: ServicingState) -> bool {
@@ -47,6 +47,15 @@ async fn stage(
             ),
         ));
     }
+    // Before anything is written (scripts included): never repartition the
+    // disk the running OS is on.
+    let disks: Vec<(String, String)> = hc
+        .storage
+        .disks
+        .iter()
+        .map(|d| (d.id.clone(), d.device.clone()))
+        .collect();
+    install_safety::check(&ctx.engine.install_safety, &disks)?;
     if let Some(path) = hc.datastore_path() {
         ctx.engine
             .switch_datastore(&PathBuf::from(path), &ctx.ids())?;

@@ -28,7 +28,7 @@ use super::boot_control::uefi::UefiBootControl;
 use super::keep_alive::KeepAlive;
 use super::locks::{ConnectionLock, ServicingLock};
 use super::reboot::{self, Reboot};
-use super::settings::{BootControlMode, EngineSettings};
+use super::settings::{BootControlMode, EngineSettings, InstallSafety};
 use crate::legacy_bridge::LegacyBridge;
 
 /// File in the state directory remembering a datastore moved by
@@ -57,6 +57,8 @@ pub struct Engine {
     bus: Bus,
     /// A failure the datastore could not record, served as `lastError`.
     pub unrecorded_error: unrecorded::UnrecordedError,
+    /// What the clean-install safety check reads.
+    pub install_safety: InstallSafety,
 }
 
 impl Engine {
@@ -80,6 +82,7 @@ impl Engine {
             legacy_bridge: LegacyBridge::new(bus.clone()),
             bus,
             unrecorded_error: unrecorded::UnrecordedError::default(),
+            install_safety: settings.install_safety,
         };
         // Errors are reported again on every request that needs the datastore.
         if let Err(error) = engine.with_datastore(|_| Ok(())) {

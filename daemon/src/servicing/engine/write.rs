@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
-use trident_cosi::{CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind, RegionReader};
+use trident_cosi::{
+    CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind, RegionReader, RegistryFailure,
+};
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
@@ -40,7 +42,26 @@ pub fn cosi_error(error: CosiError) -> TridentError {
         CosiError::MetadataHashMismatch { .. } | CosiError::HashMismatch { .. } => {
             Subkind::ImageHashMismatch
         }
-        CosiError::UnsupportedUrl { .. } => Subkind::InvalidImageUrl,
+        CosiError::UnsupportedUrl { .. } | CosiError::InvalidOciReference { .. } => {
+            Subkind::InvalidImageUrl
+        }
+        CosiError::Registry {
+            failure: RegistryFailure::NotFound,
+            ..
+        } => Subkind::ImageNotInRegistry,
+        CosiError::Registry {
+            failure: RegistryFailure::Unauthorized,
+            ..
+        }
+        | CosiError::RegistryAuthFile { .. } => Subkind::RegistryAccessDenied,
+        CosiError::Registry {
+            failure: RegistryFailure::NotCosiArtifact,
+            ..
+        } => Subkind::InvalidImage,
+        CosiError::Registry {
+            failure: RegistryFailure::Transport,
+            ..
+        } => Subkind::DownloadImage,
         CosiError::InvalidExpectedHash { .. } => Subkind::InvalidImageHash,
         CosiError::Open { .. } | CosiError::Http { .. } | CosiError::Read { .. } => {
             Subkind::DownloadImage
