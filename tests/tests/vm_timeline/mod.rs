@@ -104,9 +104,10 @@ pub async fn on_b(socket: &Path) {
         .rev()
         .find(|op| op.rpc == "Commit" && op.result == StatusCode::Failure as i32)
         .expect("A's failed commit is in B's history");
-    let error: Value =
-        serde_json::from_str(&trident_cli(socket, &["get", "last-error", "-o", "json"]).await)
-            .unwrap();
+    let error: Value = serde_json::from_str(
+        &trident_cli(socket, &["--output", "json", "get", "last-error"]).await,
+    )
+    .unwrap();
     assert_eq!(
         error["operation_id"], failed_commit.operation_id,
         "{error:#}"
