@@ -134,6 +134,7 @@ async fn daemon_run(socket: &Path, f: &Fixture) -> anyhow::Result<Duration> {
         image_url: format!("file://{}", f.cosi.path.display()),
         image_hash: Some(f.cosi.metadata_sha384.clone()),
         reboot: None,
+        ..Default::default()
     };
     // The previous operation releases the servicing lock just after its
     // Completed was sent: retry while the daemon answers "busy".

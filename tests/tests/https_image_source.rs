@@ -169,6 +169,7 @@ async fn stream_disk_trusting(store: &Path, disk: &Path, url: String) -> Complet
         image_url: url,
         image_hash: None,
         reboot: None,
+        ..Default::default()
     };
     let mut stream = client.stream_disk(request).await.unwrap().into_inner();
     while let Some(item) = stream.next().await {
