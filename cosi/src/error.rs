@@ -131,7 +131,7 @@ pub enum CosiError {
         path: String,
         offset: u64,
         len: u64,
-        /// "first block", "last block", "bytes", "partition table".
+        /// "first block", "last block", "chunk", "partition table".
         what: String,
     },
 }

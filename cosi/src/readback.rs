@@ -163,7 +163,7 @@ impl RegionRecord {
             let bytes = &mut chunk[..len as usize];
             read(self.offset + at, bytes)?;
             if crc32fast::hash(bytes) != *expected {
-                return Err(mismatch(self.offset + at, len, "bytes"));
+                return Err(mismatch(self.offset + at, len, "chunk"));
             }
         }
         Ok(())
