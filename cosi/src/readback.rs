@@ -89,7 +89,7 @@ impl RegionRecord {
                 self.running.update(&rest[..take]);
                 self.len += take as u64;
                 rest = &rest[take..];
-                if self.len % CHUNK_BYTES == 0 {
+                if self.len.is_multiple_of(CHUNK_BYTES) {
                     chunks.push(std::mem::take(&mut self.running).finalize());
                 }
             }
@@ -101,7 +101,7 @@ impl RegionRecord {
     /// Ends the region: the last partial chunk gets its CRC.
     pub fn finish(&mut self) {
         if let Some(chunks) = &mut self.chunks
-            && self.len % CHUNK_BYTES != 0
+            && !self.len.is_multiple_of(CHUNK_BYTES)
         {
             chunks.push(std::mem::take(&mut self.running).finalize());
         }
