@@ -60,7 +60,7 @@ impl Pki {
 pub struct Lines(Arc<Mutex<Vec<String>>>);
 
 impl Lines {
-    fn follow(pipe: impl std::io::Read + Send + 'static) -> Self {
+    pub fn follow(pipe: impl std::io::Read + Send + 'static) -> Self {
         let lines = Lines::default();
         let sink = lines.clone();
         thread::spawn(move || {
