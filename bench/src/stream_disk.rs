@@ -79,6 +79,14 @@ fn library(f: &Fixture) -> anyhow::Result<Duration> {
     Ok(started.elapsed())
 }
 
+/// The benchmark's work directory: under `$TRIDENT_BENCH_DIR`, else a temp dir.
+pub(crate) fn work_dir() -> std::io::Result<tempfile::TempDir> {
+    match std::env::var_os(ENV_WORK_DIR) {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+}
+
 pub(crate) fn prepare(dir: &Path, disk: u64) -> anyhow::Result<Fixture> {
     let regions_dir = dir.join("regions");
     std::fs::create_dir_all(&regions_dir)?;
@@ -206,10 +214,7 @@ async fn daemon_median(
 pub fn run(quick: bool) -> anyhow::Result<()> {
     let disk = if quick { QUICK_DISK_BYTES } else { DISK_BYTES };
     let runs = if quick { QUICK_RUNS } else { RUNS };
-    let dir = match std::env::var_os(ENV_WORK_DIR) {
-        Some(d) => tempfile::tempdir_in(d)?,
-        None => tempfile::tempdir()?,
-    };
+    let dir = work_dir()?;
     let f = prepare(dir.path(), disk)?;
     let compressed: u64 = f.cosi.regions.iter().map(|r| r.compressed_size).sum();
     eprintln!(

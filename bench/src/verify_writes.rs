@@ -7,7 +7,7 @@
 //! conv=fsync` per region plus `sha384sum`). The three alternate their
 //! order run by run so each sees the same machine; medians of [`RUNS`]
 //! (3 with `--quick`). The machine's load average is printed before and
-//! after, as result lines.
+//! after, as result lines. `TRIDENT_BENCH_DIR` sets the work directory.
 
 use std::time::Duration;
 
@@ -15,15 +15,13 @@ use trident_proto::v1::VerifyWrites;
 
 use crate::daemon::{Daemon, tridentd};
 use crate::report::{self, median};
-use crate::stream_disk::{Fixture, baseline, daemon_run, prepare};
+use crate::stream_disk::{Fixture, baseline, daemon_run, prepare, work_dir};
 
 const BENCH: &str = "verify-writes";
 const DISK_BYTES: u64 = 1 << 30;
 const QUICK_DISK_BYTES: u64 = 256 << 20;
 const RUNS: usize = 5;
 const QUICK_RUNS: usize = 3;
-/// Env var: directory for the image, regions and target (default: temp dir).
-const ENV_WORK_DIR: &str = "TRIDENT_BENCH_DIR";
 
 /// The 1-minute load average, from /proc/loadavg.
 fn load_average() -> Option<f64> {
@@ -60,10 +58,7 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     }
     let disk = if quick { QUICK_DISK_BYTES } else { DISK_BYTES };
     let runs = if quick { QUICK_RUNS } else { RUNS };
-    let dir = match std::env::var_os(ENV_WORK_DIR) {
-        Some(d) => tempfile::tempdir_in(d)?,
-        None => tempfile::tempdir()?,
-    };
+    let dir = work_dir()?;
     let f = prepare(dir.path(), disk)?;
     eprintln!(
         "verify-writes: {} MiB uncompressed, {runs} runs",

@@ -8,17 +8,14 @@
 //! (`shutdown(2)` on a duplicate of its descriptor), which ends the TLS
 //! session, the HTTP/2 connection and every stream at once; [`Liveness`]
 //! resolves when the connection's task and every stream opened through it
-//! ([`Tracked`]) have been dropped, so a `disconnected` event is only sent
+//! (each holds a [`LiveToken`]) have been dropped, so a `disconnected` event is only sent
 //! after everything it reports is closed.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -86,39 +83,5 @@ impl Liveness {
         // Nobody sends on the channel: recv returns None once every
         // sender is gone.
         tokio::time::timeout(limit, self.0.recv()).await.is_ok()
-    }
-}
-
-/// A stream that keeps its connection's [`Liveness`] pending while it exists.
-pub(crate) struct Tracked<S> {
-    pub(crate) inner: S,
-    pub(crate) _token: LiveToken,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Tracked<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }

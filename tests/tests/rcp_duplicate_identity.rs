@@ -13,7 +13,7 @@ mod rcp_support;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rcp_support::{AgentProc, Lines, ListenerProc, ORCHESTRATOR, Pki};
+use rcp_support::{AgentProc, Lines, ListenerProc, ORCHESTRATOR, Pki, host_daemon};
 use serde_json::Value;
 use trident_e2e::{Daemon, bin_path};
 use trident_rcp::TlsFiles;
@@ -32,11 +32,7 @@ struct Setup {
 
 async fn setup() -> Setup {
     let pki = Pki::new();
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = host_daemon().await;
     let files = pki.host("host-1", &LeafSpec::dns("host-1"));
     Setup { pki, daemon, files }
 }

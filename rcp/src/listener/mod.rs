@@ -22,8 +22,8 @@ use tonic::transport::{Channel, Endpoint};
 use crate::duplicates::DuplicatePolicy;
 use crate::error::RcpError;
 use crate::identity::{identity_of, is_valid_host_id};
-use crate::raw::RawSlot;
-use crate::sever::{Severable, Tracked, WeakToken, liveness};
+use crate::raw::{Prefixed, RawSlot};
+use crate::sever::{Severable, WeakToken, liveness};
 use crate::tls::{Protocol, TlsFiles, describe_tls_error, server_config};
 use crate::tunnel::{BoxedStream, Keepalive, StreamOpener, client_handshake, open_stream};
 use registry::{Admission, Conn, Registry, Shared};
@@ -143,10 +143,7 @@ impl Host {
                     .upgrade()
                     .ok_or_else(|| RcpError::TunnelClosed(self.id.to_string()))?;
                 let inner = open_stream(opener).await?;
-                Ok(Box::new(Tracked {
-                    inner,
-                    _token: token,
-                }))
+                Ok(Box::new(Prefixed::tracked(inner, token)))
             }
             Opener::Raw(slot) => slot.claim().await,
         }

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use super::registry::{self, Admission, Conn, Shared};
 use super::{Host, Opener, hold};
 use crate::raw::RawSlot;
-use crate::sever::{Severable, Tracked, liveness};
+use crate::sever::{Severable, liveness};
 
 /// A host whose parked connection closed is gone when its agent (which
 /// dials again within a second) has not come back in this.
@@ -61,12 +61,8 @@ pub(super) async fn serve_raw<S>(
     };
     drop(turn);
     let arrivals = slot.arrivals();
-    let stream = Tracked {
-        inner: stream,
-        _token: token,
-    };
     let closed = tokio::select! {
-        closed = slot.park(stream) => closed,
+        closed = slot.park(stream, token) => closed,
         _ = shutdown.changed() => return,
     };
     if !closed {

@@ -318,6 +318,15 @@ impl Relay {
     }
 }
 
+/// The host's tridentd: a real daemon on a temp socket, no idle exit.
+pub async fn host_daemon() -> trident_e2e::Daemon {
+    trident_e2e::Daemon::builder()
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await
+        .unwrap()
+}
+
 /// Waits until `path` exists (or, with `present` false, is gone).
 pub async fn wait_path(path: &Path, present: bool) {
     let deadline = Instant::now() + WAIT;
