@@ -76,16 +76,16 @@ impl Drop for Follower {
     }
 }
 
-/// Waits until `lines` has a line containing `needle`, at most `limit`.
-fn shows_within(lines: &Lines, needle: &str, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
+/// How long until `lines` has a line containing `needle` (at most `limit`).
+fn shows_within(lines: &Lines, needle: &str, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
         if lines.all().iter().any(|l| l.contains(needle)) {
-            return true;
+            return Some(started.elapsed());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    false
+    None
 }
 
 fn events_of(listener: &ListenerProc, kind: &str) -> Vec<Value> {
@@ -120,11 +120,14 @@ fn newer_wins_and_closes_the_old_stream(s: &Setup, protocol: &[&str], listener: 
         "{replaced}"
     );
     assert_eq!(replaced["addr"], connected["addr"], "{replaced}");
-    assert!(
-        shows_within(&follower.stderr, "reconnecting", CLIENT_REACTION),
-        "the follower's stream through the replaced tunnel did not end:\n{}",
-        follower.stderr.text()
-    );
+    let ended = shows_within(&follower.stderr, "reconnecting", CLIENT_REACTION);
+    let Some(ended) = ended else {
+        panic!(
+            "the follower's stream through the replaced tunnel did not end:\n{}",
+            follower.stderr.text()
+        );
+    };
+    eprintln!("the follower showed its stream's end {ended:?} after the event was read");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,6 +175,10 @@ fn flapping_is_reported_once_and_bounded(s: &Setup, protocol: &[&str]) {
         })
         .count();
     assert_eq!(replaced, limit as usize, "{events:#?}");
+    eprintln!(
+        "{replaced} replacements, 1 duplicate event; {} events in all",
+        events.len()
+    );
     assert_eq!(events_of(&listener, "duplicate").len(), 1, "{events:#?}");
     let connected = events_of(&listener, "connected");
     assert_eq!(connected.len(), connects_then, "{events:#?}");
