@@ -17,6 +17,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use crate::error::CosiError;
+use crate::gpt::Gpt;
 
 /// How much of what was written is read back and compared.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -183,6 +184,54 @@ pub fn drop_cached(file: &File, offset: u64, len: u64) {
         len,
         nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
     );
+}
+
+/// Reads both tables back from the device: byte for byte what was written,
+/// and valid together for the target's size.
+pub fn verify_tables(
+    file: &File,
+    target: &str,
+    on_target: &Gpt,
+    primary: &[u8],
+    target_size: u64,
+) -> Result<(), CosiError> {
+    let (backup_at, backup) = on_target.backup_bytes();
+    let tables = [
+        ("primary-gpt", 0, primary),
+        ("backup-gpt", backup_at, backup.as_slice()),
+    ];
+    for (name, offset, expected) in tables {
+        let len = expected.len() as u64;
+        drop_cached(file, offset, len);
+        let mut actual = vec![0u8; expected.len()];
+        file.read_exact_at(&mut actual, offset)
+            .map_err(|source| CosiError::Target {
+                target: target.to_owned(),
+                action: format!("read back {name}"),
+                source,
+            })?;
+        if actual != expected {
+            return Err(CosiError::ReadBackMismatch {
+                target: target.to_owned(),
+                region: name.to_owned(),
+                path: name.to_owned(),
+                offset,
+                len,
+                what: "partition table".to_owned(),
+            });
+        }
+    }
+    Gpt::read_and_verify(file, on_target.lba_size, target_size).map_err(|e| {
+        CosiError::ReadBackMismatch {
+            target: target.to_owned(),
+            region: "primary-gpt".to_owned(),
+            path: format!("primary-gpt ({e})"),
+            offset: 0,
+            len: primary.len() as u64,
+            what: "partition table".to_owned(),
+        }
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]

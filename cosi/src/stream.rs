@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::CosiError;
 use crate::gpt::{Gpt, GptEntry};
-use crate::readback::{RegionRecord, VerifyWrites, drop_cached};
+use crate::readback::{RegionRecord, VerifyWrites, drop_cached, verify_tables};
 use crate::source::{CosiSource, RegionInfo, RegionKind, RegionReader};
 use crate::target_watch::TargetWatch;
 
@@ -360,54 +360,6 @@ fn write_tables(
     file.write_all_at(primary, 0)
         .map_err(|e| target_err(target, "write primary GPT", e))?;
     file.sync_all().map_err(|e| target_err(target, "fsync", e))
-}
-
-/// Reads both tables back from the device: byte for byte what was written,
-/// and valid together for the target's size.
-fn verify_tables(
-    file: &File,
-    target: &str,
-    on_target: &Gpt,
-    primary: &[u8],
-    target_size: u64,
-) -> Result<(), CosiError> {
-    let (backup_at, backup) = on_target.backup_bytes();
-    let tables = [
-        ("primary-gpt", 0, primary),
-        ("backup-gpt", backup_at, backup.as_slice()),
-    ];
-    for (name, offset, expected) in tables {
-        let len = expected.len() as u64;
-        drop_cached(file, offset, len);
-        let mut actual = vec![0u8; expected.len()];
-        file.read_exact_at(&mut actual, offset)
-            .map_err(|source| CosiError::Target {
-                target: target.to_owned(),
-                action: format!("read back {name}"),
-                source,
-            })?;
-        if actual != expected {
-            return Err(CosiError::ReadBackMismatch {
-                target: target.to_owned(),
-                region: name.to_owned(),
-                path: name.to_owned(),
-                offset,
-                len,
-                what: "partition table".to_owned(),
-            });
-        }
-    }
-    Gpt::read_and_verify(file, on_target.lba_size, target_size).map_err(|e| {
-        CosiError::ReadBackMismatch {
-            target: target.to_owned(),
-            region: "primary-gpt".to_owned(),
-            path: format!("primary-gpt ({e})"),
-            offset: 0,
-            len: primary.len() as u64,
-            what: "partition table".to_owned(),
-        }
-    })?;
-    Ok(())
 }
 
 /// Zeroes both GPT headers of the target (LBA 1 and its last LBA) and

@@ -295,11 +295,15 @@ async fn serve_connection(
         drop(turn);
         return hold(tls, &id, addr, until, shutdown).await;
     }
-    let (opener, connection) = match client_handshake(tls, config.keepalive).await {
-        Ok(pair) => pair,
-        Err(err) => {
+    // Bounded: the identity's turn is held meanwhile.
+    let handshake = client_handshake(tls, config.keepalive);
+    let (opener, connection) = match tokio::time::timeout(config.handshake_timeout, handshake).await
+    {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(err)) => {
             return registry::refuse(&shared, addr, format!("HTTP/2 handshake failed: {err}"));
         }
+        Err(_) => return registry::refuse(&shared, addr, "HTTP/2 handshake timed out".into()),
     };
     match admission {
         Admission::Replace => {
