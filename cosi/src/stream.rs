@@ -129,7 +129,21 @@ pub fn write_region_at(
     max_len: u64,
     progress: &mut dyn Progress,
 ) -> Result<RegionStats, CosiError> {
-    write_region(region, file, target, offset, max_len, progress, None)
+    let dest = Dest {
+        file,
+        target,
+        offset,
+        max_len,
+    };
+    write_region(region, &dest, progress, None)
+}
+
+/// Where a region goes: `max_len` bytes at `offset` of `target`.
+struct Dest<'a> {
+    file: &'a File,
+    target: &'a Path,
+    offset: u64,
+    max_len: u64,
 }
 
 /// What StreamDisk checks while a region is written: the target after
@@ -141,13 +155,16 @@ struct Checks<'a> {
 
 fn write_region(
     region: &mut RegionReader<'_>,
-    file: &File,
-    target: &Path,
-    offset: u64,
-    max_len: u64,
+    dest: &Dest<'_>,
     progress: &mut dyn Progress,
     mut checks: Option<Checks<'_>>,
 ) -> Result<RegionStats, CosiError> {
+    let &Dest {
+        file,
+        target,
+        offset,
+        max_len,
+    } = dest;
     let info = region.info().clone();
     let number = match info.kind {
         RegionKind::Partition { number } => number,
@@ -298,12 +315,15 @@ pub fn stream_to_target_verified(
         let info = region.info().clone();
         let offset = entry.start_offset(disk.lba_size);
         let mut record = RegionRecord::new(info.name(), info.image.path.clone(), offset, verify);
-        let stats = write_region(
-            &mut region,
-            &file,
+        let dest = Dest {
+            file: &file,
             target,
             offset,
-            entry.size_bytes(disk.lba_size),
+            max_len: entry.size_bytes(disk.lba_size),
+        };
+        let stats = write_region(
+            &mut region,
+            &dest,
             progress,
             Some(Checks {
                 watch: &watch,
