@@ -8,7 +8,8 @@
 //! every [`CHUNK_BYTES`] chunk. After the data is fsynced, the cached pages
 //! of what is about to be read are dropped (`POSIX_FADV_DONTNEED`), so the
 //! read comes from the device rather than from the page cache that was just
-//! written, and each region is compared. CRC-32 is enough here: the image
+//! written, and each region is compared; after the tables are written,
+//! each region's first and last block once more. CRC-32 is enough here: the image
 //! itself was already checked against its SHA-384 while it streamed; this
 //! only compares the target with bytes we had in memory (a random change
 //! escapes one chunk's check with probability 2^-32).
@@ -113,47 +114,13 @@ impl RegionRecord {
         if self.chunks.is_some() {
             return vec![(self.offset, self.len)];
         }
-        let last = self.last.len() as u64;
-        vec![
-            (self.offset, self.first.len() as u64),
-            (self.offset + self.len - last, last),
-        ]
+        self.sample_ranges().to_vec()
     }
 
-    /// Reads the region back from `file` and compares.
+    /// Reads the region back from `file` and compares (every chunk with
+    /// `Full`, else [`verify_samples`](Self::verify_samples)).
     pub fn verify(&self, file: &File, target: &str) -> Result<(), CosiError> {
-        let mismatch = |offset: u64, len: u64, what: &str| CosiError::ReadBackMismatch {
-            target: target.to_owned(),
-            region: self.name.clone(),
-            path: self.path.clone(),
-            offset,
-            len,
-            what: what.to_owned(),
-        };
-        let read = |offset: u64, buf: &mut [u8]| {
-            file.read_exact_at(buf, offset)
-                .map_err(|source| CosiError::Target {
-                    target: target.to_owned(),
-                    action: format!("read back {} at offset {offset}", self.name),
-                    source,
-                })
-        };
-        let mut buf = vec![0u8; SAMPLE_BLOCK];
-        let first = &mut buf[..self.first.len()];
-        read(self.offset, first)?;
-        if *first != self.first[..] {
-            return Err(mismatch(
-                self.offset,
-                self.first.len() as u64,
-                "first block",
-            ));
-        }
-        let last_at = self.offset + self.len - self.last.len() as u64;
-        let last = &mut buf[..self.last.len()];
-        read(last_at, last)?;
-        if *last != self.last[..] {
-            return Err(mismatch(last_at, self.last.len() as u64, "last block"));
-        }
+        self.verify_samples(file, target)?;
         let Some(chunks) = &self.chunks else {
             return Ok(());
         };
@@ -162,12 +129,64 @@ impl RegionRecord {
             let at = i as u64 * CHUNK_BYTES;
             let len = CHUNK_BYTES.min(self.len - at);
             let bytes = &mut chunk[..len as usize];
-            read(self.offset + at, bytes)?;
+            self.read(file, target, self.offset + at, bytes)?;
             if crc32fast::hash(bytes) != *expected {
-                return Err(mismatch(self.offset + at, len, "chunk"));
+                return Err(self.mismatch(target, self.offset + at, len, "chunk"));
             }
         }
         Ok(())
+    }
+
+    /// The region's first and last block only.
+    pub fn verify_samples(&self, file: &File, target: &str) -> Result<(), CosiError> {
+        let mut buf = vec![0u8; SAMPLE_BLOCK];
+        let first = &mut buf[..self.first.len()];
+        self.read(file, target, self.offset, first)?;
+        if *first != self.first[..] {
+            return Err(self.mismatch(target, self.offset, self.first.len() as u64, "first block"));
+        }
+        let last_at = self.offset + self.len - self.last.len() as u64;
+        let last = &mut buf[..self.last.len()];
+        self.read(file, target, last_at, last)?;
+        if *last != self.last[..] {
+            return Err(self.mismatch(target, last_at, self.last.len() as u64, "last block"));
+        }
+        Ok(())
+    }
+
+    /// The byte ranges of [`verify_samples`](Self::verify_samples).
+    pub fn sample_ranges(&self) -> [(u64, u64); 2] {
+        let last = self.last.len() as u64;
+        [
+            (self.offset, self.first.len() as u64),
+            (self.offset + self.len - last, last),
+        ]
+    }
+
+    fn mismatch(&self, target: &str, offset: u64, len: u64, what: &str) -> CosiError {
+        CosiError::ReadBackMismatch {
+            target: target.to_owned(),
+            region: self.name.clone(),
+            path: self.path.clone(),
+            offset,
+            len,
+            what: what.to_owned(),
+        }
+    }
+
+    fn read(
+        &self,
+        file: &File,
+        target: &str,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), CosiError> {
+        file.read_exact_at(buf, offset)
+            .map_err(|source| CosiError::Target {
+                target: target.to_owned(),
+                action: format!("read back {} at offset {offset}", self.name),
+                source,
+            })
     }
 }
 

@@ -351,9 +351,20 @@ pub fn stream_to_target_verified(
         record.verify(&file, &shown)?;
         progress.on_verified();
     }
+    // After the tables, each region's first and last block once more: a
+    // truncation between the read-back and the tables (which extend a
+    // truncated file again) would have zeroed them.
     let tables = write_tables(&file, target, &on_target, &primary)
         .and_then(|()| verify_tables(&file, &shown, &on_target, &primary, target_size))
-        .and_then(|()| watch.check(&file, "writing the partition tables"));
+        .and_then(|()| watch.check(&file, "writing the partition tables"))
+        .and_then(|()| {
+            records.iter().try_for_each(|record| {
+                for (offset, len) in record.sample_ranges() {
+                    drop_cached(&file, offset, len);
+                }
+                record.verify_samples(&file, &shown)
+            })
+        });
     if let Err(err) = tables {
         // Whatever went wrong, no table may describe this disk.
         let _ = erase_gpt_headers(&file, target, disk.lba_size, target_size);
