@@ -16,16 +16,17 @@ mod servicing;
 mod stream_disk;
 mod subscribers;
 mod uds;
+mod verify_writes;
 
 use anyhow::bail;
 
 /// Benchmarks `all` runs, in order.
 const ALL: &[&str] = &["hot-path", "end-to-end", "memory"];
 
-/// Usage line, naming every benchmark (the last six are run by name only:
-/// four need a few GB of disk, rcp starts a thousand agents, legacy-bridge
-/// runs servicing against local HTTP endpoints).
-const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp|legacy-bridge|subscribers]... [--quick]";
+/// Usage line, naming every benchmark (the last seven are run by name
+/// only: five need a few GB of disk, rcp starts a thousand agents,
+/// legacy-bridge runs servicing against local HTTP endpoints).
+const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp|legacy-bridge|subscribers|verify-writes]... [--quick]";
 
 fn main() -> anyhow::Result<()> {
     let mut quick = false;
@@ -61,6 +62,7 @@ fn main() -> anyhow::Result<()> {
             "rcp" => rcp::run(quick)?,
             "legacy-bridge" => legacy_bridge::run(quick)?,
             "subscribers" => subscribers::run(quick)?,
+            "verify-writes" => verify_writes::run(quick)?,
             other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
         }
     }

@@ -21,7 +21,7 @@ use trident_cosi::{CosiSource, ExpectedHash, NoProgress};
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
-    StatusCode, StreamDiskRequest, WatchOptions, WatchRequest, servicing_response,
+    StatusCode, StreamDiskRequest, VerifyWrites, WatchOptions, WatchRequest, servicing_response,
 };
 
 use crate::daemon::{Daemon, tridentd};
@@ -41,15 +41,15 @@ const SUBSCRIBERS: usize = 4;
 const ENV_WORK_DIR: &str = "TRIDENT_BENCH_DIR";
 const MIB: f64 = (1 << 20) as f64;
 
-struct Fixture {
-    cosi: FixtureOutput,
+pub(crate) struct Fixture {
+    pub(crate) cosi: FixtureOutput,
     regions_dir: PathBuf,
-    target: PathBuf,
-    total: u64,
+    pub(crate) target: PathBuf,
+    pub(crate) total: u64,
 }
 
 /// `zstd -dc region | dd ... conv=fsync` for every region, then `sha384sum`.
-fn baseline(f: &Fixture) -> anyhow::Result<Duration> {
+pub(crate) fn baseline(f: &Fixture) -> anyhow::Result<Duration> {
     let mut script = String::from("set -e\n");
     for (i, r) in f.cosi.regions.iter().enumerate() {
         script.push_str(&format!(
@@ -79,7 +79,15 @@ fn library(f: &Fixture) -> anyhow::Result<Duration> {
     Ok(started.elapsed())
 }
 
-fn prepare(dir: &Path, disk: u64) -> anyhow::Result<Fixture> {
+/// The benchmark's work directory: under `$TRIDENT_BENCH_DIR`, else a temp dir.
+pub(crate) fn work_dir() -> std::io::Result<tempfile::TempDir> {
+    match std::env::var_os(ENV_WORK_DIR) {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+}
+
+pub(crate) fn prepare(dir: &Path, disk: u64) -> anyhow::Result<Fixture> {
     let regions_dir = dir.join("regions");
     std::fs::create_dir_all(&regions_dir)?;
     let cosi = writer::write_cosi_keeping_regions(
@@ -128,12 +136,19 @@ async fn subscribe(
     Ok(tasks)
 }
 
-async fn daemon_run(socket: &Path, f: &Fixture) -> anyhow::Result<Duration> {
+/// One StreamDisk through the daemon at `socket`, reading back as
+/// `verify_writes` (a `trident.v1.VerifyWrites`) says; its wall time.
+pub(crate) async fn daemon_run(
+    socket: &Path,
+    f: &Fixture,
+    verify_writes: VerifyWrites,
+) -> anyhow::Result<Duration> {
     let mut client = StreamingServiceClient::new(channel(socket).await?);
     let request = StreamDiskRequest {
         image_url: format!("file://{}", f.cosi.path.display()),
         image_hash: Some(f.cosi.metadata_sha384.clone()),
         reboot: None,
+        verify_writes: verify_writes as i32,
     };
     // The previous operation releases the servicing lock just after its
     // Completed was sent: retry while the daemon answers "busy".
@@ -172,9 +187,17 @@ async fn daemon_median(
     for i in 0..runs {
         if i % 2 == 0 {
             base.push(baseline(f)?.as_secs_f64());
-            ours.push(daemon_run(&daemon.socket, f).await?.as_secs_f64());
+            ours.push(
+                daemon_run(&daemon.socket, f, VerifyWrites::Unspecified)
+                    .await?
+                    .as_secs_f64(),
+            );
         } else {
-            ours.push(daemon_run(&daemon.socket, f).await?.as_secs_f64());
+            ours.push(
+                daemon_run(&daemon.socket, f, VerifyWrites::Unspecified)
+                    .await?
+                    .as_secs_f64(),
+            );
             base.push(baseline(f)?.as_secs_f64());
         }
     }
@@ -191,10 +214,7 @@ async fn daemon_median(
 pub fn run(quick: bool) -> anyhow::Result<()> {
     let disk = if quick { QUICK_DISK_BYTES } else { DISK_BYTES };
     let runs = if quick { QUICK_RUNS } else { RUNS };
-    let dir = match std::env::var_os(ENV_WORK_DIR) {
-        Some(d) => tempfile::tempdir_in(d)?,
-        None => tempfile::tempdir()?,
-    };
+    let dir = work_dir()?;
     let f = prepare(dir.path(), disk)?;
     let compressed: u64 = f.cosi.regions.iter().map(|r| r.compressed_size).sum();
     eprintln!(

@@ -214,8 +214,22 @@ pub struct StreamDiskArgs {
     /// SHA-384 of the image's metadata.json (96 hex digits, optionally "sha384:"-prefixed).
     #[arg(long)]
     pub hash: Option<String>,
+    /// How much of what was written the daemon reads back from the disk
+    /// before it writes the partition tables (see docs/reliability.md for
+    /// what `full` costs).
+    #[arg(long, value_enum, default_value_t = VerifyWrites::Sampled)]
+    pub verify_writes: VerifyWrites,
     #[command(flatten)]
     pub servicing: ServicingArgs,
+}
+
+/// stream-disk --verify-writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VerifyWrites {
+    /// Both partition tables and every region's first and last 4 KiB block.
+    Sampled,
+    /// Every byte written, and both partition tables.
+    Full,
 }
 
 /// validate arguments.

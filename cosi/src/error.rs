@@ -148,6 +148,21 @@ pub enum CosiError {
         #[source]
         source: io::Error,
     },
+    #[error("{target} changed under the writer: {detail}")]
+    TargetChanged { target: String, detail: String },
+    #[error(
+        "{target}: {region} ({path}) read back differs from what was written: {what} of {len} bytes at byte offset {offset}"
+    )]
+    ReadBackMismatch {
+        target: String,
+        /// "partition-N", "primary-gpt" or "backup-gpt".
+        region: String,
+        path: String,
+        offset: u64,
+        len: u64,
+        /// "first block", "last block", "chunk", "partition table".
+        what: String,
+    },
 }
 
 impl CosiError {
@@ -162,7 +177,9 @@ impl CosiError {
             | CosiError::Registry { .. }
             | CosiError::RegistryAuthFile { .. }
             | CosiError::Read { .. }
-            | CosiError::Target { .. } => ErrorClass::Io,
+            | CosiError::Target { .. }
+            | CosiError::TargetChanged { .. }
+            | CosiError::ReadBackMismatch { .. } => ErrorClass::Io,
             _ => ErrorClass::InvalidImage,
         }
     }
@@ -198,6 +215,8 @@ impl CosiError {
             CosiError::RegionTooLarge { .. } => "region-larger-than-partition",
             CosiError::PartitionNotInGpt { .. } => "partition-not-in-gpt",
             CosiError::Target { .. } => "write-target",
+            CosiError::TargetChanged { .. } => "target-changed",
+            CosiError::ReadBackMismatch { .. } => "write-verification-failed",
         }
     }
 

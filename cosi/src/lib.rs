@@ -38,18 +38,22 @@ pub mod error;
 pub mod gpt;
 pub mod hash;
 pub mod metadata;
+pub mod readback;
 pub mod source;
 pub mod stream;
 mod tar;
+pub mod target_watch;
 pub mod writer;
 
 pub use error::{CosiError, ErrorClass, RegistryFailure, SizeKind};
 pub use hash::ExpectedHash;
 pub use metadata::Metadata;
+pub use readback::VerifyWrites;
 pub use source::{
     CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, RegionInfo,
     RegionKind, RegionReader, http_timeouts, set_http_timeouts, set_registry_auth_file,
 };
 pub use stream::{
-    NoProgress, Progress, RegionStats, StreamReport, stream_to_target, write_region_at,
+    NoProgress, Progress, RegionStats, StreamReport, stream_to_target, stream_to_target_verified,
+    write_region_at,
 };

@@ -15,6 +15,14 @@
 //! was written and verified. So a stream that fails (truncated image, bad
 //! hash, I/O error, crash) never leaves a partition table that looks valid
 //! over half-written partitions.
+//!
+//! What was written is checked, not assumed: the target's size after every
+//! write and its identity after every region ([`crate::target_watch`]), then,
+//! after the data is fsynced and before any table is written, every
+//! region is read back ([`crate::readback`]: first and last block, or every
+//! byte with [`VerifyWrites::Full`]); the tables are read back after they
+//! are written and the target checked once more. Any difference is an
+//! error naming the region, and the tables are erased again.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom};
@@ -24,7 +32,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::CosiError;
 use crate::gpt::{Gpt, GptEntry};
+use crate::readback::{RegionRecord, VerifyWrites, drop_cached, verify_tables};
 use crate::source::{CosiSource, RegionInfo, RegionKind, RegionReader};
+use crate::target_watch::TargetWatch;
 
 /// Size of one positioned write.
 pub const WRITE_BUFFER_BYTES: usize = 4 << 20;
@@ -39,6 +49,11 @@ pub trait Progress {
     fn on_bytes(&mut self, _n: u64) {}
     /// The region was written and verified.
     fn on_region_done(&mut self, _region: &RegionInfo) {}
+    /// Reading back starts: `items` checks follow (one per partition
+    /// region, one for the partition tables).
+    fn on_verify_start(&mut self, _items: u64) {}
+    /// One read-back check passed.
+    fn on_verified(&mut self) {}
 }
 
 /// A [`Progress`] that ignores everything.
@@ -114,6 +129,42 @@ pub fn write_region_at(
     max_len: u64,
     progress: &mut dyn Progress,
 ) -> Result<RegionStats, CosiError> {
+    let dest = Dest {
+        file,
+        target,
+        offset,
+        max_len,
+    };
+    write_region(region, &dest, progress, None)
+}
+
+/// Where a region goes: `max_len` bytes at `offset` of `target`.
+struct Dest<'a> {
+    file: &'a File,
+    target: &'a Path,
+    offset: u64,
+    max_len: u64,
+}
+
+/// What StreamDisk checks while a region is written: the target after
+/// every write, and the record of what to read back.
+struct Checks<'a> {
+    watch: &'a TargetWatch,
+    record: &'a mut RegionRecord,
+}
+
+fn write_region(
+    region: &mut RegionReader<'_>,
+    dest: &Dest<'_>,
+    progress: &mut dyn Progress,
+    mut checks: Option<Checks<'_>>,
+) -> Result<RegionStats, CosiError> {
+    let &Dest {
+        file,
+        target,
+        offset,
+        max_len,
+    } = dest;
     let info = region.info().clone();
     let number = match info.kind {
         RegionKind::Partition { number } => number,
@@ -131,6 +182,13 @@ pub fn write_region_at(
         }
         file.write_all_at(&buf[..n], offset + written)
             .map_err(|e| target_err(target, &format!("write at offset {}", offset + written), e))?;
+        if let Some(checks) = &mut checks {
+            checks.watch.check_size(
+                file,
+                &format!("writing {} at offset {}", info.name(), offset + written),
+            )?;
+            checks.record.observe(&buf[..n]);
+        }
         written += n as u64;
         progress.on_bytes(n as u64);
     }
@@ -172,10 +230,21 @@ fn read_primary(region: &mut RegionReader<'_>) -> Result<Vec<u8>, CosiError> {
 
 /// Writes the COSI image of `source` onto `target` (block device or
 /// disk-image file of at least `disk.size` bytes), then a backup GPT for the
-/// target's size, then fsyncs. See the module docs for the order of checks.
+/// target's size, then fsyncs; reads back what it wrote as
+/// [`VerifyWrites::Sampled`]. See the module docs for the order of checks.
 pub fn stream_to_target(
     source: &mut CosiSource,
     target: &Path,
+    progress: &mut dyn Progress,
+) -> Result<StreamReport, CosiError> {
+    stream_to_target_verified(source, target, VerifyWrites::default(), progress)
+}
+
+/// [`stream_to_target`], reading back as much as `verify` says.
+pub fn stream_to_target_verified(
+    source: &mut CosiSource,
+    target: &Path,
+    verify: VerifyWrites,
     progress: &mut dyn Progress,
 ) -> Result<StreamReport, CosiError> {
     let disk = source.disk().clone();
@@ -185,7 +254,8 @@ pub fn stream_to_target(
         .write(true)
         .open(target)
         .map_err(|e| target_err(target, "open for writing", e))?;
-    let target_size = target_size(target)?;
+    let watch = TargetWatch::new(&file, target)?;
+    let target_size = watch.size();
     if disk.size > target_size {
         return Err(CosiError::TargetTooSmall {
             target: target.display().to_string(),
@@ -230,6 +300,7 @@ pub fn stream_to_target(
     });
 
     erase_gpt_headers(&file, target, disk.lba_size, target_size)?;
+    let mut records = Vec::with_capacity(partitions.len());
     while let Some(mut region) = source.next_region()? {
         let RegionKind::Partition { number } = region.info().kind else {
             continue;
@@ -241,33 +312,85 @@ pub fn stream_to_target(
                 path: region.info().image.path.clone(),
                 number,
             })?;
-        let stats = write_region_at(
-            &mut region,
-            &file,
+        let info = region.info().clone();
+        let offset = entry.start_offset(disk.lba_size);
+        let mut record = RegionRecord::new(info.name(), info.image.path.clone(), offset, verify);
+        let dest = Dest {
+            file: &file,
             target,
-            entry.start_offset(disk.lba_size),
-            entry.size_bytes(disk.lba_size),
+            offset,
+            max_len: entry.size_bytes(disk.lba_size),
+        };
+        let stats = write_region(
+            &mut region,
+            &dest,
             progress,
+            Some(Checks {
+                watch: &watch,
+                record: &mut record,
+            }),
         )?;
+        watch.check(&file, &format!("writing {}", stats.name))?;
+        record.finish();
+        records.push(record);
         regions.push(stats);
     }
-    // Every partition is written and verified: data durable first, then
-    // the tables, backup before primary.
+    // Every partition is written and its image verified: data durable
+    // first, then read back, then the tables, backup before primary.
     file.sync_all()
         .map_err(|e| target_err(target, "fsync", e))?;
-    on_target
-        .write_backup(&file)
-        .map_err(|e| target_err(target, "write backup GPT", e))?;
-    file.write_all_at(&primary, 0)
-        .map_err(|e| target_err(target, "write primary GPT", e))?;
-    file.sync_all()
-        .map_err(|e| target_err(target, "fsync", e))?;
+    watch.check(&file, "writing the partitions")?;
+    progress.on_verify_start(records.len() as u64 + 1);
+    let shown = target.display().to_string();
+    for record in &records {
+        for (offset, len) in record.ranges() {
+            drop_cached(&file, offset, len);
+        }
+    }
+    for record in &records {
+        record.verify(&file, &shown)?;
+        progress.on_verified();
+    }
+    // After the tables, each region's first and last block once more: a
+    // truncation between the read-back and the tables (which extend a
+    // truncated file again) would have zeroed them.
+    let tables = write_tables(&file, target, &on_target, &primary)
+        .and_then(|()| verify_tables(&file, &shown, &on_target, &primary, target_size))
+        .and_then(|()| watch.check(&file, "writing the partition tables"))
+        .and_then(|()| {
+            records.iter().try_for_each(|record| {
+                for (offset, len) in record.sample_ranges() {
+                    drop_cached(&file, offset, len);
+                }
+                record.verify_samples(&file, &shown)
+            })
+        });
+    if let Err(err) = tables {
+        // Whatever went wrong, no table may describe this disk.
+        let _ = erase_gpt_headers(&file, target, disk.lba_size, target_size);
+        return Err(err);
+    }
+    progress.on_verified();
     Ok(StreamReport {
         image_hash,
         disk_size: disk.size,
         target_size,
         regions,
     })
+}
+
+fn write_tables(
+    file: &File,
+    target: &Path,
+    on_target: &Gpt,
+    primary: &[u8],
+) -> Result<(), CosiError> {
+    on_target
+        .write_backup(file)
+        .map_err(|e| target_err(target, "write backup GPT", e))?;
+    file.write_all_at(primary, 0)
+        .map_err(|e| target_err(target, "write primary GPT", e))?;
+    file.sync_all().map_err(|e| target_err(target, "fsync", e))
 }
 
 /// Zeroes both GPT headers of the target (LBA 1 and its last LBA) and

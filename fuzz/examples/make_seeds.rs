@@ -125,6 +125,7 @@ fn requests() -> Result<()> {
                 image_url: "file:///srv/os.cosi".into(),
                 image_hash: None,
                 reboot: None,
+                ..Default::default()
             }
             .encode_to_vec(),
         ),

@@ -55,6 +55,9 @@ pub enum RcpError {
     /// (e.g. its tridentd socket is not there).
     #[error("host refused the stream with HTTP status {0}")]
     StreamRefused(u16),
+    /// The host's tunnel closed (lost, or replaced by a newer connection).
+    #[error("the tunnel to host {0} is closed")]
+    TunnelClosed(String),
     /// The gRPC channel through the tunnel could not be set up.
     #[error("gRPC channel: {0}")]
     Channel(#[from] tonic::transport::Error),

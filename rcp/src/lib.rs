@@ -13,12 +13,14 @@
 pub mod agent;
 pub mod backoff;
 pub mod config;
+pub mod duplicates;
 pub mod error;
 pub mod identity;
 pub mod listener;
 #[cfg(feature = "test-pki")]
 pub mod pki;
 pub mod raw;
+mod sever;
 pub mod state_file;
 pub mod tls;
 pub mod tunnel;

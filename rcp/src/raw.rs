@@ -25,6 +25,7 @@ use tokio::net::UnixStream;
 use tokio::sync::oneshot;
 
 use crate::error::RcpError;
+use crate::sever::LiveToken;
 use crate::tunnel::BoxedStream;
 
 /// How long a claim waits for the host's agent to park a connection.
@@ -84,7 +85,9 @@ impl std::fmt::Debug for RawSlot {
 impl RawSlot {
     /// Parks `stream` (replacing an older parked connection) until it is
     /// claimed or closes; returns `true` when it closed while parked.
-    pub async fn park<S>(self: &Arc<Self>, mut stream: S) -> bool
+    /// `token` goes with the stream (the listener's liveness of this
+    /// connection, see `crate::sever`).
+    pub(crate) async fn park<S>(self: &Arc<Self>, mut stream: S, token: LiveToken) -> bool
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
@@ -105,7 +108,7 @@ impl RawSlot {
             tokio::select! {
                 claim = &mut claim_rx => {
                     if let Ok(reply) = claim {
-                        let _ = reply.send(Box::new(Prefixed { prefix, at: 0, inner: stream }));
+                        let _ = reply.send(Box::new(Prefixed { prefix, at: 0, inner: stream, _token: Some(token) }));
                     }
                     // Claimed, or replaced by a newer connection.
                     return false;
@@ -159,11 +162,26 @@ impl RawSlot {
     }
 }
 
-/// A stream that first yields the bytes read while it was parked.
-struct Prefixed<S> {
+/// A stream that first yields the bytes read while it was parked (also
+/// used, with no prefix, for a tunnel's tracked streams).
+pub(crate) struct Prefixed<S> {
     prefix: Vec<u8>,
     at: usize,
     inner: S,
+    /// Keeps the connection's liveness pending while the stream exists.
+    _token: Option<LiveToken>,
+}
+
+impl<S> Prefixed<S> {
+    /// `inner` as it is, holding `token` while it exists.
+    pub(crate) fn tracked(inner: S, token: LiveToken) -> Self {
+        Prefixed {
+            prefix: Vec::new(),
+            at: 0,
+            inner,
+            _token: Some(token),
+        }
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {

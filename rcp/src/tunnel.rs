@@ -152,4 +152,8 @@ pub async fn splice(mut remote: BoxedStream, mut local: UnixStream, socket: &Pat
     if let Err(err) = tokio::io::copy_bidirectional(&mut remote, &mut local).await {
         tracing::debug!(socket = %socket.display(), error = %err, "tunnelled connection ended");
     }
+    // The local client sees the end before the tunnel counts this stream
+    // as gone (a `disconnected` event waits for that).
+    drop(local);
+    drop(remote);
 }

@@ -38,6 +38,7 @@ pub async fn stream_disk_trusting(
         image_url: url.to_owned(),
         image_hash,
         reboot: None,
+        ..Default::default()
     };
     let mut stream = client.stream_disk(request).await?.into_inner();
     while let Some(item) = stream.next().await {

@@ -125,6 +125,14 @@ async fn follow_hosts(vm: String, port: u16, tls: TlsFiles, state: watch::Sender
             Event::Refused { addr, reason } => {
                 println!("vm {vm}: rcp: refused {addr}: {reason}");
             }
+            Event::Duplicate {
+                host,
+                addr,
+                other_addr,
+                ..
+            } => {
+                println!("vm {vm}: rcp: duplicate identity {host}: {addr} and {other_addr}");
+            }
         }
     }
 }

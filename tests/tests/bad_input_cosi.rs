@@ -181,6 +181,7 @@ async fn stream_disk(
         image_url: format!("file://{}", cosi.display()),
         image_hash: None,
         reboot: None,
+        ..Default::default()
     };
     let mut stream = client.stream_disk(request).await.unwrap().into_inner();
     let mut completed = None;

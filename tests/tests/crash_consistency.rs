@@ -276,6 +276,7 @@ async fn stream_disk_request(
         image_url: url.to_owned(),
         image_hash: None,
         reboot: None,
+        ..Default::default()
     };
     client.stream_disk(request).await.unwrap().into_inner()
 }

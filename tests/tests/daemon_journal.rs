@@ -69,6 +69,7 @@ async fn under_journal_stream_the_daemon_logs_natively_with_the_operation_id() {
             image_url: "file:///nonexistent/image.cosi".into(),
             image_hash: None,
             reboot: None,
+            ..Default::default()
         })
         .await
         .unwrap()

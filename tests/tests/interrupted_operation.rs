@@ -82,6 +82,7 @@ async fn stream_disk_until_progress(daemon: &Daemon, url: String) -> String {
         image_url: url,
         image_hash: None,
         reboot: None,
+        ..Default::default()
     };
     let mut stream = client.stream_disk(request).await.unwrap().into_inner();
     let (mut operation_id, mut progress) = (String::new(), 0);

@@ -55,6 +55,7 @@ async fn start_stream_disk(daemon: &Daemon, url: String, hash: &str) -> String {
             image_url: url,
             image_hash: Some(format!("sha384:{hash}")),
             reboot: None,
+            ..Default::default()
         })
         .await
         .unwrap()

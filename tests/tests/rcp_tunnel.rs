@@ -134,6 +134,7 @@ async fn a_host_connects_and_is_serviced_through_its_socket_while_another_client
             image_url: format!("file://{}", image.display()),
             image_hash: None,
             reboot: None,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -67,6 +67,7 @@ async fn stream_disk(disks: &[&Path], url: String, hash: Option<String>) -> Outc
         image_url: url,
         image_hash: hash,
         reboot: None,
+        ..Default::default()
     };
     let mut stream = client.stream_disk(request).await.unwrap().into_inner();
     let mut phases = BTreeMap::new();

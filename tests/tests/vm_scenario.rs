@@ -75,6 +75,7 @@ async fn stream_disk(os: &TestOs, disk: &Path) {
         image_url: format!("file://{}", os.cosi.path.display()),
         image_hash: Some(os.cosi.metadata_sha384.clone()),
         reboot: None,
+        ..Default::default()
     };
     let started = std::time::Instant::now();
     let mut stream = client.stream_disk(request).await.unwrap().into_inner();

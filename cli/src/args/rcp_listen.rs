@@ -42,4 +42,12 @@ pub struct RcpListenArgs {
     /// connection, so one client at a time per host socket).
     #[arg(long, value_enum, default_value = "trident", value_name = "PROTOCOL")]
     pub protocol: trident_rcp::Protocol,
+    /// A host identity whose connections replace each other more than this
+    /// many times a minute is reported once as a duplicate.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub duplicate_limit: u32,
+    /// How long newcomers of a duplicate identity are then held unused
+    /// (the connection it has is kept).
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "60s", value_name = "DURATION")]
+    pub duplicate_backoff: Duration,
 }

@@ -19,6 +19,7 @@ use serde_json::json;
 use tokio::net::UnixListener;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::task::JoinHandle;
+use trident_rcp::duplicates::DuplicatePolicy;
 use trident_rcp::tunnel::splice;
 use trident_rcp::{Event, Host, Keepalive, Listener, ListenerConfig, TlsFiles};
 
@@ -53,6 +54,11 @@ pub async fn run(args: &RcpListenArgs) -> CliResult<Exit> {
             timeout: args.keepalive_timeout,
         },
         protocol: args.protocol,
+        duplicates: DuplicatePolicy {
+            limit: args.duplicate_limit,
+            backoff: args.duplicate_backoff,
+            ..DuplicatePolicy::default()
+        },
         ..ListenerConfig::new(
             args.listen,
             TlsFiles {
@@ -91,6 +97,13 @@ pub async fn run(args: &RcpListenArgs) -> CliResult<Exit> {
                 eprintln!("trident: refused {addr}: {reason}");
                 emit(json!({"event": "refused", "addr": addr.to_string(), "reason": reason}));
             }
+            Some(Event::Duplicate {
+                host,
+                addr,
+                other_addr,
+                replacements,
+                backoff,
+            }) => duplicate(&host, addr, other_addr, replacements, backoff),
             None => return Err(CliError::Local("the listener stopped".into())),
         }
     }
@@ -173,6 +186,30 @@ fn disconnected(
         json!({"event": "disconnected", "host": id, "addr": addr.to_string(), "socket": path, "reason": reason}),
     );
     run_hook(args.on_disconnect.as_deref(), id, addr, &path);
+}
+
+/// Two connections with one identity replaced each other too often.
+fn duplicate(
+    host: &str,
+    addr: SocketAddr,
+    other_addr: SocketAddr,
+    replacements: u32,
+    backoff: Duration,
+) {
+    let reason = format!(
+        "connections from {addr} and {other_addr} replaced each other {replacements} times within a minute: two agents with one certificate? keeping {addr}, holding newcomers for {}s",
+        backoff.as_secs()
+    );
+    eprintln!("trident: duplicate host identity {host}: {reason}");
+    emit(json!({
+        "event": "duplicate",
+        "host": host,
+        "addr": addr.to_string(),
+        "other_addr": other_addr.to_string(),
+        "replacements": replacements,
+        "backoff_s": backoff.as_secs(),
+        "reason": reason,
+    }));
 }
 
 /// Binds `path` with mode 0600 from the first moment it is visible: bind a

@@ -1,9 +1,10 @@
-//! `trident stream-disk URL [--hash H]`: StreamingService (v1).
+//! `trident stream-disk URL [--hash H] [--verify-writes sampled|full]`:
+//! StreamingService (v1).
 
-use trident_proto::v1::StreamDiskRequest;
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
+use trident_proto::v1::{self, StreamDiskRequest};
 
-use crate::args::StreamDiskArgs;
+use crate::args::{StreamDiskArgs, VerifyWrites};
 use crate::ctx::Ctx;
 use crate::exit::{CliError, CliResult, Exit};
 use crate::servicing::{self, fail, reboot};
@@ -31,6 +32,11 @@ pub async fn run(ctx: &Ctx, args: &StreamDiskArgs) -> CliResult<Exit> {
         image_url: args.url.clone(),
         image_hash,
         reboot: reboot(),
+        // Sent only when asked for: a default request is upstream's.
+        verify_writes: match args.verify_writes {
+            VerifyWrites::Sampled => v1::VerifyWrites::Unspecified,
+            VerifyWrites::Full => v1::VerifyWrites::Full,
+        } as i32,
     };
     servicing::run(
         ctx,

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
+use trident_cosi::VerifyWrites;
 use trident_proto::v1::{self, ServicingKind};
 
+use super::error_status::invalid_enum;
 use super::servicing::{Call, ServicingApi, reboot_handling};
 use super::servicing_stream::ServicingStream;
-use crate::servicing::stream_disk::stream_disk_step;
+use crate::servicing::stream_disk::{StreamDiskRequest, stream_disk_step};
 
 /// gRPC StreamingService on the shared servicing engine.
 #[derive(Debug, Clone)]
@@ -39,11 +41,24 @@ impl v1::streaming_service_server::StreamingService for StreamDiskService {
         let call = Call::of(&request, "StreamDisk", ServicingKind::CleanInstall);
         let req = request.into_inner();
         let handling = reboot_handling(req.reboot, "reboot.handling")?;
+        let request = StreamDiskRequest {
+            verify: verify_writes(req.verify_writes)?,
+            url: req.image_url,
+            hash: req.image_hash,
+            handling,
+        };
         let disks = Arc::clone(&self.disks);
         self.api
-            .start(call, move |ctx| {
-                stream_disk_step(ctx, req.image_url, req.image_hash, handling, disks)
-            })
+            .start(call, move |ctx| stream_disk_step(ctx, request, disks))
             .await
+    }
+}
+
+/// The request's `verify_writes` (unset: sampled), or INVALID_ARGUMENT.
+fn verify_writes(value: i32) -> Result<VerifyWrites, Status> {
+    match v1::VerifyWrites::try_from(value) {
+        Ok(v1::VerifyWrites::Unspecified | v1::VerifyWrites::Sampled) => Ok(VerifyWrites::Sampled),
+        Ok(v1::VerifyWrites::Full) => Ok(VerifyWrites::Full),
+        Err(_) => Err(invalid_enum("verify_writes", "VerifyWrites", value)),
     }
 }

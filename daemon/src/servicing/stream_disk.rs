@@ -7,16 +7,21 @@
 //! * `download` (bytes, all regions) with one child `write/<region>` per
 //!   region (`write/primary-gpt`, `write/partition-N`): the image is
 //!   streamed, decompressed, hash-checked and written in one pass;
-//! * `verify`: read back the primary and backup GPT of the target.
+//! * `verify` (items: one per partition region, one for the partition
+//!   tables): read back from the target what was written (every region's
+//!   first and last block, or every byte with `VerifyWrites::Full`), then
+//!   both partition tables; the target's size and identity are checked after
+//!   every write and region and at the end (`target-changed`), a difference
+//!   is `write-verification-failed` naming the region.
 //!
-//! The heavy lifting is `trident_cosi::stream_to_target`; this file adds
-//! disk selection, telemetry and the error mapping. The gRPC handler is
-//! `crate::grpc::stream_disk`.
+//! The heavy lifting is `trident_cosi::stream_to_target_verified`; this
+//! file adds disk selection, telemetry and the error mapping. The gRPC
+//! handler is `crate::grpc::stream_disk`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use trident_cosi::{CosiSource, ExpectedHash, RegionInfo};
+use trident_cosi::{CosiSource, ExpectedHash, RegionInfo, VerifyWrites};
 use trident_host::{Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
@@ -26,15 +31,30 @@ use super::engine::runner::{RebootRequest, StepContext, StepOutcome, StepResult}
 use super::engine::step;
 use super::engine::write::CosiResultExt;
 
+/// What a StreamDisk request asks for.
+#[derive(Debug, Clone)]
+pub struct StreamDiskRequest {
+    pub url: String,
+    pub hash: Option<String>,
+    pub handling: RebootHandling,
+    /// How much of what was written is read back.
+    pub verify: VerifyWrites,
+}
+
 /// The StreamDisk step (see the module docs for its phases).
 pub async fn stream_disk_step(
     _ctx: StepContext,
-    url: String,
-    hash: Option<String>,
-    handling: RebootHandling,
+    request: StreamDiskRequest,
     disks: Arc<[PathBuf]>,
 ) -> StepResult {
-    let (hash, target) = step::blocking(move || stream_disk(&url, hash.as_deref(), &disks)).await?;
+    let StreamDiskRequest {
+        url,
+        hash,
+        handling,
+        verify,
+    } = request;
+    let (hash, target) =
+        step::blocking(move || stream_disk(&url, hash.as_deref(), verify, &disks)).await?;
     Ok(StepOutcome {
         status: None,
         reboot: Some(RebootRequest {
@@ -51,6 +71,7 @@ pub async fn stream_disk_step(
 fn stream_disk(
     url: &str,
     hash: Option<&str>,
+    verify: VerifyWrites,
     disks: &[PathBuf],
 ) -> Result<(String, PathBuf), TridentError> {
     StepPlan::stream_disk().declare();
@@ -60,23 +81,27 @@ fn stream_disk(
         image_hash = %source.image_hash(),
         target = %target.display(),
         disk_size = source.disk().size,
+        verify = ?verify,
         "streaming image to disk"
     );
 
     trident_telemetry::overall::plan_bytes(source.total_uncompressed());
-    let download = Phase::start(
-        "download",
-        "Download and write image",
-        Unit::Bytes,
-        Some(source.total_uncompressed()),
-    );
     let mut progress = PhaseProgress {
-        parent: &download,
         region: None,
+        download: Some(Phase::start(
+            "download",
+            "Download and write image",
+            Unit::Bytes,
+            Some(source.total_uncompressed()),
+        )),
+        verify: None,
     };
-    let report = trident_cosi::stream_to_target(&mut source, &target, &mut progress).cosi()?;
-    drop(progress);
-    download.done();
+    let report =
+        trident_cosi::stream_to_target_verified(&mut source, &target, verify, &mut progress)
+            .cosi()?;
+    if let Some(verify) = progress.verify.take() {
+        verify.done();
+    }
     for r in &report.regions {
         tracing::info!(
             region = %r.name,
@@ -87,10 +112,6 @@ fn stream_disk(
         );
     }
 
-    let verify = Phase::start("verify", "Verify partition tables", Unit::Items, Some(1));
-    verify_gpt(&target, source.disk().lba_size, report.target_size)?;
-    verify.set(1);
-    verify.done();
     Ok((report.image_hash, target))
 }
 
@@ -167,42 +188,27 @@ fn join(items: impl Iterator<Item = String>) -> String {
     items.collect::<Vec<_>>().join(", ")
 }
 
-fn verify_gpt(target: &Path, lba_size: u64, size: u64) -> Result<(), TridentError> {
-    let file = std::fs::File::open(target).map_err(|e| {
-        TridentError::with_source(
-            Subkind::WriteImage,
-            format!("verify: cannot open {}", target.display()),
-            e,
-        )
-    })?;
-    trident_cosi::gpt::Gpt::read_and_verify(&file, lba_size, size).map_err(|e| {
-        TridentError::with_source(
-            Subkind::WriteImage,
-            format!(
-                "verify: the partition tables on {} are not valid after writing",
-                target.display()
-            ),
-            e,
-        )
-    })?;
-    Ok(())
-}
-
-/// Drives the `download` phase and one `write/<region>` child per region.
-struct PhaseProgress<'a> {
-    parent: &'a Phase,
+/// Drives the `download` phase with one `write/<region>` child per region,
+/// then the `verify` phase.
+struct PhaseProgress {
+    // Field order is drop order: a failed region before its parent.
     region: Option<Phase>,
+    download: Option<Phase>,
+    verify: Option<Phase>,
 }
 
-impl trident_cosi::Progress for PhaseProgress<'_> {
+impl trident_cosi::Progress for PhaseProgress {
     fn on_region_start(&mut self, region: &RegionInfo, total_bytes: u64) {
         let name = region.name();
         let label = match &region.mount_point {
             Some(mp) => format!("Write {name} ({mp})"),
             None => format!("Write {name}"),
         };
+        let Some(parent) = &self.download else {
+            return;
+        };
         self.region = Some(Phase::child(
-            self.parent,
+            parent,
             format!("write/{name}"),
             label,
             Unit::Bytes,
@@ -211,7 +217,9 @@ impl trident_cosi::Progress for PhaseProgress<'_> {
     }
 
     fn on_bytes(&mut self, n: u64) {
-        self.parent.add(n);
+        if let Some(p) = &self.download {
+            p.add(n);
+        }
         if let Some(p) = &self.region {
             p.add(n);
         }
@@ -220,6 +228,24 @@ impl trident_cosi::Progress for PhaseProgress<'_> {
     fn on_region_done(&mut self, _region: &RegionInfo) {
         if let Some(p) = self.region.take() {
             p.done();
+        }
+    }
+
+    fn on_verify_start(&mut self, items: u64) {
+        if let Some(p) = self.download.take() {
+            p.done();
+        }
+        self.verify = Some(Phase::start(
+            "verify",
+            "Read back what was written",
+            Unit::Items,
+            Some(items),
+        ));
+    }
+
+    fn on_verified(&mut self) {
+        if let Some(p) = &self.verify {
+            p.add(1);
         }
     }
 }

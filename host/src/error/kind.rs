@@ -115,6 +115,8 @@ subkinds! {
     ApplyOsConfig => Servicing, "apply-os-config", "Failed to apply the OS configuration inside the new root";
     CreatePartitionTable => Servicing, "create-partition-table", "Failed to create the partition table";
     WriteImage => Servicing, "write-image", "Failed to write an image to its partition";
+    TargetChanged => Servicing, "target-changed", "The target disk changed while it was written (shrank, was replaced or went away)";
+    WriteVerificationFailed => Servicing, "write-verification-failed", "What was read back from the target differs from what was written";
     ScriptFailed => Servicing, "script-failed", "A servicing script failed";
     WriteBootRecord => Servicing, "write-boot-record", "Failed to write the boot record";
     MountNewRoot => Servicing, "mount-new-root", "Failed to mount or unmount the new root";

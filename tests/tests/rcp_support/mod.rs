@@ -60,7 +60,7 @@ impl Pki {
 pub struct Lines(Arc<Mutex<Vec<String>>>);
 
 impl Lines {
-    fn follow(pipe: impl std::io::Read + Send + 'static) -> Self {
+    pub fn follow(pipe: impl std::io::Read + Send + 'static) -> Self {
         let lines = Lines::default();
         let sink = lines.clone();
         thread::spawn(move || {
@@ -316,6 +316,15 @@ impl Relay {
     pub fn cut(&self) {
         self.cut.send_modify(|n| *n += 1);
     }
+}
+
+/// The host's tridentd: a real daemon on a temp socket, no idle exit.
+pub async fn host_daemon() -> trident_e2e::Daemon {
+    trident_e2e::Daemon::builder()
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await
+        .unwrap()
 }
 
 /// Waits until `path` exists (or, with `present` false, is gone).

@@ -67,6 +67,8 @@ pub fn cosi_error(error: CosiError) -> TridentError {
             Subkind::DownloadImage
         }
         CosiError::Target { .. } => Subkind::WriteImage,
+        CosiError::TargetChanged { .. } => Subkind::TargetChanged,
+        CosiError::ReadBackMismatch { .. } => Subkind::WriteVerificationFailed,
         CosiError::TargetTooSmall { .. } | CosiError::RegionTooLarge { .. } => {
             Subkind::ImageDoesNotMatchConfiguration
         }
