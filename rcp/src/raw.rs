@@ -25,7 +25,7 @@ use tokio::net::UnixStream;
 use tokio::sync::oneshot;
 
 use crate::error::RcpError;
-use crate::sever::LiveToken;
+use crate::sever::{LiveToken, SeverOnDrop};
 use crate::tunnel::BoxedStream;
 
 /// How long a claim waits for the host's agent to park a connection.
@@ -86,8 +86,14 @@ impl RawSlot {
     /// Parks `stream` (replacing an older parked connection) until it is
     /// claimed or closes; returns `true` when it closed while parked.
     /// `token` goes with the stream (the listener's liveness of this
-    /// connection, see `crate::sever`).
-    pub(crate) async fn park<S>(self: &Arc<Self>, mut stream: S, token: LiveToken) -> bool
+    /// connection, see `crate::sever`), and so does `end`, which closes the
+    /// connection once the claimed stream is dropped.
+    pub(crate) async fn park<S>(
+        self: &Arc<Self>,
+        mut stream: S,
+        token: LiveToken,
+        end: SeverOnDrop,
+    ) -> bool
     where
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
@@ -108,7 +114,7 @@ impl RawSlot {
             tokio::select! {
                 claim = &mut claim_rx => {
                     if let Ok(reply) = claim {
-                        let _ = reply.send(Box::new(Prefixed { prefix, at: 0, inner: stream, _token: Some(token) }));
+                        let _ = reply.send(Box::new(Prefixed { prefix, at: 0, inner: stream, _token: Some(token), _end: Some(end) }));
                     }
                     // Claimed, or replaced by a newer connection.
                     return false;
@@ -170,6 +176,8 @@ pub(crate) struct Prefixed<S> {
     inner: S,
     /// Keeps the connection's liveness pending while the stream exists.
     _token: Option<LiveToken>,
+    /// Upstream protocol: ends the connection with the stream.
+    _end: Option<SeverOnDrop>,
 }
 
 impl<S> Prefixed<S> {
@@ -180,6 +188,7 @@ impl<S> Prefixed<S> {
             at: 0,
             inner,
             _token: Some(token),
+            _end: None,
         }
     }
 }

@@ -40,6 +40,13 @@ impl Severable {
         let _ = nix::sys::socket::shutdown(self.fd.as_raw_fd(), nix::sys::socket::Shutdown::Both);
     }
 
+    /// A second handle on the same connection.
+    pub(crate) fn try_clone(&self) -> io::Result<Severable> {
+        Ok(Severable {
+            fd: self.fd.try_clone()?,
+        })
+    }
+
     /// Whether the peer has closed its side (or the socket failed): such a
     /// connection is ending anyway, and a newcomer does not replace it.
     pub(crate) fn peer_closed(&self) -> bool {
@@ -51,6 +58,20 @@ impl Severable {
             | PollFlags::POLLERR;
         let mut fds = [PollFd::new(self.fd.as_fd(), flags)];
         !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(0))
+    }
+}
+
+/// Severs its connection when dropped. An upstream-protocol connection
+/// carries one stream: when the client's stream ends, so must the
+/// connection, or the host's agent (which dials again only after a close)
+/// never sees the end. Dropping the stream alone does not close the socket,
+/// since the listener keeps a [`Severable`] (a duplicate descriptor) of it.
+#[derive(Debug)]
+pub(crate) struct SeverOnDrop(pub(crate) Severable);
+
+impl Drop for SeverOnDrop {
+    fn drop(&mut self) {
+        self.0.sever();
     }
 }
 

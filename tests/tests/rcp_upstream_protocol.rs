@@ -28,7 +28,7 @@ async fn the_cli_reaches_tridentd_through_upstream_protocol_tunnels_and_a_foreig
     let listener = ListenerProc::start(&pki, &UPSTREAM);
     let files = pki.host("host-1", &LeafSpec::dns("host-1"));
     let state = pki.dir.path().join("host-1.state.json");
-    let _agent = AgentProc::start_with_args(
+    let agent = AgentProc::start_with_args(
         listener.addr,
         ORCHESTRATOR,
         &files,
@@ -49,8 +49,11 @@ async fn the_cli_reaches_tridentd_through_upstream_protocol_tunnels_and_a_foreig
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains("servicingState: not-provisioned"),
-            "round {round}: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
+            "round {round}: {stdout}{}\nlistener events:\n{}\nlistener stderr:\n{}\nagent stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            listener.events.text(),
+            listener.stderr.text(),
+            agent.stderr.text()
         );
     }
 

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use super::registry::{self, Admission, Conn, Shared};
 use super::{Host, Opener, hold};
 use crate::raw::RawSlot;
-use crate::sever::{Severable, liveness};
+use crate::sever::{SeverOnDrop, Severable, liveness};
 
 /// A host whose parked connection closed is gone when its agent (which
 /// dials again within a second) has not come back in this.
@@ -47,6 +47,13 @@ pub(super) async fn serve_raw<S>(
         }
         Admission::Fresh | Admission::Successor => {}
     }
+    let end = match severable.try_clone() {
+        Ok(handle) => SeverOnDrop(handle),
+        Err(err) => {
+            drop(turn);
+            return registry::refuse(shared, addr, format!("cannot keep the connection: {err}"));
+        }
+    };
     let (token, liveness) = liveness();
     let conn = Conn {
         severable,
@@ -62,7 +69,7 @@ pub(super) async fn serve_raw<S>(
     drop(turn);
     let arrivals = slot.arrivals();
     let closed = tokio::select! {
-        closed = slot.park(stream, token) => closed,
+        closed = slot.park(stream, token, end) => closed,
         _ = shutdown.changed() => return,
     };
     if !closed {
