@@ -30,10 +30,11 @@ use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use trident_proto::v1::{RebootStatus, StatusCode};
 use trident_telemetry::journal::HandedEnd;
 
+use super::Engine;
 use super::runner::StepContext;
-use super::{Engine, OperationIds};
 use crate::servicing::block_device::{BlockDevices, Targets};
 use crate::servicing::new_root::NewRoot;
+use trident_host::datastore::OperationStart;
 
 /// Where the booted OS's tridentd looks by default.
 const DEFAULT_DATASTORE: &str = "var/lib/trident/datastore.sqlite";
@@ -45,7 +46,7 @@ const DEFAULT_JOURNAL: &str = "var/lib/trident/journal";
 pub fn hand_off_install(
     engine: &Engine,
     status: &HostStatus,
-    op: &OperationIds<'_>,
+    op: &OperationStart<'_>,
 ) -> Result<(), TridentError> {
     let end = OperationEnd {
         result: OperationResult::Success,
@@ -53,7 +54,7 @@ pub fn hand_off_install(
     };
     let write = |path: &Path| {
         let mut ds = Datastore::open(path)?;
-        ds.operation_started(&op.start())?;
+        ds.operation_started(op)?;
         ds.commit(Some(status), Some(op.id), Some(&end))
     };
     into_root(
@@ -73,7 +74,7 @@ pub fn hand_over(
     engine: &Engine,
     status: &HostStatus,
     volume: AbVolume,
-    op: &OperationIds<'_>,
+    op: &OperationStart<'_>,
     end: &OperationEnd,
 ) -> Result<(), TridentError> {
     let write = |path: &Path| {
@@ -97,7 +98,7 @@ fn into_root(
     status: &HostStatus,
     volume: AbVolume,
     which: Targets,
-    (op, end): (&OperationIds<'_>, &OperationEnd),
+    (op, end): (&OperationStart<'_>, &OperationEnd),
     write: impl FnOnce(&Path) -> Result<(), TridentError>,
 ) -> Result<(), TridentError> {
     let Some(hc) = status.spec.as_ref() else {

@@ -192,12 +192,16 @@ impl Engine {
     /// in STATE_DIR/datastore-path.
     /// The running operation `op` is closed in the old datastore (result
     /// success: its work continues in the new one) and reopened in the new.
-    pub fn switch_datastore(&self, path: &Path, op: &OperationIds<'_>) -> Result<(), TridentError> {
+    pub fn switch_datastore(
+        &self,
+        path: &Path,
+        op: &OperationStart<'_>,
+    ) -> Result<(), TridentError> {
         if path == self.datastore_path() {
             return Ok(());
         }
         let mut ds = Datastore::open(path).context("Switching to trident.datastorePath")?;
-        ds.operation_started(&op.start())?;
+        ds.operation_started(op)?;
         self.with_datastore(|old| {
             let end = OperationEnd {
                 result: OperationResult::Success,
@@ -230,28 +234,5 @@ fn boot_control_of(
     match mode {
         BootControlMode::Record => Box::new(RecordBootControl::new(state_dir)),
         BootControlMode::Uefi => Box::new(UefiBootControl::new(efivars)),
-    }
-}
-
-/// Identity of a running operation, as recorded in the datastore.
-#[derive(Debug, Clone, Copy)]
-pub struct OperationIds<'a> {
-    pub id: &'a str,
-    pub kind: &'a str,
-    pub rpc: &'a str,
-    pub trace_id: &'a str,
-    pub root_span_id: &'a str,
-}
-
-impl<'a> OperationIds<'a> {
-    /// What the datastore records of the operation's start.
-    pub fn start(&self) -> OperationStart<'a> {
-        OperationStart {
-            id: self.id,
-            kind: self.kind,
-            rpc: self.rpc,
-            trace_id: self.trace_id,
-            root_span_id: self.root_span_id,
-        }
     }
 }

@@ -19,8 +19,9 @@ use trident_proto::v1::{
 use trident_telemetry::TraceParent;
 use trident_telemetry::operation::{Completion, Continuation, Operation, OperationSpec};
 
-use super::{Engine, OperationIds};
+use super::Engine;
 use crate::servicing::locks::RunningOperation;
+use trident_host::datastore::OperationStart;
 
 /// What a step gets.
 #[derive(Debug, Clone)]
@@ -35,8 +36,8 @@ pub struct StepContext {
 }
 
 impl StepContext {
-    pub fn ids(&self) -> OperationIds<'_> {
-        OperationIds {
+    pub fn ids(&self) -> OperationStart<'_> {
+        OperationStart {
             id: &self.operation_id,
             kind: self.kind.kebab_name(),
             rpc: self.rpc,
@@ -281,8 +282,7 @@ where
 async fn record_started(ctx: &StepContext) -> Result<(), HostError> {
     let ids = ctx.ids();
     let _write = ctx.engine.connection_lock.write().await;
-    ctx.engine
-        .with_datastore(|ds| ds.operation_started(&ids.start()))
+    ctx.engine.with_datastore(|ds| ds.operation_started(&ids))
 }
 
 /// Runs the step; a panicking step is recorded like any failure (and the
