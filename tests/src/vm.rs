@@ -11,6 +11,12 @@
 //!   given the test OS's PKI ([`VmSpec::orchestrator`]) runs that listener,
 //!   and [`Vm::forward_tridentd`] exposes the guest's tridentd as a local
 //!   Unix socket, so the real `trident` CLI and tonic channels work unchanged.
+//! - A guest that prints `reboot: machine restart` and then nothing for
+//!   [`REBOOT_STALL`] is reset through QEMU's QMP socket (see [`reboot_stall`]):
+//!   under TCG the firmware's reset sometimes never completes, and a wait
+//!   would otherwise sit out its whole timeout and fail a sound run.
+
+mod reboot_stall;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,6 +39,11 @@ pub const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 /// Serial marker the test OS prints once it is up (`trident-test-ready.service`).
 pub const READY_MARKER: &str = "TRIDENT-TEST-OS-READY";
 const POLL: Duration = Duration::from_millis(500);
+/// How long a guest may stay silent after the kernel's last reboot line
+/// before the harness resets it. A normal restart prints the firmware's or
+/// the kernel's first lines within about a minute under TCG, even on a
+/// loaded 2-core machine.
+pub const REBOOT_STALL: Duration = Duration::from_secs(240);
 
 /// `target/vm-artifacts/<test>`: serial and QEMU logs kept for inspection.
 pub fn artifacts_dir(test: &str) -> anyhow::Result<PathBuf> {
@@ -106,6 +117,9 @@ pub struct Vm {
     cursor: usize,
     boot_started: Instant,
     boots: u32,
+    qmp: PathBuf,
+    /// Resets the harness made for stalled reboots (reported by each wait).
+    stalled_reboot_resets: u32,
     _dir: TempDir,
 }
 
@@ -121,6 +135,7 @@ impl Vm {
         fs::copy(OVMF_VARS, &vars).with_context(|| format!("copying {OVMF_VARS} (ovmf)"))?;
         let serial_log = spec.artifacts.join(format!("serial-{}.log", spec.name));
         let qemu_log = spec.artifacts.join(format!("qemu-{}.log", spec.name));
+        let qmp = dir.path().join("qmp.sock");
         let orchestrator = match &spec.rcp {
             Some(pki) => {
                 // QEMU starts it per guest connection and only logs a failure.
@@ -148,6 +163,8 @@ impl Vm {
             .args(["-m", &spec.memory_mib.to_string()])
             .args(["-smp", &spec.cpus.to_string()])
             .args(["-display", "none", "-vga", "none", "-monitor", "none"])
+            .arg("-qmp")
+            .arg(format!("unix:{},server=on,wait=off", qmp.display()))
             .args(["-serial", &format!("file:{}", serial_log.display())])
             .arg("-drive")
             .arg(format!(
@@ -194,6 +211,8 @@ impl Vm {
             cursor: 0,
             boot_started: Instant::now(),
             boots: 0,
+            qmp,
+            stalled_reboot_resets: 0,
             _dir: dir,
         })
     }
@@ -213,16 +232,34 @@ impl Vm {
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
+    /// How many stalled reboots the harness has reset so far.
+    pub fn stalled_reboot_resets(&self) -> u32 {
+        self.stalled_reboot_resets
+    }
+
     /// Waits until `marker` appears on the serial console after everything
     /// matched before; returns its whole line. Fails if QEMU exits first.
+    /// A reboot that stalls (see [`REBOOT_STALL`]) is reset on the way.
     pub async fn wait_for_serial(
         &mut self,
         marker: &str,
         timeout: Duration,
     ) -> anyhow::Result<String> {
         let deadline = Instant::now() + timeout;
+        let mut stall = reboot_stall::StallWatch::default();
         loop {
             let bytes = fs::read(&self.serial_log).unwrap_or_default();
+            if stall.stalled(&bytes, REBOOT_STALL) {
+                self.stalled_reboot_resets += 1;
+                println!(
+                    "vm {}: silent for {REBOOT_STALL:?} after 'reboot: machine restart'; \
+                     resetting it through QMP (stalled reboot {})",
+                    self.name, self.stalled_reboot_resets
+                );
+                reboot_stall::system_reset(&self.qmp)
+                    .with_context(|| format!("vm {}: resetting a stalled reboot", self.name))?;
+                stall = reboot_stall::StallWatch::default();
+            }
             let fresh = bytes.get(self.cursor..).unwrap_or_default();
             if let Some(at) = fresh
                 .windows(marker.len())
