@@ -51,8 +51,10 @@ pub use metadata::Metadata;
 pub use readback::VerifyWrites;
 pub use source::{
     CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, RegionInfo,
-    RegionKind, RegionReader, http_timeouts, set_http_timeouts, set_registry_auth_file,
+    RegionKind, RegionReader, http_timeouts, set_http_timeouts,
 };
+#[cfg(feature = "oci")]
+pub use source::set_registry_auth_file;
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, stream_to_target_verified,
     write_region_at,

@@ -7,6 +7,7 @@
 //! SHA-384 and sizes in the metadata as it is read (see [`RegionReader`]).
 
 mod hashing;
+#[cfg(feature = "oci")]
 mod oci;
 mod region;
 mod transport;
@@ -18,6 +19,7 @@ use crate::hash::ExpectedHash;
 use crate::metadata::{Disk, Metadata, RegionType};
 use crate::tar::{EntryKind, TarError, TarReader};
 
+#[cfg(feature = "oci")]
 pub use oci::set_registry_auth_file;
 pub use region::{RegionInfo, RegionKind, RegionReader};
 pub use transport::{

@@ -63,6 +63,7 @@ pub(crate) fn open(url: &str) -> Result<ImageStream, CosiError> {
     if url.starts_with("http://") || url.starts_with("https://") {
         return open_http(url);
     }
+    #[cfg(feature = "oci")]
     if url.starts_with(super::oci::OCI_SCHEME) {
         return super::oci::open(url);
     }
