@@ -49,12 +49,12 @@ pub use error::{CosiError, ErrorClass, RegistryFailure, SizeKind};
 pub use hash::ExpectedHash;
 pub use metadata::Metadata;
 pub use readback::VerifyWrites;
+#[cfg(feature = "oci")]
+pub use source::set_registry_auth_file;
 pub use source::{
     CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, RegionInfo,
     RegionKind, RegionReader, http_timeouts, set_http_timeouts,
 };
-#[cfg(feature = "oci")]
-pub use source::set_registry_auth_file;
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, stream_to_target_verified,
     write_region_at,

@@ -21,6 +21,7 @@
 //!
 //! A leaf of the servicing tree: it names no other servicing module.
 
+mod disk_guids;
 mod layer;
 pub mod partition;
 mod resolver;
@@ -29,6 +30,7 @@ mod stack;
 #[cfg(test)]
 mod tests;
 
+pub use self::disk_guids::read_disk_guids;
 pub use self::layer::{BlockDeviceError, BlockDeviceLayer, Extent, ResolvedDevice};
 pub use self::partition::PartitionLayer;
 pub use self::resolver::{BlockDevices, Targets};
