@@ -35,6 +35,7 @@ LOG_DIR="$REPO/target/vm-artifacts/matrix"
 SCENARIOS=(
     "install-update|an installer VM installs v1, A/B updates to v2, a failing update rolls back; the host's timeline across reboots"
     "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
+    "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
 )
 
 # Runs the ignored e2e test TEST of test file FILE (tests/tests/FILE.rs).
@@ -51,6 +52,10 @@ scenario_install_update() {
 
 scenario_stream_disk_boot() {
     run_vm_test vm_scenario a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext
+}
+
+scenario_runtime_update() {
+    run_vm_test vm_runtime_update a_runtime_update_merges_an_extension_on_the_running_guest_and_another_removes_it
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
