@@ -11,7 +11,9 @@
 //! the image lands in `/var/lib/confexts/`, `systemd-confext refresh`
 //! runs, a `runOn: runtime-update` postConfigure script runs and an
 //! `ab-update` one does not), a second removes it; an image whose hash is
-//! not the configured one changes nothing.
+//! not the configured one changes nothing. Last, an A/B update places the
+//! sysext in the other volume from the running system's copy (the HTTP
+//! server stopped first: nothing is downloaded).
 //!
 //! The one stand-in: `systemd-sysext`/`systemd-confext` are shims on the
 //! daemon's PATH that record their arguments, because this machine's
@@ -241,4 +243,23 @@ async fn extensions_are_placed_at_install_and_added_and_removed_by_runtime_updat
         std::fs::read_to_string(host_root.join("runtime-scripts")).unwrap(),
         "runtime_update\nruntime_update\n"
     );
+
+    // An A/B update to v2 keeps the sysext: copied into volume B from the
+    // running system, which has it (the server is gone: no download).
+    drop(http);
+    let v2 = mini_os::build(dir, "v2");
+    let to_v2 = format!(
+        "{}{}",
+        f.config(&v2, SCRIPTS),
+        sysext_yaml("http://127.0.0.1:9/gone/tool.raw", &tool_sha)
+    );
+    c.update_stage(&to_v2).await.assert_success();
+    assert_eq!(c.state().await, ServicingState::UpdateAbStaged);
+    let in_b = dir.join("b-tool.raw");
+    mini_os::debugfs(
+        &f.disk,
+        "root-b",
+        &format!("dump /var/lib/extensions/tool.raw {}", in_b.display()),
+    );
+    assert_eq!(std::fs::read(&in_b).unwrap(), std::fs::read(&tool).unwrap());
 }
