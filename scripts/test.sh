@@ -93,6 +93,7 @@ declare -A APT_FOR_COMMAND=(
     [dumpe2fs]=e2fsprogs
     [mtype]=mtools
     [busybox]=busybox-static            # the mini OS's /bin/sh (chrooted postConfigure)
+    [sfdisk]=fdisk                      # adopted partitions: a disk laid out by another partitioner
     # oci:// image sources (oci_image_source.rs): a local registry, its users.
     [docker-registry]=docker-registry
     [htpasswd]=apache2-utils

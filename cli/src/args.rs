@@ -80,6 +80,10 @@ pub enum Command {
     /// Accept hosts' reverse-connect proxies (trident-rcp) and give each a local socket.
     #[command(name = "rcp-listen")]
     RcpListen(RcpListenArgs),
+    /// Apply the configuration's netplan to this system (`netplan apply`);
+    /// runs in the CLI, without the daemon (upstream's provisioning network).
+    #[command(name = "start-network", hide = true)]
+    StartNetwork(StartNetworkArgs),
 }
 
 /// Log verbosity filter (upstream's LevelFilter names).
@@ -236,6 +240,15 @@ pub enum VerifyWrites {
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
     /// Path to a Host Configuration file.
+    #[arg(index = 1, default_value = DEFAULT_CONFIG)]
+    pub config: PathBuf,
+}
+
+/// start-network arguments (upstream's).
+#[derive(Debug, Args)]
+pub struct StartNetworkArgs {
+    /// Path to a Host Configuration file: its `managementOs.netplan`, else
+    /// its `os.netplan`.
     #[arg(index = 1, default_value = DEFAULT_CONFIG)]
     pub config: PathBuf,
 }

@@ -122,6 +122,10 @@ pub enum CliError {
     /// Anything local that is not the user's fault (serialisation, terminal).
     #[error("{0}")]
     Local(String),
+    /// `start-network` could not apply the netplan configuration (netplan
+    /// missing, the file not written, `netplan apply` failed).
+    #[error("start-network: {0}")]
+    StartNetwork(String),
 }
 
 impl CliError {
@@ -136,6 +140,7 @@ impl CliError {
             CliError::Connect { .. }
             | CliError::Usage(_)
             | CliError::Local(_)
+            | CliError::StartNetwork(_)
             | CliError::Rpc { .. }
             | CliError::ConfigLoad { .. }
             | CliError::ConfigInvalid(_)

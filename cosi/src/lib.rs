@@ -53,7 +53,7 @@ pub use readback::VerifyWrites;
 pub use source::set_registry_auth_file;
 pub use source::{
     CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, RegionInfo,
-    RegionKind, RegionReader, http_timeouts, set_http_timeouts,
+    RegionKind, RegionReader, http_timeouts, open_url, set_http_timeouts,
 };
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, stream_to_target_verified,

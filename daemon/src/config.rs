@@ -149,6 +149,14 @@ pub struct Config {
     #[arg(long, default_value = "/proc/cmdline", value_name = "PATH")]
     pub kernel_cmdline_file: PathBuf,
 
+    /// The running system's root directory, where a runtime update places
+    /// extension images (`os.sysexts`, `os.confexts`) and netplan, and
+    /// which `systemd-sysext`/`systemd-confext refresh --root` merge.
+    /// Another directory only for containers (the host's `/` mounted
+    /// elsewhere) and tests.
+    #[arg(long, default_value = "/", value_name = "DIR")]
+    pub host_root: PathBuf,
+
     /// Docker config file (`config.json`: `auths` entries with `auth` or
     /// `username`/`password`, or credential helpers) whose credentials
     /// `oci://` image pulls use for the registries it lists. Without it
@@ -284,6 +292,7 @@ impl Config {
                 cmdline: self.kernel_cmdline_file.clone(),
                 sysfs: PathBuf::from("/sys"),
             },
+            host_root: self.host_root.clone(),
         }
     }
 

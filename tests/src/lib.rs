@@ -12,6 +12,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod dir_http;
 pub mod fixture;
 pub mod module_graph;
 pub mod oci_registry;
@@ -89,6 +90,27 @@ pub async fn strict_uds_channel(
     path: impl Into<PathBuf>,
 ) -> anyhow::Result<tonic::transport::Channel> {
     Ok(trident_proto::client::uds_channel(path).await?)
+}
+
+/// What `GetRequiredServicingType` says of the Host Configuration
+/// `config` (YAML) on the daemon at `socket`.
+pub async fn required_servicing_type(
+    socket: &Path,
+    config: &str,
+) -> anyhow::Result<trident_proto::v1preview::ServicingType> {
+    use trident_proto::v1preview::{
+        GetRequiredServicingTypeRequest, validation_service_client::ValidationServiceClient,
+    };
+    let mut client = ValidationServiceClient::new(uds_channel(socket).await?);
+    let response = client
+        .get_required_servicing_type(GetRequiredServicingTypeRequest {
+            config: Some(trident_proto::v1::HostConfiguration {
+                config: config.to_owned(),
+            }),
+        })
+        .await?
+        .into_inner();
+    Ok(response.servicing_type())
 }
 
 /// Asks the daemon at `socket` for its version.

@@ -406,3 +406,35 @@ async fn output_into_a_closed_pipe_ends_quietly_with_exit_0() -> anyhow::Result<
     assert!(!text(&out).1.contains("panicked"), "{}", text(&out).1);
     Ok(())
 }
+
+/// `trident validate` of configurations whose image is in an OCI registry
+/// (by tag, by digest): valid without contacting the registry, as upstream;
+/// a scheme the daemon cannot fetch is refused naming `image.url`.
+#[tokio::test(flavor = "multi_thread")]
+async fn validate_accepts_oci_image_urls_by_tag_and_digest() -> anyhow::Result<()> {
+    let daemon = Daemon::start().await?;
+    let dir = tempfile::tempdir()?;
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    for (url, valid) in [
+        ("oci://registry.example:5000/os/azl:3.0".to_owned(), true),
+        (format!("oci://registry.example/os/azl@{digest}"), true),
+        ("ftp://registry.example/os.cosi".to_owned(), false),
+    ] {
+        let body = format!(
+            "image: {{ url: '{url}', sha384: ignored }}\nstorage:\n  disks:\n  - {{ id: os, device: /dev/null, partitions: [{{ id: root, type: root, size: 1G }}] }}\n  filesystems:\n  - {{ deviceId: root, mountPoint: / }}\n"
+        );
+        let config = write_config(dir.path(), "oci.yaml", &body);
+        let out = trident_cli(
+            daemon.socket_path(),
+            &["validate", config.to_str().unwrap_or_default()],
+        );
+        let (_, stderr) = text(&out);
+        if valid {
+            assert_eq!(out.status.code(), Some(0), "{url}: {stderr}");
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+            assert!(stderr.contains("image.url"), "{url}: {stderr}");
+        }
+    }
+    Ok(())
+}

@@ -40,18 +40,14 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use futures::StreamExt;
 use trident_e2e::test_os::{self, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::{Daemon, bin_path};
-use trident_proto::v1::{
-    StatusCode, StreamDiskRequest, TridentErrorKind, servicing_response,
-    streaming_service_client::StreamingServiceClient,
-};
+use trident_proto::v1::TridentErrorKind;
 use trident_proto::v1preview::{GetLastErrorRequest, status_service_client::StatusServiceClient};
 use vm_orchestrator::{
     GuestConfig, HttpServer, assert_phases, follow, part_uuid, ssh_key, start_servicing,
-    trident_cli, wait_provisioned,
+    stream_disk, trident_cli, wait_provisioned,
 };
 
 /// Generous: TCG on a loaded 2-core machine.
@@ -61,38 +57,6 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(180);
 /// guest, the reboot, and a firmware/systemd-boot stage measured at minutes
 /// under TCG on a loaded machine (589 s in all once).
 const INSTALL_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);
-
-/// StreamDisk `os` onto `disk` through a private tridentd on the host.
-async fn stream_disk(os: &TestOs, disk: &Path) {
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0", "--disk"])
-        .arg(disk)
-        .spawn()
-        .await
-        .unwrap();
-    let mut client = StreamingServiceClient::new(daemon.channel().await.unwrap());
-    let request = StreamDiskRequest {
-        image_url: format!("file://{}", os.cosi.path.display()),
-        image_hash: Some(os.cosi.metadata_sha384.clone()),
-        reboot: None,
-        ..Default::default()
-    };
-    let started = std::time::Instant::now();
-    let mut stream = client.stream_disk(request).await.unwrap().into_inner();
-    let mut completed = None;
-    while let Some(item) = stream.next().await {
-        if let Some(servicing_response::Response::Completed(c)) = item.unwrap().response {
-            completed = Some(c);
-        }
-    }
-    let completed = completed.expect("StreamDisk ended without Completed");
-    assert_eq!(completed.status(), StatusCode::Success, "{completed:?}");
-    println!(
-        "timing: StreamDisk {} bytes {:.1}s",
-        os.cosi.disk_size,
-        started.elapsed().as_secs_f64()
-    );
-}
 
 /// True if the ext4 image has `path` (debugfs reads it without mounting).
 fn ext4_has(image: &Path, path: &str) -> bool {

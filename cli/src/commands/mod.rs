@@ -12,6 +12,7 @@ pub mod offline_initialize;
 pub mod rcp_listen;
 pub mod rebuild_raid;
 pub mod rollback;
+pub mod start_network;
 pub mod stream_disk;
 pub mod traces;
 pub mod update;
@@ -65,5 +66,6 @@ async fn dispatch(cli: Cli) -> CliResult<Exit> {
         Command::Version => version::run(&ctx).await,
         Command::Completions(args) => completions::run(&args),
         Command::RcpListen(args) => rcp_listen::run(&args).await,
+        Command::StartNetwork(args) => start_network::run(&args),
     }
 }

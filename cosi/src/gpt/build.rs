@@ -1,4 +1,5 @@
-//! Building a fresh GPT from a partition list (install, test fixtures).
+//! Building a GPT from a partition list (install, test fixtures), on an
+//! empty disk or around partitions that are kept (adopted partitions).
 
 use uuid::Uuid;
 
@@ -44,6 +45,42 @@ fn encode_entry(e: &GptEntry, entry_size: usize) -> Result<Vec<u8>, GptError> {
     Ok(raw)
 }
 
+/// A free run of LBAs (inclusive) in the usable area.
+#[derive(Debug, Clone, Copy)]
+struct Gap {
+    first: u64,
+    last: u64,
+}
+
+impl Gap {
+    /// LBAs from the first aligned LBA of the gap to its end.
+    fn aligned_capacity(self, align: u64) -> (u64, u64) {
+        let start = self.first.div_ceil(align) * align;
+        (start, (self.last + 1).saturating_sub(start))
+    }
+}
+
+/// The free runs of `first..=last` around `kept` (which lie inside it).
+fn gaps_around(first: u64, last: u64, kept: &[GptEntry]) -> Vec<Gap> {
+    let mut sorted: Vec<&GptEntry> = kept.iter().collect();
+    sorted.sort_by_key(|e| e.first_lba);
+    let mut gaps = Vec::new();
+    let mut next = first;
+    for e in sorted {
+        if e.first_lba > next {
+            gaps.push(Gap {
+                first: next,
+                last: e.first_lba - 1,
+            });
+        }
+        next = next.max(e.last_lba.saturating_add(1));
+    }
+    if next <= last {
+        gaps.push(Gap { first: next, last });
+    }
+    gaps
+}
+
 impl Gpt {
     /// Lays out `parts` in order on a disk of `disk_size` bytes with 128
     /// entries, each partition 1 MiB aligned.
@@ -53,11 +90,28 @@ impl Gpt {
         disk_guid: Uuid,
         parts: &[PartitionSpec],
     ) -> Result<Gpt, GptError> {
+        Self::build_around(disk_size, lba_size, disk_guid, &[], parts).map(|(gpt, _)| gpt)
+    }
+
+    /// Lays out `parts` around existing partitions that are `kept` exactly
+    /// (entry number, LBAs, GUIDs, name, attributes: adopted partitions).
+    /// Each new partition takes the lowest free entry number and the first
+    /// free run of the disk, 1 MiB aligned, that holds it; a last partition
+    /// without a size takes the largest free run left. Returns the table
+    /// and the entry number of each of `parts`, in order. With nothing
+    /// kept, the partitions follow each other from the start of the disk.
+    pub fn build_around(
+        disk_size: u64,
+        lba_size: u64,
+        disk_guid: Uuid,
+        kept: &[GptEntry],
+        parts: &[PartitionSpec],
+    ) -> Result<(Gpt, Vec<u32>), GptError> {
         check_lba_size(lba_size)?;
-        if parts.len() > DEFAULT_ENTRIES as usize {
+        if parts.len() + kept.len() > DEFAULT_ENTRIES as usize {
             return Err(GptError::Header(format!(
                 "{} partitions do not fit in {DEFAULT_ENTRIES} entries",
-                parts.len()
+                parts.len() + kept.len()
             )));
         }
         let too_small = |reason: String| GptError::DiskTooSmall { disk_size, reason };
@@ -75,20 +129,54 @@ impl Gpt {
         let last_lba = total_lbas - 1;
         let first_usable = 2 + array_lbas;
         let last_usable = last_lba - array_lbas - 1;
+        if let Some(e) = kept
+            .iter()
+            .find(|e| e.number == 0 || e.number > DEFAULT_ENTRIES)
+        {
+            return Err(GptError::Partition {
+                number: e.number,
+                reason: format!("entry number is outside 1..={DEFAULT_ENTRIES}"),
+            });
+        }
         let align = ALIGNMENT_BYTES / lba_size;
-        let mut next = first_usable.div_ceil(align) * align;
-        let mut entries = Vec::with_capacity(parts.len());
+        let mut gaps = gaps_around(first_usable, last_usable, kept);
+        let mut free_numbers =
+            (1..=DEFAULT_ENTRIES).filter(|n| kept.iter().all(|e| e.number != *n));
+        let mut entries: Vec<GptEntry> = kept.to_vec();
+        let mut numbers = Vec::with_capacity(parts.len());
         for (i, p) in parts.iter().enumerate() {
-            let number = i as u32 + 1;
-            let lbas = match p.size {
-                Some(bytes) if bytes > 0 => bytes.div_ceil(lba_size),
+            let number = free_numbers.next().ok_or_else(|| {
+                GptError::Header(format!("no free entry for partition {:?}", p.name))
+            })?;
+            let does_not_fit =
+                || too_small(format!("partition {number} ({:?}) does not fit", p.name));
+            let (gap, first, lbas) = match p.size {
+                Some(bytes) if bytes > 0 => {
+                    let lbas = bytes.div_ceil(lba_size);
+                    gaps.iter()
+                        .enumerate()
+                        .find_map(|(g, gap)| {
+                            let (start, capacity) = gap.aligned_capacity(align);
+                            (capacity >= lbas).then_some((g, start, lbas))
+                        })
+                        .ok_or_else(does_not_fit)?
+                }
                 Some(_) => {
                     return Err(GptError::Partition {
                         number,
                         reason: "size must be greater than 0".to_owned(),
                     });
                 }
-                None if i + 1 == parts.len() => (last_usable + 1).saturating_sub(next),
+                None if i + 1 == parts.len() => gaps
+                    .iter()
+                    .enumerate()
+                    .map(|(g, gap)| {
+                        let (start, capacity) = gap.aligned_capacity(align);
+                        (g, start, capacity)
+                    })
+                    .max_by_key(|(_, _, capacity)| *capacity)
+                    .filter(|(_, _, capacity)| *capacity > 0)
+                    .ok_or_else(does_not_fit)?,
                 None => {
                     return Err(GptError::Partition {
                         number,
@@ -96,24 +184,26 @@ impl Gpt {
                     });
                 }
             };
-            let last = next.saturating_add(lbas).saturating_sub(1);
-            if lbas == 0 || last > last_usable {
-                return Err(too_small(format!(
-                    "partition {number} ({:?}) does not fit",
-                    p.name
-                )));
+            let last = first + lbas - 1;
+            // What is left of the run after the partition (the unaligned
+            // head before it holds no aligned partition).
+            if last < gaps[gap].last {
+                gaps[gap].first = last + 1;
+            } else {
+                gaps.remove(gap);
             }
             entries.push(GptEntry {
                 number,
                 type_guid: p.type_guid,
                 unique_guid: p.unique_guid,
-                first_lba: next,
+                first_lba: first,
                 last_lba: last,
                 attributes: p.attributes,
                 name: p.name.clone(),
             });
-            next = (last + 1).div_ceil(align) * align;
+            numbers.push(number);
         }
+        entries.sort_by_key(|e| e.number);
         let mut entries_raw = vec![0u8; (DEFAULT_ENTRIES * DEFAULT_ENTRY_SIZE) as usize];
         for e in &entries {
             let start = (e.number as usize - 1) * DEFAULT_ENTRY_SIZE as usize;
@@ -133,6 +223,6 @@ impl Gpt {
             entries,
         };
         gpt.check_partitions()?;
-        Ok(gpt)
+        Ok((gpt, numbers))
     }
 }

@@ -126,3 +126,68 @@ fn read_and_verify_accepts_a_written_disk_and_rejects_a_stale_backup() {
     file.write_all_at(&[1], size - 512 + 40).unwrap();
     assert!(Gpt::read_and_verify(&file, 512, size).is_err());
 }
+
+#[test]
+fn a_layout_around_kept_partitions_keeps_them_and_fills_the_free_runs() {
+    let lba = 512u64;
+    let size = 64u64 << 20;
+    // An old table: a 4 MiB partition at 20 MiB, entry 3.
+    let kept = GptEntry {
+        number: 3,
+        type_guid: Uuid::parse_str(PART_TYPE_LINUX_DATA).unwrap(),
+        unique_guid: Uuid::from_u128(7),
+        first_lba: (20 << 20) / lba,
+        last_lba: (24 << 20) / lba - 1,
+        attributes: 1 << 60,
+        name: "data".into(),
+    };
+    let mut parts = specs();
+    // 8 MiB fits before the kept partition; 16 MiB does not fit in the
+    // 11 MiB left there, so it goes after it; the rest takes the larger run.
+    parts.insert(
+        1,
+        PartitionSpec {
+            type_guid: Uuid::parse_str(PART_TYPE_LINUX_DATA).unwrap(),
+            unique_guid: Uuid::from_u128(4),
+            name: "big".into(),
+            size: Some(16 << 20),
+            attributes: 0,
+        },
+    );
+    let (gpt, numbers) = Gpt::build_around(
+        size,
+        lba,
+        Uuid::from_u128(9),
+        std::slice::from_ref(&kept),
+        &parts,
+    )
+    .unwrap();
+    assert_eq!(numbers, vec![1, 2, 4]);
+    assert_eq!(gpt.partition(3), Some(&kept));
+    let esp = gpt.partition(1).unwrap();
+    assert_eq!(esp.start_offset(lba), 1 << 20);
+    let big = gpt.partition(2).unwrap();
+    assert_eq!(big.start_offset(lba), 24 << 20);
+    let rest = gpt.partition(4).unwrap();
+    assert_eq!(rest.start_offset(lba), 40 << 20);
+    assert_eq!(rest.last_lba, gpt.last_usable_lba);
+    let parsed = Gpt::parse_primary(&gpt.primary_bytes(), lba).unwrap();
+    assert_eq!(parsed, gpt);
+}
+
+#[test]
+fn kept_partitions_that_leave_no_room_are_rejected() {
+    let kept = GptEntry {
+        number: 1,
+        type_guid: Uuid::parse_str(PART_TYPE_LINUX_DATA).unwrap(),
+        unique_guid: Uuid::from_u128(7),
+        first_lba: 2048,
+        last_lba: (60 << 20) / 512,
+        attributes: 0,
+        name: "data".into(),
+    };
+    assert!(matches!(
+        Gpt::build_around(64 << 20, 512, Uuid::nil(), &[kept], &specs()),
+        Err(GptError::DiskTooSmall { .. })
+    ));
+}

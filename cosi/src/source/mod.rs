@@ -27,6 +27,15 @@ pub use transport::{
     set_http_timeouts,
 };
 
+/// The bytes behind `url` as a stream, unverified: `file://` (or a bare
+/// absolute path), `http(s)://` with the process's timeouts, or `oci://`
+/// (a one-layer artifact, its layer digest-checked as it is read). For
+/// artefacts other than COSI files (extension images), whose callers hash
+/// the whole stream themselves.
+pub fn open_url(url: &str) -> Result<Box<dyn Read + Send>, CosiError> {
+    transport::open(url)
+}
+
 /// Name of the first entry of every COSI file.
 pub const MARKER_ENTRY: &str = "cosi-marker";
 /// Name of the second entry.

@@ -17,6 +17,7 @@
 //!   locks), built from [`settings::EngineSettings`];
 //! * the parts the flows drive: `boot_control` (given a
 //!   `new_root::volume::VolumeRoot`, never a `NewRoot`), `os_config`,
+//!   `extensions` (sysext/confext images: staged, placed, merged again),
 //!   `new_storage`, `new_root` (mounts and its tools), `scripts`, `reboot`,
 //!   `locks`, `boot_record`;
 //! * leaves: `install_safety` (the clean-install safety check),
@@ -88,6 +89,7 @@ pub mod block_device;
 pub mod boot_control;
 pub mod boot_record;
 pub mod engine;
+pub mod extensions;
 pub mod install_safety;
 pub mod keep_alive;
 pub mod locks;

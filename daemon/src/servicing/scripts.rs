@@ -37,6 +37,8 @@ pub const ENV_TARGET_ROOT: &str = "TARGET_ROOT";
 pub enum ServicingType {
     CleanInstall,
     AbUpdate,
+    /// Applied to the running system, no reboot (extensions, netplan).
+    RuntimeUpdate,
 }
 
 impl ServicingType {
@@ -44,6 +46,7 @@ impl ServicingType {
         match self {
             Self::CleanInstall => "clean-install",
             Self::AbUpdate => "ab-update",
+            Self::RuntimeUpdate => "runtime-update",
         }
     }
 
@@ -52,6 +55,7 @@ impl ServicingType {
         match self {
             Self::CleanInstall => "clean_install",
             Self::AbUpdate => "ab_update",
+            Self::RuntimeUpdate => "runtime_update",
         }
     }
 
@@ -60,8 +64,7 @@ impl ServicingType {
             RunOn::All => true,
             RunOn::CleanInstall => self == Self::CleanInstall,
             RunOn::AbUpdate => self == Self::AbUpdate,
-            // This daemon performs no runtime updates.
-            RunOn::RuntimeUpdate => false,
+            RunOn::RuntimeUpdate => self == Self::RuntimeUpdate,
         })
     }
 

@@ -54,4 +54,6 @@ pub struct EngineSettings {
     /// Log of reboot requests (`RebootMode::Record`).
     pub reboot_requests_path: PathBuf,
     pub install_safety: InstallSafety,
+    /// The running system's root (`--host-root`): where runtime updates act.
+    pub host_root: PathBuf,
 }

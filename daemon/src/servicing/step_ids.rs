@@ -6,3 +6,5 @@
 pub const CONFIGURE: &str = "configure";
 /// The boot-files step: it runs only when the new root is mounted.
 pub const BOOT_FILES: &str = "boot-files";
+/// The runtime update's step that changes the running system.
+pub const APPLY: &str = "apply";

@@ -30,8 +30,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use os::{
-    AdditionalFile, Extension, KernelCommandLine, LoadMode, ManagementOs, Module, Os, Password,
-    Selinux, SelinuxMode, Services, SshMode, UefiFallbackMode, User,
+    AdditionalFile, CONFEXT_DIRECTORIES, DEFAULT_CONFEXT_DIRECTORY, DEFAULT_SYSEXT_DIRECTORY,
+    Extension, KernelCommandLine, LoadMode, ManagementOs, Module, NETPLAN_FILE, Os, Password,
+    SYSEXT_DIRECTORIES, Selinux, SelinuxMode, Services, SshMode, UefiFallbackMode, User,
+    netplan_file_text,
 };
 pub use parse::{parse, to_yaml};
 pub use scripts::{
@@ -99,8 +101,9 @@ pub const HASH_IGNORED: &str = "ignored";
 pub struct TridentSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datastore_path: Option<String>,
-    /// Upstream: disable the agent on the target OS. Refused when true.
-    #[serde(default, skip_serializing)]
+    /// Upstream: the target OS does not run the agent (its units masked,
+    /// no datastore handed to it; the other settings are ignored).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disable: bool,
     /// Upstream's HTTP phone-home URL. Deprecated: served by tridentd's
     /// legacy bridge during migration (use the servicing stream and the RCP).
@@ -115,13 +118,18 @@ pub struct TridentSettings {
 impl TridentSettings {
     /// Nothing that would be serialized is set.
     pub fn is_empty(&self) -> bool {
-        self.datastore_path.is_none()
+        self.datastore_path.is_none() && !self.disable
     }
 }
 
 impl HostConfiguration {
-    /// The datastore path the configuration asks for, if any.
+    /// The datastore path the configuration asks for, if any (none when
+    /// the agent is disabled on the target OS: upstream ignores the rest
+    /// of `trident` then).
     pub fn datastore_path(&self) -> Option<&str> {
+        if self.trident.disable {
+            return None;
+        }
         self.trident.datastore_path.as_deref()
     }
 

@@ -158,16 +158,39 @@ pub struct KernelCommandLine {
     pub extra_command_line: Vec<String>,
 }
 
-/// A system or configuration extension image (runtime updates).
+/// A system or configuration extension image (`os.sysexts[]`,
+/// `os.confexts[]`): downloaded, checked against `sha384` (of the whole
+/// file) and placed where systemd-sysext / systemd-confext merge it, at
+/// install, A/B update and runtime update.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Extension {
+    /// `file://`, `http(s)://` or `oci://` (one-layer artifact).
     pub url: String,
+    /// SHA-384 of the whole image file (96 hex digits).
     #[schemars(pattern(r"^[0-9a-fA-F]{96}$"))]
     pub sha384: String,
-    #[serde(default)]
+    /// Absolute path of the image in the target OS, `NAME.raw` in one of
+    /// the kind's directories; default: the kind's default directory and
+    /// the NAME of the image's `extension-release.NAME`. Filled in the
+    /// Host Status with where the image was placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
 }
+
+/// Where a system extension may be placed (upstream's list; not `/run`).
+pub const SYSEXT_DIRECTORIES: [&str; 3] =
+    ["/etc/extensions", "/var/lib/extensions", "/.extra/sysext"];
+/// Where a configuration extension may be placed (upstream's list).
+pub const CONFEXT_DIRECTORIES: [&str; 3] = [
+    "/var/lib/confexts",
+    "/usr/lib/confexts",
+    "/usr/local/lib/confexts",
+];
+/// Where a system extension goes without `path`.
+pub const DEFAULT_SYSEXT_DIRECTORY: &str = "/var/lib/extensions";
+/// Where a configuration extension goes without `path`.
+pub const DEFAULT_CONFEXT_DIRECTORY: &str = "/var/lib/confexts";
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -176,4 +199,25 @@ pub enum UefiFallbackMode {
     Conservative,
     Optimistic,
     Disabled,
+}
+
+/// Where Trident writes `os.netplan` (relative to a root): sorts after an
+/// image's own files so its values win.
+pub const NETPLAN_FILE: &str = "etc/netplan/99-trident.yaml";
+
+/// The netplan file for the `netplan` section of a Host Configuration
+/// (`os.netplan`, `managementOs.netplan`): `network:` holding it, with a
+/// header comment. Fails when it is not a version 2 document (upstream's
+/// contract, netplan's only version) or cannot be written as YAML.
+pub fn netplan_file_text(
+    netplan: &serde_json::Map<String, serde_json::Value>,
+) -> Result<String, String> {
+    if netplan.get("version").and_then(serde_json::Value::as_u64) != Some(2) {
+        return Err("netplan needs 'version: 2'".to_owned());
+    }
+    let text = serde_saphyr::to_string(&serde_json::json!({ "network": netplan }))
+        .map_err(|e| format!("cannot write the netplan document as YAML: {e}"))?;
+    Ok(format!(
+        "# Written by Trident from the Host Configuration (netplan).\n{text}"
+    ))
 }

@@ -32,8 +32,8 @@ pub enum RunOn {
     All,
     CleanInstall,
     AbUpdate,
-    /// Runtime updates are not performed by this daemon: a script selected
-    /// only for them never runs.
+    /// A runtime update (extensions, netplan: applied to the running
+    /// system without a reboot).
     RuntimeUpdate,
 }
 

@@ -39,7 +39,8 @@ pub struct Disk {
     pub partition_table_type: PartitionTableType,
     #[serde(default)]
     pub partitions: Vec<Partition>,
-    #[serde(default, skip_serializing)]
+    /// Existing partitions an install keeps (matched by GPT name or GUID).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adopted_partitions: Vec<super::AdoptedPartition>,
 }
 

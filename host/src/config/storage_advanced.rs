@@ -1,7 +1,7 @@
 //! Upstream's advanced storage sections: RAID, encryption, dm-verity, swap
 //! and adopted partitions. Modelled in full so documents that use them
-//! parse (and name a bad key inside them); the engine does not apply them
-//! yet, so [`super::unsupported`] refuses them.
+//! parse (and name a bad key inside them); what the engine does not apply
+//! yet (RAID, encryption, verity) [`super::unsupported`] refuses.
 
 use std::borrow::Cow;
 
@@ -161,12 +161,15 @@ impl JsonSchema for Swap {
     }
 }
 
+/// An existing partition a clean install keeps, byte for byte: matched by
+/// its GPT name (`matchLabel`) or unique GUID (`matchUuid`), one of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AdoptedPartition {
     pub id: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub match_label: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::schema::optional_uuid")]
     pub match_uuid: Option<String>,
 }

@@ -132,10 +132,9 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
     }
     for (snippet, key) in [
         (
-            "os:\n  sysexts: [{url: 'http://x/e.raw', sha384: ignored}]\n",
-            "os.sysexts",
+            "managementOs:\n  users: [{name: a}]\n",
+            "managementOs.users",
         ),
-        ("managementOs:\n  users: [{name: a}]\n", "managementOs"),
         ("internalParams: {}\n", "internalParams"),
     ] {
         let err = err_of(&format!("{}{snippet}", good()));
@@ -543,4 +542,56 @@ fn extra_kernel_arguments_are_single_words() {
         "{}",
         err.message()
     );
+}
+
+/// Extensions: a fetchable URL, the image's hash, a path in the kind's
+/// directories, no image twice; each error names the key.
+#[test]
+fn extensions_are_checked_naming_the_key() {
+    let hash = "ab".repeat(48);
+    let ok = format!(
+        "os:\n  sysexts:\n  - {{url: 'https://x/a.raw', sha384: {hash}}}\n  \
+         - {{url: 'oci://r/x:1', sha384: {}, path: /etc/extensions/b.raw}}\n  \
+         confexts:\n  - {{url: 'file:///c.raw', sha384: {hash}, path: /usr/local/lib/confexts/c.raw}}\n",
+        "CD".repeat(48)
+    );
+    let hc = parse(&format!("{}{ok}", good())).unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(hc.os.sysexts.len(), 2);
+    let cases = [
+        (
+            format!("  sysexts: [{{url: 'ftp://x/a.raw', sha384: {hash}}}]\n"),
+            "os.sysexts[0].url",
+        ),
+        (
+            "  sysexts: [{url: 'http://x/a.raw', sha384: ignored}]\n".to_owned(),
+            "os.sysexts[0].sha384",
+        ),
+        (
+            format!(
+                "  confexts: [{{url: 'http://x/a', sha384: {hash}}}, {{url: 'http://y/a', sha384: {hash}}}]\n"
+            ),
+            "os.confexts[1].sha384",
+        ),
+        (
+            format!(
+                "  sysexts: [{{url: 'http://x/a', sha384: {hash}, path: /var/lib/confexts/a.raw}}]\n"
+            ),
+            "os.sysexts[0].path",
+        ),
+        (
+            format!(
+                "  confexts: [{{url: 'http://x/a', sha384: {hash}, path: /var/lib/confexts/a.img}}]\n"
+            ),
+            "os.confexts[0].path",
+        ),
+    ];
+    for (snippet, key) in cases {
+        let err = err_of(&format!("{}os:\n{snippet}", good()));
+        assert_eq!(err.subkind(), Subkind::InvalidHostConfiguration, "{key}");
+        assert!(
+            err.message().contains(&format!("'{key}'")),
+            "{key}: {}",
+            err.message()
+        );
+    }
 }

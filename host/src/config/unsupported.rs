@@ -5,6 +5,7 @@
 //! feature, delete its rule here (and update the key table in
 //! docs/host-configuration.md).
 
+use super::storage_graph::ESP_MOUNT_POINT;
 use super::{FileSystemType, FilesystemSource, HostConfiguration, OverrideEspMount, spans};
 use crate::error::{Subkind, TridentError};
 
@@ -40,19 +41,6 @@ fn each<T>(items: &[T], base: &str, suffix: &str, uses: impl Fn(&T) -> bool) -> 
 
 /// Every refused feature, in document order of the keys.
 pub const RULES: &[Rule] = &[
-    Rule {
-        key: "storage.disks[].adoptedPartitions",
-        what: "adopting existing partitions",
-        instead: None,
-        used: |hc| {
-            each(
-                &hc.storage.disks,
-                "storage.disks",
-                ".adoptedPartitions",
-                |d| !d.adopted_partitions.is_empty(),
-            )
-        },
-    },
     Rule {
         key: "storage.raid",
         what: "software RAID",
@@ -93,15 +81,22 @@ pub const RULES: &[Rule] = &[
         },
     },
     Rule {
-        key: "storage.filesystems[].source: adopted",
-        what: "adopting existing filesystems",
-        instead: Some("ship the filesystem in the COSI image (source: image)"),
+        key: "storage.filesystems[].deviceId: the ESP on an adopted partition",
+        what: "sharing an existing ESP (upstream's multiboot)",
+        instead: Some("give the ESP a new partition (source: image)"),
         used: |hc| {
             each(
                 &hc.storage.filesystems,
                 "storage.filesystems",
-                ".source",
-                |f| f.source == Some(FilesystemSource::Adopted),
+                ".deviceId",
+                |f| {
+                    f.mount_point.path() == ESP_MOUNT_POINT
+                        && hc
+                            .storage
+                            .disks
+                            .iter()
+                            .any(|d| d.adopted_partitions.iter().any(|a| a.id == f.device_id))
+                },
             )
         },
     },
@@ -129,34 +124,16 @@ pub const RULES: &[Rule] = &[
         },
     },
     Rule {
-        key: "os.sysexts",
-        what: "system extensions (runtime updates)",
-        instead: None,
-        used: |hc| when(!hc.os.sysexts.is_empty(), "os.sysexts"),
-    },
-    Rule {
-        key: "os.confexts",
-        what: "configuration extensions (runtime updates)",
-        instead: None,
-        used: |hc| when(!hc.os.confexts.is_empty(), "os.confexts"),
-    },
-    Rule {
-        key: "managementOs",
-        what: "management OS configuration",
-        instead: None,
-        used: |hc| when(!hc.management_os.is_default(), "managementOs"),
+        key: "managementOs.users",
+        what: "adding users to the running installer OS",
+        instead: Some("log in with the installer media's own users"),
+        used: |hc| when(!hc.management_os.users.is_empty(), "managementOs.users"),
     },
     Rule {
         key: "internalParams",
         what: "internal parameters",
         instead: None,
         used: |hc| when(hc.internal_params.is_some(), "internalParams"),
-    },
-    Rule {
-        key: "trident.disable",
-        what: "disabling the agent on the target OS",
-        instead: None,
-        used: |hc| when(hc.trident.disable, "trident.disable"),
     },
 ];
 

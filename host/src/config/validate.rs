@@ -6,7 +6,9 @@
 use std::collections::{HashMap, HashSet};
 
 use super::storage_graph::StorageGraph;
-use super::{Disk, FilesystemSource, HASH_IGNORED, HostConfiguration, PartitionSize};
+use super::{
+    Disk, FileSystemType, FilesystemSource, HASH_IGNORED, HostConfiguration, PartitionSize,
+};
 use crate::error::{Subkind, TridentError};
 
 #[track_caller]
@@ -20,7 +22,64 @@ pub fn validate(hc: &HostConfiguration) -> Result<(), TridentError> {
     validate_storage(hc)?;
     validate_scripts(hc)?;
     validate_kernel_command_line(hc)?;
+    validate_extensions(hc)?;
     Ok(())
+}
+
+/// `os.sysexts[]` and `os.confexts[]`: a URL we can fetch, the hash of
+/// the image, a path in one of the kind's directories; no image twice.
+fn validate_extensions(hc: &HostConfiguration) -> Result<(), TridentError> {
+    let kinds: [(&str, &[super::Extension], &[&str]); 2] = [
+        ("os.sysexts", &hc.os.sysexts, &super::SYSEXT_DIRECTORIES),
+        ("os.confexts", &hc.os.confexts, &super::CONFEXT_DIRECTORIES),
+    ];
+    for (key, extensions, dirs) in kinds {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for (i, ext) in extensions.iter().enumerate() {
+            let base = format!("{key}[{i}]");
+            if !url_scheme_ok(&ext.url) {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &format!("{base}.url"),
+                    "must be a file://, http://, https:// or oci:// URL".into(),
+                ));
+            }
+            let sha = ext.sha384.to_ascii_lowercase();
+            if sha.len() != 96 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &format!("{base}.sha384"),
+                    "must be the SHA-384 of the image file (96 hex digits)".into(),
+                ));
+            }
+            if let Some(first) = seen.insert(sha, i) {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &format!("{base}.sha384"),
+                    format!("the same image as {key}[{first}]"),
+                ));
+            }
+            if let Some(path) = &ext.path {
+                let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+                let file = path.rsplit('/').next().unwrap_or_default();
+                if !dirs.contains(&dir) || file.len() <= ".raw".len() || !file.ends_with(".raw") {
+                    return Err(invalid(
+                        Subkind::InvalidHostConfiguration,
+                        &format!("{base}.path"),
+                        format!("'{path}' must be NAME.raw in one of {}", dirs.join(", ")),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A URL of a scheme the daemon fetches, with something after the scheme.
+fn url_scheme_ok(url: &str) -> bool {
+    ["file://", "http://", "https://", "oci://"]
+        .iter()
+        .any(|s| url.starts_with(s) && url.len() > s.len())
 }
 
 /// Each extra kernel argument is one word of the boot entry's options.
@@ -47,10 +106,7 @@ fn validate_image(hc: &HostConfiguration) -> Result<(), TridentError> {
             "required: the COSI image to install (url and sha384)".into(),
         ));
     };
-    let scheme_ok = ["file://", "http://", "https://", "oci://"]
-        .iter()
-        .any(|s| image.url.starts_with(s) && image.url.len() > s.len());
-    if !scheme_ok {
+    if !url_scheme_ok(&image.url) {
         return Err(invalid(
             Subkind::InvalidImageUrl,
             "image.url",
@@ -122,6 +178,17 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
                 &mut guids,
             )?;
         }
+        for (a, adopted) in disk.adopted_partitions.iter().enumerate() {
+            if let Some(text) = &adopted.match_uuid
+                && uuid::Uuid::parse_str(text).is_err()
+            {
+                return Err(invalid(
+                    Subkind::InvalidHostConfiguration,
+                    &format!("storage.disks[{d}].adoptedPartitions[{a}].matchUuid"),
+                    format!("'{text}' is not a GUID"),
+                ));
+            }
+        }
         check_sizes(d, disk)?;
     }
     validate_filesystems(hc)
@@ -137,6 +204,17 @@ fn validate_filesystems(hc: &HostConfiguration) -> Result<(), TridentError> {
                 &format!("{base}.type"),
                 "a filesystem from the image has the image's type; 'type' is only for \
                  new or adopted filesystems"
+                    .into(),
+            ));
+        }
+        if fs.effective_source() == FilesystemSource::Adopted
+            && fs.fs_type == Some(FileSystemType::Tmpfs)
+        {
+            return Err(invalid(
+                Subkind::InvalidHostConfiguration,
+                &format!("{base}.type"),
+                "an adopted filesystem exists on its partition: ext4, xfs, vfat, ntfs or auto \
+                 (detected), not tmpfs"
                     .into(),
             ));
         }

@@ -105,6 +105,8 @@ subkinds! {
     InvalidImage => InvalidInput, "invalid-image", "The COSI image is invalid";
     InvalidImageMetadata => InvalidInput, "invalid-image-metadata", "The COSI image's metadata.json is invalid";
     ImageDoesNotMatchConfiguration => InvalidInput, "image-does-not-match-configuration", "The image does not match the Host Configuration";
+    InvalidExtension => InvalidInput, "invalid-extension", "An extension image (os.sysexts, os.confexts) is not one systemd can merge";
+    ExtensionHashMismatch => InvalidInput, "extension-hash-mismatch", "An extension image does not have the configured SHA-384";
     ImageNotInRegistry => InvalidInput, "image-not-in-registry", "The OCI registry has no such image (repository, tag or digest)";
     InvalidRequest => InvalidInput, "invalid-request", "Invalid request";
     InvalidServicingState => InvalidInput, "invalid-servicing-state", "The host is not in a state that allows this operation";
@@ -114,6 +116,9 @@ subkinds! {
     DownloadImage => Servicing, "download-image", "Failed to download the image";
     ApplyOsConfig => Servicing, "apply-os-config", "Failed to apply the OS configuration inside the new root";
     CreatePartitionTable => Servicing, "create-partition-table", "Failed to create the partition table";
+    AdoptPartition => Servicing, "adopt-partition", "Failed to adopt an existing partition";
+    DownloadExtension => Servicing, "download-extension", "Failed to download an extension image";
+    ApplyRuntimeUpdate => Servicing, "apply-runtime-update", "Failed to apply the runtime update to the running system";
     WriteImage => Servicing, "write-image", "Failed to write an image to its partition";
     TargetChanged => Servicing, "target-changed", "The target disk changed while it was written (shrank, was replaced or went away)";
     WriteVerificationFailed => Servicing, "write-verification-failed", "What was read back from the target differs from what was written";

@@ -230,6 +230,21 @@ impl Clients {
         .await
     }
 
+    /// Update (stage and finalize in one RPC).
+    pub async fn update(&mut self, config: &str) -> Collected {
+        collect(
+            self.update
+                .update(v1::UpdateRequest {
+                    stage: Some(v1::StageUpdateRequest {
+                        config: Some(hc(config)),
+                    }),
+                    finalize: Some(v1::FinalizeUpdateRequest { reboot: None }),
+                })
+                .await,
+        )
+        .await
+    }
+
     pub async fn update_finalize(&mut self) -> Collected {
         collect(
             self.update

@@ -11,42 +11,46 @@ use std::process::Command;
 use std::time::Duration;
 
 use futures::StreamExt;
-use trident_e2e::bin_path;
 use trident_e2e::fixture::AbHostConfig;
 use trident_e2e::test_os::TestOs;
-use trident_proto::v1::{ServicingResponse, StatusCode, servicing_response};
+use trident_e2e::{Daemon, bin_path};
+use trident_proto::v1::{
+    ServicingResponse, StatusCode, StreamDiskRequest, servicing_response,
+    streaming_service_client::StreamingServiceClient,
+};
 
-/// Python's http.server on a free loopback port serving `dir` (the guest
-/// reaches it at 10.0.2.2), killed on drop.
-pub struct HttpServer {
-    child: std::process::Child,
-    pub port: u16,
-}
+pub use trident_e2e::dir_http::HttpServer;
 
-impl HttpServer {
-    pub fn start(dir: &Path) -> HttpServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("python3")
-            .args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"])
-            .arg(dir)
-            .arg(port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        HttpServer { child, port }
+/// StreamDisk `os` onto `disk` through a private tridentd on the host.
+pub async fn stream_disk(os: &TestOs, disk: &Path) {
+    let daemon = Daemon::builder()
+        .args(["--inactivity-timeout", "0", "--disk"])
+        .arg(disk)
+        .spawn()
+        .await
+        .unwrap();
+    let mut client = StreamingServiceClient::new(daemon.channel().await.unwrap());
+    let request = StreamDiskRequest {
+        image_url: format!("file://{}", os.cosi.path.display()),
+        image_hash: Some(os.cosi.metadata_sha384.clone()),
+        reboot: None,
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let mut stream = client.stream_disk(request).await.unwrap().into_inner();
+    let mut completed = None;
+    while let Some(item) = stream.next().await {
+        if let Some(servicing_response::Response::Completed(c)) = item.unwrap().response {
+            completed = Some(c);
+        }
     }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    let completed = completed.expect("StreamDisk ended without Completed");
+    assert_eq!(completed.status(), StatusCode::Success, "{completed:?}");
+    println!(
+        "timing: StreamDisk {} bytes {:.1}s",
+        os.cosi.disk_size,
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// GPT unique GUID of partition `name` on a disk-image file.
@@ -145,17 +149,40 @@ where
 /// `Completed` and the phase ids in the order first seen.
 pub async fn follow(
     what: &str,
-    mut stream: tonic::Streaming<ServicingResponse>,
+    stream: tonic::Streaming<ServicingResponse>,
 ) -> (trident_proto::v1::Completed, Vec<String>) {
+    let followed = follow_logging(what, stream, None).await;
+    (followed.completed, followed.phases)
+}
+
+/// What [`follow_logging`] saw of a servicing stream.
+pub struct Followed {
+    pub completed: trident_proto::v1::Completed,
+    /// Phase ids in the order first seen.
+    pub phases: Vec<String>,
+    /// The messages of the log records of `target`, in order.
+    pub logs: Vec<String>,
+}
+
+/// [`follow`], also keeping the log messages of `target` (a script's
+/// output lines have target `script::NAME`).
+pub async fn follow_logging(
+    what: &str,
+    mut stream: tonic::Streaming<ServicingResponse>,
+    target: Option<&str>,
+) -> Followed {
     let started = std::time::Instant::now();
-    let mut completed = None;
-    let mut phases: Vec<String> = Vec::new();
+    let (mut completed, mut phases, mut logs) = (None, Vec::new(), Vec::new());
     while let Some(item) = stream.next().await {
         match item.unwrap().response {
             Some(servicing_response::Response::Completed(c)) => completed = Some(c),
             Some(servicing_response::Response::Progress(p)) if !phases.contains(&p.phase_id) => {
                 println!("{what} progress: {} ({})", p.phase_id, p.name);
                 phases.push(p.phase_id.clone());
+            }
+            Some(servicing_response::Response::Log(log)) if Some(log.target.as_str()) == target => {
+                println!("{what} log: {}", log.message);
+                logs.push(log.message);
             }
             _ => {}
         }
@@ -166,7 +193,11 @@ pub async fn follow(
         "timing: {what} (RPC to Completed) {:.1}s",
         started.elapsed().as_secs_f64()
     );
-    (completed, phases)
+    Followed {
+        completed,
+        phases,
+        logs,
+    }
 }
 
 /// Asserts every phase of `wanted` was seen.

@@ -85,6 +85,12 @@ pub trait BlockDeviceLayer: Sync {
     /// The kind of device it provides.
     fn kind(&self) -> DeviceKind;
 
+    /// Whether devices of `kind` resolve through this layer (by default,
+    /// its own kind only).
+    fn provides(&self, kind: DeviceKind) -> bool {
+        self.kind() == kind
+    }
+
     /// Install: creates this kind's devices of `hc` on the devices below
     /// (created by the layers before it) and records them in `status`.
     /// Blocking.

@@ -9,7 +9,8 @@
 //! (make the recorded devices reachable), *close* before an install
 //! re-creates the storage, and *resolve* one of its devices to where the
 //! engine reads and writes it ([`ResolvedDevice`]). [`LAYERS`] lists them
-//! bottom-up. Today's only layer is the partition layer ([`partition`]);
+//! bottom-up. Today's only layer is the partition layer ([`partition`], which
+//! also keeps adopted partitions: [`adoption`]);
 //! RAID, encryption and verity are refused by validation
 //! (`trident_host::config::unsupported`) before any layer runs, and land
 //! as modules beside it with their issues.
@@ -21,6 +22,7 @@
 //!
 //! A leaf of the servicing tree: it names no other servicing module.
 
+pub mod adoption;
 mod disk_guids;
 mod layer;
 pub mod partition;

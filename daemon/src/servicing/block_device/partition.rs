@@ -1,22 +1,24 @@
 //! The partition layer: at install, the GPT of every disk of the Host
-//! Configuration (primary and backup), recorded in the Host Status as each
-//! partition's byte range of its disk (`layout`, and `partitionPaths` as
-//! `<device>@<offset>+<size>`); afterwards each partition resolves to that
-//! byte range. Byte ranges rather than device nodes: a disk-image file has
+//! Configuration (primary and backup), laid out around the disk's adopted
+//! partitions (kept where they are, byte for byte: [`super::adoption`]),
+//! recorded in the Host Status as each partition's byte range of its disk
+//! (`layout`, and `partitionPaths` as `<device>@<offset>+<size>`);
+//! afterwards each partition, adopted or new, resolves to that byte range. Byte ranges rather than device nodes: a disk-image file has
 //! no per-partition nodes, and a block device needs no partition-table
 //! reread.
 
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::path::Path;
 
-use trident_cosi::gpt::{Gpt, GptError, PartitionSpec};
+use trident_cosi::gpt::{Gpt, GptEntry, GptError, PartitionSpec};
 use trident_host::config::storage_graph::DeviceKind;
 use trident_host::config::{Disk, HostConfiguration, PartitionSize};
 use trident_host::status::{HostStatus, PartitionLayout};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use uuid::Uuid;
 
+use super::adoption;
 use super::layer::{BlockDeviceError, BlockDeviceLayer, ResolvedDevice};
 
 /// Sector size of the GPTs we create.
@@ -29,6 +31,11 @@ pub struct PartitionLayer;
 impl BlockDeviceLayer for PartitionLayer {
     fn kind(&self) -> DeviceKind {
         DeviceKind::Partition
+    }
+
+    /// Adopted partitions are partitions of the new table too.
+    fn provides(&self, kind: DeviceKind) -> bool {
+        matches!(kind, DeviceKind::Partition | DeviceKind::AdoptedPartition)
     }
 
     /// Writes the GPT of every disk; the layout replaces any earlier
@@ -69,17 +76,20 @@ impl BlockDeviceLayer for PartitionLayer {
 }
 
 /// Creates the GPT of every disk (primary and backup) and returns where
-/// each partition landed.
+/// each partition landed, adopted partitions included.
 fn create_partition_tables(
     hc: &HostConfiguration,
 ) -> Result<BTreeMap<String, PartitionLayout>, TridentError> {
     let mut layout = BTreeMap::new();
-    for disk in &hc.storage.disks {
-        let gpt = plan_gpt(disk)?;
-        write_gpt(disk, &gpt)?;
-        for (entry, part) in gpt.partitions().iter().zip(&disk.partitions) {
+    for (d, disk) in hc.storage.disks.iter().enumerate() {
+        let planned = plan_gpt(d, disk)?;
+        write_gpt(disk, &planned.gpt)?;
+        for (id, number) in &planned.numbers {
+            let Some(entry) = planned.gpt.partition(*number) else {
+                continue;
+            };
             layout.insert(
-                part.id.clone(),
+                id.clone(),
                 PartitionLayout {
                     disk_id: disk.id.clone(),
                     device: disk.device.clone(),
@@ -89,13 +99,20 @@ fn create_partition_tables(
                 },
             );
         }
-        tracing::info!(disk = %disk.id, device = %disk.device, partitions = disk.partitions.len(), "partition table created");
+        tracing::info!(disk = %disk.id, device = %disk.device, partitions = disk.partitions.len(),
+            adopted = disk.adopted_partitions.len(), "partition table created");
     }
     Ok(layout)
 }
 
-/// Lays out the partitions of `disk` on the device's whole sectors.
-fn plan_gpt(disk: &Disk) -> Result<Gpt, TridentError> {
+/// A disk's new GPT and the entry number of each partition id.
+struct PlannedGpt {
+    gpt: Gpt,
+    numbers: Vec<(String, u32)>,
+}
+
+/// The whole-sector size of `disk`'s device.
+fn usable_size(disk: &Disk) -> Result<u64, TridentError> {
     let device = Path::new(&disk.device);
     if !device.exists() {
         return Err(TridentError::new(
@@ -110,6 +127,45 @@ fn plan_gpt(disk: &Disk) -> Result<Gpt, TridentError> {
         Subkind::CreatePartitionTable,
         format!("Cannot size {}", disk.device),
     )?;
+    // Round down to whole sectors: a disk-image file may have any length.
+    Ok(size - size % LBA_SIZE)
+}
+
+/// The partitions of `disk` (`storage.disks[d]`) that an install keeps,
+/// from the GPT on it now, and that GPT's disk GUID.
+fn adopt(
+    d: usize,
+    disk: &Disk,
+    usable: u64,
+) -> Result<(Vec<adoption::Adopted>, Option<Uuid>), TridentError> {
+    if disk.adopted_partitions.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let file = File::open(&disk.device).structured_msg(
+        Subkind::AdoptPartition,
+        format!("Cannot open {}", disk.device),
+    )?;
+    let existing = Gpt::read_and_verify(&file, LBA_SIZE, usable).structured_msg(
+        Subkind::AdoptPartition,
+        format!(
+            "Disk '{}' has adopted partitions but {} holds no valid GPT",
+            disk.id, disk.device
+        ),
+    )?;
+    let adopted = adoption::match_partitions(
+        &disk.id,
+        &format!("storage.disks[{d}]"),
+        &disk.adopted_partitions,
+        existing.partitions(),
+    )?;
+    Ok((adopted, Some(existing.disk_guid)))
+}
+
+/// Lays out the partitions of `disk` (`storage.disks[d]`) on the device's
+/// whole sectors, around its adopted partitions.
+fn plan_gpt(d: usize, disk: &Disk) -> Result<PlannedGpt, TridentError> {
+    let usable = usable_size(disk)?;
+    let (adopted, disk_guid) = adopt(d, disk, usable)?;
     let specs = disk
         .partitions
         .iter()
@@ -135,14 +191,26 @@ fn plan_gpt(disk: &Disk) -> Result<Gpt, TridentError> {
             })
         })
         .collect::<Result<Vec<_>, TridentError>>()?;
-    // Round down to whole sectors: a disk-image file may have any length.
-    let usable = size - size % LBA_SIZE;
-    Gpt::build(usable, LBA_SIZE, Uuid::new_v4(), &specs).map_err(|e| match e {
+    let kept: Vec<GptEntry> = adopted.iter().map(|a| a.entry.clone()).collect();
+    let (gpt, new_numbers) = Gpt::build_around(
+        usable,
+        LBA_SIZE,
+        disk_guid.unwrap_or_else(Uuid::new_v4),
+        &kept,
+        &specs,
+    )
+    .map_err(|e| match e {
         GptError::DiskTooSmall { .. } => TridentError::with_source(
             Subkind::TargetDiskTooSmall,
             format!(
-                "Disk '{}' ({}, {size} bytes) is too small for its partitions",
-                disk.id, disk.device
+                "Disk '{}' ({}, {usable} bytes) is too small for its partitions{}",
+                disk.id,
+                disk.device,
+                if kept.is_empty() {
+                    ""
+                } else {
+                    " around its adopted ones"
+                }
             ),
             e,
         ),
@@ -151,7 +219,15 @@ fn plan_gpt(disk: &Disk) -> Result<Gpt, TridentError> {
             format!("Cannot lay out the partitions of disk '{}'", disk.id),
             other,
         ),
-    })
+    })?;
+    let numbers = disk
+        .partitions
+        .iter()
+        .map(|p| p.id.clone())
+        .zip(new_numbers)
+        .chain(adopted.into_iter().map(|a| (a.id, a.entry.number)))
+        .collect();
+    Ok(PlannedGpt { gpt, numbers })
 }
 
 /// Writes the primary and backup GPT of `disk` and syncs them.

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use trident_host::config::HostConfiguration;
 use trident_host::config::storage_graph::{DeviceKind, NodeData, StorageGraph};
+use trident_host::config::{FilesystemSource, HostConfiguration};
 use trident_host::status::{AbVolume, HostStatus, PartitionLayout};
 use trident_host::{Subkind, TridentError};
 
@@ -90,16 +90,28 @@ impl BlockDevices {
             .is_some_and(|n| n.device_kind() == Some(DeviceKind::AbVolume))
     }
 
-    /// Mount point → the device its image goes into, for `which`.
+    /// Mount point → the device its image goes into (or its new
+    /// filesystem is created on), for `which`. Adopted filesystems are
+    /// none of these.
     pub fn write_targets(
         &self,
         which: Targets,
     ) -> Result<BTreeMap<String, ResolvedDevice>, TridentError> {
         let mut targets = BTreeMap::new();
         for fs in self.graph.filesystems() {
-            let NodeData::Filesystem { mount_point, .. } = &fs.data else {
+            let NodeData::Filesystem {
+                mount_point,
+                source,
+                ..
+            } = &fs.data
+            else {
                 continue;
             };
+            if *source == FilesystemSource::Adopted {
+                // Kept as it is: never written, formatted or mounted while
+                // servicing; the new root's fstab mounts it.
+                continue;
+            }
             let device_id = fs.references.first().map_or("", |r| r.target.as_str());
             let volume = match which {
                 Targets::Install => AbVolume::VolumeA,

@@ -14,7 +14,7 @@ pub const LAYERS: &[&dyn BlockDeviceLayer] = &[&PartitionLayer];
 
 /// The layer providing devices of `kind`.
 pub(super) fn layer_of(kind: DeviceKind) -> Option<&'static dyn BlockDeviceLayer> {
-    LAYERS.iter().copied().find(|l| l.kind() == kind)
+    LAYERS.iter().copied().find(|l| l.provides(kind))
 }
 
 /// Install: closes what an earlier install left running (top-down),

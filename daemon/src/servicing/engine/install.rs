@@ -11,7 +11,7 @@ use trident_telemetry::progress::{Phase, Unit};
 use super::new_root_step::{NewRootRequest, service_new_root};
 use super::plan::{Halves, StepPlan};
 use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
-use super::step::{blocking, next_status, script_phase, validate_phase};
+use super::step::{blocking, next_status, script_phase, stage_extensions, validate_phase};
 use super::{handoff, write};
 use crate::servicing::block_device::{self, BlockDevices, Targets};
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
@@ -99,6 +99,7 @@ async fn stage(
         blocking(move || write::write_image(&image.url, &image.sha384, &written)).await?;
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, true)).await?;
+    let (extensions, _staging) = stage_extensions(ctx, &hc.os, None).await?;
 
     let new_root = NewRootRequest {
         hc: hc.clone(),
@@ -107,9 +108,12 @@ async fn stage(
         volume: AbVolume::VolumeA,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
         install: true,
+        extensions: extensions.clone(),
     };
     service_new_root(ctx.engine.clone(), new_root, &env, &mut plan).await?;
 
+    let mut hc = hc;
+    hc.os = crate::servicing::extensions::with_paths(&hc.os, &extensions);
     status.spec = Some(hc);
     status.spec_old = None;
     status.servicing_state = ServicingState::CleanInstallStaged;
@@ -121,7 +125,7 @@ async fn stage(
 }
 
 /// Finalizes a staged install: next boot = volume A; the installed OS
-/// gets a datastore that says so.
+/// gets a datastore that says so (unless `trident.disable`).
 async fn finalize(
     ctx: &StepContext,
     current: &HostStatus,
@@ -147,9 +151,17 @@ async fn finalize(
         .set_next_boot(current, AbVolume::VolumeA, &ctx.operation_id)?;
     let mut status = next_status(current);
     status.servicing_state = ServicingState::CleanInstallFinalized;
-    let engine = ctx.engine.clone();
-    let (handed, op) = (status.clone(), ctx.clone());
-    blocking(move || handoff::hand_off_install(&engine, &handed, &op.ids())).await?;
+    let disabled = current
+        .spec
+        .as_ref()
+        .is_some_and(|spec| spec.trident.disable);
+    if disabled {
+        tracing::info!("trident.disable: the installed OS gets no datastore (its agent is masked)");
+    } else {
+        let engine = ctx.engine.clone();
+        let (handed, op) = (status.clone(), ctx.clone());
+        blocking(move || handoff::hand_off_install(&engine, &handed, &op.ids())).await?;
+    }
     phase.set(1);
     phase.done();
     Ok(StepOutcome {

@@ -9,6 +9,7 @@ pub mod plan;
 pub mod query;
 pub mod rollback;
 pub mod runner;
+pub mod runtime_update;
 pub mod step;
 pub mod unrecorded;
 pub mod update;
@@ -59,6 +60,8 @@ pub struct Engine {
     pub unrecorded_error: unrecorded::UnrecordedError,
     /// What the clean-install safety check reads.
     pub install_safety: InstallSafety,
+    /// The running system's root (`--host-root`): where runtime updates act.
+    pub host_root: PathBuf,
 }
 
 impl Engine {
@@ -83,6 +86,7 @@ impl Engine {
             bus,
             unrecorded_error: unrecorded::UnrecordedError::default(),
             install_safety: settings.install_safety,
+            host_root: settings.host_root,
         };
         // Errors are reported again on every request that needs the datastore.
         if let Err(error) = engine.with_datastore(|_| Ok(())) {
@@ -101,6 +105,12 @@ impl Engine {
 
     pub fn state_dir(&self) -> &Path {
         &self.state_dir
+    }
+
+    /// Where operation `operation_id` downloads extension images before
+    /// they are placed (removed afterwards).
+    pub fn extension_staging_dir(&self, operation_id: &str) -> PathBuf {
+        self.state_dir.join("extensions").join(operation_id)
     }
 
     /// Where operation `operation_id` mounts its new root (inside the

@@ -1,6 +1,7 @@
 //! The new-root step of install and A/B update: mount the written volume
 //! (`new_root::NewRoot`), run the configure steps on it ([`CONFIGURE_STEPS`]:
-//! fstab, then the OS configuration), postProvision scripts on this host
+//! fstab, then the OS configuration) and place the extension images,
+//! postProvision scripts on this host
 //! with `TARGET_ROOT` set to it, postConfigure scripts chrooted into it,
 //! the volume's boot files (the boot control, as a trait object), unmount.
 
@@ -18,6 +19,7 @@ use super::plan::StepPlan;
 use super::step::{blocking, script_phase};
 use crate::servicing::block_device::{BlockDevices, ResolvedDevice};
 use crate::servicing::boot_control::BootControl;
+use crate::servicing::extensions::{Staged, place};
 use crate::servicing::new_root::volume::VolumeRoot;
 use crate::servicing::new_root::{NewRoot, chroot, fstab};
 use crate::servicing::os_config;
@@ -73,6 +75,8 @@ pub struct NewRootRequest {
     pub path: PathBuf,
     /// A clean install (the ESP gets the bootloader too).
     pub install: bool,
+    /// Extension images to place in the new root (checked already).
+    pub extensions: Vec<Staged>,
 }
 
 /// Mount, grow, configure, postProvision and postConfigure scripts, the
@@ -88,6 +92,7 @@ pub async fn service_new_root(
 ) -> Result<(), TridentError> {
     let scripts = req.hc.scripts.clone();
     let install = req.install;
+    let extensions = req.extensions.clone();
     let phase = Phase::start("mount", "Mount the new root", Unit::Items, Some(1));
     let mounted = blocking(move || {
         let root = NewRoot::mount(&req.hc, &req.devices, &req.targets, req.volume, &req.path)?;
@@ -104,6 +109,7 @@ pub async fn service_new_root(
         Some(root) => Some(
             blocking(move || {
                 configure(&root.view())?;
+                place::into_root(&root.path, &extensions)?;
                 Ok(root)
             })
             .await?,

@@ -13,8 +13,14 @@
 
 use trident_host::config::HostConfiguration;
 
+use crate::servicing::extensions::EXTENSIONS_STEP;
 use crate::servicing::scripts::ServicingType;
-use crate::servicing::step_ids::{BOOT_FILES, CONFIGURE};
+use crate::servicing::step_ids::{APPLY, BOOT_FILES, CONFIGURE};
+
+/// Whether the configuration has extension images to stage.
+fn has_extensions(hc: &HostConfiguration) -> bool {
+    !hc.os.sysexts.is_empty() || !hc.os.confexts.is_empty()
+}
 
 /// The planned top-level phases of one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +59,11 @@ impl StepPlan {
         if kind == ServicingType::CleanInstall {
             steps.push("partition".to_owned());
         }
-        steps.extend(["download", "verify", "mount", CONFIGURE].map(str::to_owned));
+        steps.extend(["download", "verify"].map(str::to_owned));
+        if has_extensions(hc) {
+            steps.push(EXTENSIONS_STEP.to_owned());
+        }
+        steps.extend(["mount", CONFIGURE].map(str::to_owned));
         steps.extend(group(
             "postProvision",
             kind.selected(&scripts.post_provision),
@@ -65,6 +75,26 @@ impl StepPlan {
         steps.push(BOOT_FILES.to_owned());
         if halves == Halves::StageAndFinalize {
             steps.push("finalize".to_owned());
+        }
+        StepPlan { steps }
+    }
+
+    /// A runtime update (onto the running system, no reboot): validate,
+    /// preServicing scripts, the extension images, apply (place them,
+    /// netplan, merge again), postConfigure scripts.
+    pub fn runtime(hc: &HostConfiguration) -> StepPlan {
+        let kind = ServicingType::RuntimeUpdate;
+        let scripts = &hc.scripts;
+        let mut steps = vec!["validate".to_owned()];
+        if kind.selected(&scripts.pre_servicing) > 0 {
+            steps.push("scripts/preServicing".to_owned());
+        }
+        if has_extensions(hc) {
+            steps.push(EXTENSIONS_STEP.to_owned());
+        }
+        steps.push(APPLY.to_owned());
+        if kind.selected(&scripts.post_configure) > 0 {
+            steps.push("scripts/postConfigure".to_owned());
         }
         StepPlan { steps }
     }
@@ -182,6 +212,35 @@ storage:
                 "scripts/postConfigure",
                 "boot-files",
                 "finalize"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_runtime_update_plans_extensions_apply_and_its_scripts() {
+        let yaml = format!(
+            "{STORAGE}os:\n  confexts:\n  - {{ url: 'http://x/c.raw', sha384: {} }}\n\
+             scripts:\n  postConfigure:\n  - {{ name: b, runOn: [runtime-update], content: 'true' }}\n  \
+             - {{ name: c, runOn: [ab-update], content: 'true' }}\n",
+            "a".repeat(96)
+        );
+        let config = hc(&yaml);
+        assert_eq!(
+            StepPlan::runtime(&config).steps().collect::<Vec<_>>(),
+            ["validate", "extensions", "apply", "scripts/postConfigure"]
+        );
+        let install = StepPlan::servicing(&config, ServicingType::CleanInstall, Halves::Stage);
+        assert_eq!(
+            install.steps().collect::<Vec<_>>(),
+            [
+                "validate",
+                "partition",
+                "download",
+                "verify",
+                "extensions",
+                "mount",
+                "configure",
+                "boot-files"
             ]
         );
     }

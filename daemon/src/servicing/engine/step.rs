@@ -10,6 +10,7 @@ use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 
 use super::TRIDENT_VERSION;
 use super::runner::StepContext;
+use crate::servicing::extensions::{self, Staged, StagingDir};
 use crate::servicing::scripts::{self, ScriptEnv};
 
 /// A fresh Host Status row based on `current`, stamped with our version.
@@ -83,4 +84,21 @@ pub fn validate_phase(
         Arc::new(move || engine.host_status().ok()?.redacted().ok()?.to_yaml().ok()),
     );
     Ok(hc)
+}
+
+/// Stages the extension images of `os` in the operation's staging
+/// directory (those the running OS's `running` configuration placed on
+/// this host are used from there): the `extensions` phase. The directory
+/// goes when the returned guard is dropped.
+pub async fn stage_extensions(
+    ctx: &StepContext,
+    os: &trident_host::config::Os,
+    running: Option<&trident_host::config::Os>,
+) -> Result<(Vec<Staged>, StagingDir), TridentError> {
+    let staging = StagingDir::new(ctx.engine.extension_staging_dir(&ctx.operation_id));
+    let (dir, host_root) = (staging.path().to_path_buf(), ctx.engine.host_root.clone());
+    let (os, running) = (os.clone(), running.cloned());
+    let staged =
+        blocking(move || extensions::stage(&os, running.as_ref(), &host_root, &dir)).await?;
+    Ok((staged, staging))
 }

@@ -1,6 +1,7 @@
-//! A/B update: stage (new image into the inactive volume of each pair; the
+//! Update: what the new configuration needs ([`classify`]), then an A/B
+//! update, stage (new image into the inactive volume of each pair; the
 //! active volume is never opened for writing) and finalize (next boot =
-//! inactive volume, reboot).
+//! inactive volume, reboot), or a runtime update (`runtime_update`).
 
 use trident_host::config::HostConfiguration;
 use trident_host::status::{AbVolume, HostStatus, ServicingState};
@@ -11,25 +12,42 @@ use trident_telemetry::progress::{Phase, Unit};
 use super::new_root_step::{NewRootRequest, service_new_root};
 use super::plan::{Halves, StepPlan};
 use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
-use super::step::{blocking, next_status, script_phase, validate_phase};
-use super::{handoff, write};
+use super::step::{blocking, next_status, script_phase, stage_extensions, validate_phase};
+use super::{handoff, runtime_update, write};
 use crate::servicing::block_device::{self, BlockDevices, Targets};
+use crate::servicing::extensions::{self, ExtensionKind};
 use crate::servicing::new_storage;
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
 
 /// What a new configuration asks of a provisioned host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
-    /// Identical configuration.
+    /// Nothing to do: the same configuration (extension paths recorded
+    /// where the images were placed count as the same).
     None,
-    /// Same image, other settings changed (runtime update; unsupported).
+    /// Same image, and only what a runtime update applies changed: the
+    /// extension images, netplan, scripts, health checks.
     Runtime,
-    /// Another image.
+    /// Another image, or the same image with other OS settings (as
+    /// upstream: those are applied in the other volume).
     AbUpdate,
 }
 
-fn json(hc: &HostConfiguration) -> Result<serde_json::Value, TridentError> {
-    serde_json::to_value(hc).structured(Subkind::SerializeHostStatus)
+fn json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, TridentError> {
+    serde_json::to_value(value).structured(Subkind::SerializeHostStatus)
+}
+
+/// `hc` without what a runtime update applies.
+fn without_runtime_keys(hc: &HostConfiguration) -> Result<serde_json::Value, TridentError> {
+    let mut rest = hc.clone();
+    rest.os.sysexts.clear();
+    rest.os.confexts.clear();
+    rest.os.netplan = None;
+    rest.scripts = Default::default();
+    rest.health = Default::default();
+    // Only a clean install applies it (to the OS running the install).
+    rest.management_os = Default::default();
+    json(&rest)
 }
 
 /// Compares `new` with the provisioned configuration.
@@ -41,12 +59,19 @@ pub fn classify(
         (Some(a), Some(b)) => a == b && a.sha384 != trident_host::config::HASH_IGNORED,
         _ => false,
     };
-    Ok(if !same_image {
-        Change::AbUpdate
-    } else if json(current)? == json(new)? {
-        Change::None
-    } else {
+    if !same_image || without_runtime_keys(current)? != without_runtime_keys(new)? {
+        return Ok(Change::AbUpdate);
+    }
+    let runtime = ExtensionKind::ALL
+        .iter()
+        .any(|kind| extensions::changed(*kind, &current.os, &new.os))
+        || current.os.netplan != new.os.netplan
+        || json(&current.scripts)? != json(&new.scripts)?
+        || json(&current.health)? != json(&new.health)?;
+    Ok(if runtime {
         Change::Runtime
+    } else {
+        Change::None
     })
 }
 
@@ -77,13 +102,19 @@ fn provisioned(current: &HostStatus) -> Result<(AbVolume, &HostConfiguration), T
     Ok((active, running))
 }
 
+/// What the first half of an update did.
+enum Staged {
+    /// The configuration is already provisioned.
+    Nothing,
+    /// An A/B update staged: its Host Status and image hash.
+    Ab(Box<HostStatus>, String),
+    /// A runtime update, applied whole (Update only).
+    Runtime(Box<StepOutcome>),
+}
+
 /// UpdateStage (and the first half of Update, as `halves` says: the plan
-/// it declares). `Ok(None)`: nothing to do.
-async fn stage(
-    ctx: &StepContext,
-    yaml: &str,
-    halves: Halves,
-) -> Result<Option<(HostStatus, String)>, TridentError> {
+/// it declares).
+async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, TridentError> {
     let hc = validate_phase(ctx, yaml)?;
     let current = ctx.engine.host_status()?;
     let (active, running) = provisioned(&current)?;
@@ -91,14 +122,18 @@ async fn stage(
     match classify(&running, &hc)? {
         Change::None => {
             tracing::info!("the Host Configuration is already provisioned: nothing to update");
-            return Ok(None);
+            return Ok(Staged::Nothing);
         }
-        Change::Runtime => {
+        Change::Runtime if halves == Halves::Stage => {
             return Err(TridentError::new(
                 Subkind::UnsupportedFeature,
-                "The new Host Configuration keeps the image but changes other settings: \
-                 runtime updates are not supported (change image to do an A/B update)",
+                "The new Host Configuration needs a runtime update, which is applied in one \
+                 step: use Update (stage and finalize), not UpdateStage",
             ));
+        }
+        Change::Runtime => {
+            let outcome = runtime_update::apply(ctx, hc, &current, running, active).await?;
+            return Ok(Staged::Runtime(Box::new(outcome)));
         }
         Change::AbUpdate => {}
     }
@@ -142,6 +177,7 @@ async fn stage(
         blocking(move || write::write_image(&image.url, &image.sha384, &written)).await?;
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, false)).await?;
+    let (extensions, _staging) = stage_extensions(ctx, &hc.os, Some(&running.os)).await?;
     let new_root = NewRootRequest {
         hc: hc.clone(),
         devices,
@@ -149,15 +185,18 @@ async fn stage(
         volume: inactive,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
         install: false,
+        extensions: extensions.clone(),
     };
     service_new_root(ctx.engine.clone(), new_root, &env, &mut plan).await?;
 
+    let mut hc = hc;
+    hc.os = extensions::with_paths(&hc.os, &extensions);
     let mut status = next_status(&current);
     status.spec_old = Some(running);
     status.spec = Some(hc);
     status.servicing_state = ServicingState::AbUpdateStaged;
     status.staged_image_hash = Some(image_hash.clone());
-    Ok(Some((status, image_hash)))
+    Ok(Staged::Ab(Box::new(status), image_hash))
 }
 
 async fn finalize(
@@ -215,14 +254,15 @@ fn nothing_to_do() -> StepOutcome {
 /// UpdateStage.
 pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
     Ok(match stage(&ctx, &yaml, Halves::Stage).await? {
-        Some((status, hash)) => StepOutcome {
-            status: Some(status),
+        Staged::Ab(status, hash) => StepOutcome {
+            status: Some(*status),
             reboot: None,
             image_hash: Some(hash),
             servicing_kind: Some(ServicingKind::AbUpdate),
             keep_last_error: false,
         },
-        None => nothing_to_do(),
+        Staged::Runtime(outcome) => *outcome,
+        Staged::Nothing => nothing_to_do(),
     })
 }
 
@@ -233,11 +273,15 @@ pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepRe
     Ok(finalize(&ctx, &current, handling).await?)
 }
 
-/// Update: stage, commit the staged state, finalize.
+/// Update: stage, commit the staged state, finalize; a runtime update is
+/// applied whole.
 pub async fn update_step(ctx: StepContext, yaml: String, handling: RebootHandling) -> StepResult {
-    let Some((staged, _)) = stage(&ctx, &yaml, Halves::StageAndFinalize).await? else {
-        return Ok(nothing_to_do());
-    };
-    ctx.commit_status(&staged).await?;
-    Ok(finalize(&ctx, &staged, handling).await?)
+    match stage(&ctx, &yaml, Halves::StageAndFinalize).await? {
+        Staged::Nothing => Ok(nothing_to_do()),
+        Staged::Runtime(outcome) => Ok(*outcome),
+        Staged::Ab(staged, _) => {
+            ctx.commit_status(&staged).await?;
+            Ok(finalize(&ctx, &staged, handling).await?)
+        }
+    }
 }

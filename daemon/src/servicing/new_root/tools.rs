@@ -37,19 +37,25 @@ pub struct LoopDevice {
 
 impl LoopDevice {
     pub fn attach(backing: &str, offset: u64, size: u64) -> Result<LoopDevice, TridentError> {
-        let path = run_tool(
-            "losetup",
-            &[
-                "--find",
-                "--show",
-                "--offset",
-                &offset.to_string(),
-                "--sizelimit",
-                &size.to_string(),
-                backing,
-            ],
-            Subkind::MountNewRoot,
-        )?;
+        Self::losetup(&[
+            "--offset",
+            &offset.to_string(),
+            "--sizelimit",
+            &size.to_string(),
+            backing,
+        ])
+    }
+
+    /// A read-only loop device over the whole of `file` (an image that is
+    /// read, never written: its hash must not change).
+    pub fn attach_read_only(file: &Path) -> Result<LoopDevice, TridentError> {
+        Self::losetup(&["--read-only", &file.to_string_lossy()])
+    }
+
+    fn losetup(args: &[&str]) -> Result<LoopDevice, TridentError> {
+        let mut all = vec!["--find", "--show"];
+        all.extend_from_slice(args);
+        let path = run_tool("losetup", &all, Subkind::MountNewRoot)?;
         Ok(LoopDevice {
             path: PathBuf::from(path),
         })
@@ -86,16 +92,27 @@ impl MountGuard {
         fs_type: &str,
         target: &Path,
     ) -> Result<MountGuard, TridentError> {
+        Self::mount_with(device, &["-t", fs_type], target)
+    }
+
+    /// Mounts read-only, the filesystem type detected by `mount`.
+    pub fn mount_read_only(device: LoopDevice, target: &Path) -> Result<MountGuard, TridentError> {
+        Self::mount_with(device, &["-o", "ro"], target)
+    }
+
+    fn mount_with(
+        device: LoopDevice,
+        options: &[&str],
+        target: &Path,
+    ) -> Result<MountGuard, TridentError> {
         std::fs::create_dir_all(target).structured_msg(
             Subkind::MountNewRoot,
             format!("Cannot create mount point {}", target.display()),
         )?;
-        let target_str = target.to_string_lossy().into_owned();
-        run_tool(
-            "mount",
-            &["-t", fs_type, &device.path_str(), &target_str],
-            Subkind::MountNewRoot,
-        )?;
+        let (source, target_str) = (device.path_str(), target.to_string_lossy().into_owned());
+        let mut args = options.to_vec();
+        args.extend([source.as_str(), target_str.as_str()]);
+        run_tool("mount", &args, Subkind::MountNewRoot)?;
         Ok(MountGuard {
             mounted: Some(target.to_path_buf()),
             device,

@@ -9,6 +9,7 @@
 //! read (additional files) last, so a user's files cannot be overwritten by
 //! a later step.
 
+pub mod agent;
 pub mod files;
 pub mod hostname;
 pub mod kernel_cmdline;
@@ -46,9 +47,11 @@ pub fn apply(root: &Path, os: &Os) -> Result<(), OsConfigError> {
     Ok(())
 }
 
-/// The configure step of the mounted new root (`engine::new_root_step::CONFIGURE_STEPS`).
+/// The configure step of the mounted new root (`engine::new_root_step::CONFIGURE_STEPS`):
+/// `os.*`, then `trident.disable`.
 pub fn configure_step(root: &VolumeRoot<'_>) -> Result<(), TridentError> {
     apply(root.path, &root.hc.os)?;
+    agent::apply(root.path, root.hc.trident.disable)?;
     Ok(())
 }
 
@@ -64,6 +67,8 @@ pub fn refuse_without_new_root(os: &Os) -> Result<(), TridentError> {
         ("os.users", !os.users.is_empty()),
         ("os.services", os.services != Default::default()),
         ("os.additionalFiles", !os.additional_files.is_empty()),
+        ("os.sysexts", !os.sysexts.is_empty()),
+        ("os.confexts", !os.confexts.is_empty()),
     ];
     match used.iter().find(|(_, set)| *set) {
         Some((key, _)) => Err(OsConfigError::refused(

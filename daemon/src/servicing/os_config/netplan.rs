@@ -4,34 +4,65 @@
 
 use std::path::Path;
 
+use trident_host::{Subkind, TridentError};
+
 use super::root_fs::{OsConfigError, write_file};
+use crate::servicing::new_root::tools::run_tool;
+
+pub use trident_host::config::NETPLAN_FILE;
 
 const KEY: &str = "os.netplan";
-/// Where the configuration goes; sorts after the image's own files so its
-/// values win.
-pub const NETPLAN_FILE: &str = "etc/netplan/99-trident.yaml";
 
 pub fn apply(
     root: &Path,
     netplan: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), OsConfigError> {
-    // Upstream's contract: a netplan document with `version: 2` (the only
-    // version netplan has).
-    if netplan.get("version").and_then(serde_json::Value::as_u64) != Some(2) {
-        return Err(OsConfigError::refused(
-            format!("{KEY}.version"),
-            "netplan needs 'version: 2'",
+    let text = trident_host::config::netplan_file_text(netplan).map_err(|why| {
+        let key = if why.contains("version") {
+            format!("{KEY}.version")
+        } else {
+            KEY.to_owned()
+        };
+        OsConfigError::refused(key, why)
+    })?;
+    write_file(&root.join(NETPLAN_FILE), text.as_bytes(), 0o600, KEY)
+}
+
+/// Runtime update: `os.netplan` (or its removal) on the RUNNING system at
+/// `host_root`, then `netplan apply`, as upstream's runtime update does.
+/// The one place this module touches the running system; only when the
+/// daemon runs on it (`--host-root /`): netplan applies to the network
+/// namespace it runs in.
+pub fn apply_running(
+    host_root: &Path,
+    netplan: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Result<(), TridentError> {
+    if host_root != Path::new("/") {
+        return Err(TridentError::new(
+            Subkind::ApplyRuntimeUpdate,
+            format!(
+                "Host Configuration key '{KEY}': netplan is applied only to the system the \
+                 daemon runs on (--host-root is {})",
+                host_root.display()
+            ),
         ));
     }
-    let text =
-        serde_saphyr::to_string(&serde_json::json!({ "network": netplan })).map_err(|e| {
-            OsConfigError::refused(
-                KEY,
-                format!("cannot write the netplan document as YAML: {e}"),
-            )
-        })?;
-    let text = format!("# Written by Trident from the Host Configuration (os.netplan).\n{text}");
-    write_file(&root.join(NETPLAN_FILE), text.as_bytes(), 0o600, KEY)
+    match netplan {
+        Some(netplan) => apply(host_root, netplan)?,
+        None => match std::fs::remove_file(host_root.join(NETPLAN_FILE)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(TridentError::with_source(
+                    Subkind::ApplyRuntimeUpdate,
+                    format!("Cannot remove /{NETPLAN_FILE}"),
+                    e,
+                ));
+            }
+        },
+    }
+    run_tool("netplan", &["apply"], Subkind::ApplyRuntimeUpdate)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The long VM scenarios (QEMU + OVMF under TCG: minutes each), one at a
+# time, each under the machine's VM lock (`flock /tmp/trident-vm.lock`),
+# then a results table (scenario, result, duration, log).
+#
+#   bash scripts/vm-matrix.sh                 # every scenario
+#   bash scripts/vm-matrix.sh install-update  # only the ones named
+#   bash scripts/vm-matrix.sh --list          # the scenario names
+#
+# Every scenario is an `#[ignore]`d test of the e2e crate run by nextest
+# with `--run-ignored only`; they share the cached test-OS build (the
+# Debian root filesystem in /var/cache/trident-vm, see tests/README.md), so
+# only the first one pays for it. Binaries are built once, first
+# (`cargo build --workspace --bins`). Logs: target/vm-artifacts/matrix/
+# SCENARIO.log; serial logs stay where each test puts them
+# (target/vm-artifacts/).
+#
+# Adding a scenario: write its test, then one function `scenario_NAME`
+# (dashes in NAME become underscores) that runs it with `run_vm_test`, and
+# add NAME to SCENARIOS below with a one-line description.
+#
+# Environment: VM_LOCK (default /tmp/trident-vm.lock), CARGO_BUILD_JOBS
+# (default 2), NEXTEST_ARGS (extra nextest arguments).
+
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+VM_LOCK="${VM_LOCK:-/tmp/trident-vm.lock}"
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
+export NEXTEST_ARGS="${NEXTEST_ARGS:-}"
+LOG_DIR="$REPO/target/vm-artifacts/matrix"
+
+# name | what it shows
+SCENARIOS=(
+    "install-update|an installer VM installs v1, A/B updates to v2, a failing update rolls back; the host's timeline across reboots"
+    "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
+    "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
+)
+
+# Runs the ignored e2e test TEST of test file FILE (tests/tests/FILE.rs).
+run_vm_test() {
+    local file="$1" test="$2"
+    # shellcheck disable=SC2086 # NEXTEST_ARGS is a word list on purpose
+    cargo nextest run -p trident-e2e --test "$file" --run-ignored only \
+        --no-capture --no-fail-fast ${NEXTEST_ARGS:-} -E "test(=$test)"
+}
+
+scenario_install_update() {
+    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+}
+
+scenario_stream_disk_boot() {
+    run_vm_test vm_scenario a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext
+}
+
+scenario_runtime_update() {
+    run_vm_test vm_runtime_update a_runtime_update_merges_an_extension_on_the_running_guest_and_another_removes_it
+}
+
+usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
+
+list() {
+    local entry
+    for entry in "${SCENARIOS[@]}"; do
+        printf '%-20s %s\n' "${entry%%|*}" "${entry#*|}"
+    done
+}
+
+known() {
+    local entry
+    for entry in "${SCENARIOS[@]}"; do
+        [ "${entry%%|*}" = "$1" ] && return 0
+    done
+    return 1
+}
+
+selected=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --list) list; exit 0 ;;
+    -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+    *)
+        known "$1" || { echo "unknown scenario '$1'; known:" >&2; list >&2; exit 2; }
+        selected+=("$1")
+        shift
+        ;;
+    esac
+done
+if [ ${#selected[@]} -eq 0 ]; then
+    for entry in "${SCENARIOS[@]}"; do selected+=("${entry%%|*}"); done
+fi
+
+command -v cargo-nextest >/dev/null || { echo "cargo-nextest is needed (scripts/test.sh installs it)" >&2; exit 1; }
+mkdir -p "$LOG_DIR"
+echo "==> cargo build --workspace --bins"
+cargo build --workspace --bins --quiet
+
+results=()
+failed=0
+for name in "${selected[@]}"; do
+    log="$LOG_DIR/$name.log"
+    echo "==> $name (waiting for $VM_LOCK; log: ${log#"$REPO"/})"
+    started=$(date +%s)
+    # The function runs in a child bash that holds the lock; `declare -f`
+    # hands it the scenario's function and run_vm_test.
+    if flock "$VM_LOCK" bash -c "set -euo pipefail; $(declare -f run_vm_test "scenario_${name//-/_}"); scenario_${name//-/_}" \
+        > >(tee "$log") 2>&1; then
+        result=passed
+    else
+        result=FAILED
+        failed=$((failed + 1))
+    fi
+    elapsed=$(($(date +%s) - started))
+    results+=("$(printf '%-20s %-7s %5dm%02ds  %s' "$name" "$result" $((elapsed / 60)) $((elapsed % 60)) "${log#"$REPO"/}")")
+done
+
+printf '\n%-20s %-7s %9s  %s\n' scenario result duration log
+for line in "${results[@]}"; do echo "$line"; done
+printf 'load now: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$failed" -eq 0 ]

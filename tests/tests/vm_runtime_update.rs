@@ -1,0 +1,243 @@
+//! Runtime updates on a real running guest (the VM matrix's
+//! `runtime-update` scenario; `#[ignore]`d: it boots a UEFI VM under TCG).
+//!
+//! The test OS v1 is written with StreamDisk onto a disk and given a
+//! datastore that says it is provisioned with v1's configuration (written
+//! into its root filesystem with debugfs before the boot: what an install
+//! would have left). Booted, its tridentd (from the `trident.raw` system
+//! extension) is reached through the reverse-connect proxy, and:
+//!
+//! 1. `GetRequiredServicingType` of v1's configuration plus a system
+//!    extension (served over HTTP by the test) says RUNTIME_UPDATE;
+//! 2. `Update` applies it with live progress (`extensions`, `apply`,
+//!    `scripts/postConfigure`) and no reboot (same boot id,
+//!    REBOOT_NOT_REQUIRED); the guest's `systemd-sysext refresh` merges it,
+//!    and a `runOn: runtime-update` postConfigure script reading the
+//!    extension's file on the running guest prints its content to the
+//!    servicing stream;
+//! 3. a second `Update` without the extension removes it: the same script
+//!    finds the file gone.
+//!
+//! A system extension rather than a configuration extension: the test OS
+//! is Debian bookworm, whose systemd (252) has `systemd-sysext` but not
+//! `systemd-confext` (254). The daemon drives both the same way
+//! (`servicing::extensions`); `servicing_extensions.rs` covers confexts on
+//! disk-image targets.
+
+#![allow(clippy::unwrap_used)]
+
+mod vm_orchestrator;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use trident_cosi::gpt::Gpt;
+use trident_e2e::fixture::AbHostConfig;
+use trident_e2e::test_os::{self, TestOs};
+use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
+use trident_host::datastore::Datastore;
+use trident_host::status::{AbVolume, HostStatus, ServicingState};
+use trident_proto::v1::{
+    FinalizeUpdateRequest, HostConfiguration, RebootStatus, ServicingKind, StageUpdateRequest,
+    UpdateRequest, update_service_client::UpdateServiceClient,
+};
+use trident_proto::v1preview;
+use vm_orchestrator::{Followed, HttpServer, follow_logging, start_servicing, stream_disk};
+
+/// Generous: TCG on a loaded 2-core machine.
+const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(180);
+/// The extension's file and what it holds.
+const EXTENSION_FILE: &str = "usr/share/trident-test/hello";
+const EXTENSION_TEXT: &str = "hello from the runtime extension";
+/// What the postConfigure script prints when the file is not there.
+const ABSENT: &str = "extension file absent";
+
+/// v1's configuration as the guest's datastore records it, plus `extra`.
+fn guest_config(os: &TestOs, http: &HttpServer, extra: &str) -> String {
+    let cosi = os.cosi.path.file_name().unwrap().to_string_lossy();
+    AbHostConfig::new(format!("http://10.0.2.2:{}/{cosi}", http.port), "/dev/vda")
+        .sha384(&os.cosi.metadata_sha384)
+        .sizes("160M", "700M")
+        .extra(extra)
+        .yaml()
+}
+
+/// The script that shows, on the servicing stream, what the running guest
+/// has at the extension's path after the runtime update's merge.
+fn show_script() -> String {
+    format!(
+        "scripts:\n  postConfigure:\n  - name: show-extension-file\n    runOn: [runtime-update]\n    \
+         content: 'cat /{EXTENSION_FILE} 2>/dev/null || echo \"{ABSENT}\"'\n"
+    )
+}
+
+/// A system extension for the test OS (its os-release's ID and VERSION_ID,
+/// as systemd-sysext wants) named `hello`, in `dir`; returns its SHA-384.
+fn build_extension(os: &TestOs, dir: &Path) -> String {
+    let tree = dir.join("hello-tree");
+    let field = |key: &str| {
+        os.os_release
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(|v| v.trim_matches('"').to_owned())
+    };
+    let mut release = format!("ID={}\n", field("ID").unwrap());
+    if let Some(version) = field("VERSION_ID") {
+        release.push_str(&format!("VERSION_ID={version}\n"));
+    }
+    let release_dir = tree.join("usr/lib/extension-release.d");
+    fs::create_dir_all(&release_dir).unwrap();
+    fs::write(release_dir.join("extension-release.hello"), release).unwrap();
+    let file = tree.join(EXTENSION_FILE);
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, format!("{EXTENSION_TEXT}\n")).unwrap();
+    let image = dir.join("hello.raw");
+    let status = Command::new("mksquashfs")
+        .arg(&tree)
+        .arg(&image)
+        .args(["-quiet", "-no-progress", "-all-root", "-noappend"])
+        .status()
+        .unwrap();
+    assert!(status.success(), "mksquashfs");
+    trident_cosi::hash::sha384_hex(&fs::read(&image).unwrap())
+}
+
+/// Writes a datastore saying the host is provisioned with `config` on
+/// volume A into the root filesystem of the StreamDisk'd `disk`.
+fn provision_datastore(disk: &Path, config: &str, work: &Path) {
+    let status = HostStatus {
+        spec: Some(trident_host::config::parse(config).unwrap()),
+        servicing_state: ServicingState::Provisioned,
+        ab_active_volume: Some(AbVolume::VolumeA),
+        ..HostStatus::default()
+    };
+    let file = work.join("guest-datastore.sqlite");
+    {
+        let mut ds = Datastore::open(&file).unwrap();
+        ds.save_status(&status, None).unwrap();
+    }
+    let size = fs::metadata(disk).unwrap().len();
+    let gpt = Gpt::read_and_verify(&fs::File::open(disk).unwrap(), 512, size - size % 512).unwrap();
+    let root = gpt.partitions().iter().find(|e| e.name == "root").unwrap();
+    let target = format!("{}?offset={}", disk.display(), root.start_offset(512));
+    for request in [
+        "mkdir /var/lib/trident".to_owned(),
+        format!("write {} /var/lib/trident/datastore.sqlite", file.display()),
+    ] {
+        let out = Command::new("debugfs")
+            .args(["-w", "-R", &request, &target])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "debugfs {request}: {out:?}");
+    }
+}
+
+/// The log target of [`show_script`]'s output lines.
+const SCRIPT_TARGET: &str = "script::show-extension-file";
+
+/// Update to `config` through `guest` (following the live progress).
+async fn runtime_update(guest: &Path, what: &str, config: String) -> Followed {
+    let channel = trident_e2e::uds_channel(guest).await.unwrap();
+    let client = UpdateServiceClient::new(channel);
+    let request = UpdateRequest {
+        stage: Some(StageUpdateRequest {
+            config: Some(HostConfiguration { config }),
+        }),
+        finalize: Some(FinalizeUpdateRequest { reboot: None }),
+    };
+    let stream = start_servicing(|| {
+        let (mut client, request) = (client.clone(), request.clone());
+        async move { client.update(request).await }
+    })
+    .await;
+    follow_logging(what, stream, Some(SCRIPT_TARGET)).await
+}
+
+async fn boot_id(guest: &Path) -> String {
+    trident_e2e::version(guest).await.unwrap().boot_id
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh runtime-update"]
+async fn a_runtime_update_merges_an_extension_on_the_running_guest_and_another_removes_it() {
+    let artifacts = vm::artifacts_dir("runtime_update").unwrap();
+    let work = tempfile::Builder::new()
+        .prefix("trident-vm-runtime-")
+        .tempdir()
+        .unwrap();
+    let sysext = test_os::build_sysext(work.path()).unwrap();
+    let v1 = test_os::build_test_os("v1", &sysext, work.path()).unwrap();
+    let served: PathBuf = work.path().join("served");
+    fs::create_dir_all(&served).unwrap();
+    let hello_sha = build_extension(&v1, &served);
+    let http = HttpServer::start(&served);
+
+    let disk = work.path().join("disk.img");
+    fs::File::create(&disk)
+        .unwrap()
+        .set_len(v1.cosi.disk_size + (256 << 20))
+        .unwrap();
+    stream_disk(&v1, &disk).await;
+    let provisioned = guest_config(&v1, &http, "");
+    provision_datastore(&disk, &provisioned, work.path());
+
+    let mut vm = Vm::start(
+        VmSpec::new("runtime-update", &artifacts)
+            .disk(&disk)
+            .orchestrator(&v1.rcp),
+    )
+    .unwrap();
+    vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT).await.unwrap();
+    let guest = vm.forward_tridentd().unwrap();
+    guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
+    let boot = boot_id(guest.path()).await;
+
+    let with_hello = guest_config(
+        &v1,
+        &http,
+        &format!(
+            "{}os:\n  sysexts:\n  - url: http://10.0.2.2:{}/hello.raw\n    sha384: {hello_sha}\n",
+            show_script(),
+            http.port
+        ),
+    );
+    assert_eq!(
+        trident_e2e::required_servicing_type(guest.path(), &with_hello)
+            .await
+            .unwrap(),
+        v1preview::ServicingType::RuntimeUpdate
+    );
+
+    let added = runtime_update(guest.path(), "runtime update (add)", with_hello).await;
+    assert_eq!(
+        added.completed.servicing_kind,
+        Some(ServicingKind::RuntimeUpdate as i32)
+    );
+    assert_eq!(
+        added.completed.reboot_status(),
+        RebootStatus::RebootNotRequired
+    );
+    for phase in ["extensions", "apply", "scripts/postConfigure"] {
+        assert!(
+            added.phases.iter().any(|p| p == phase),
+            "{phase} in {:?}",
+            added.phases
+        );
+    }
+    assert_eq!(added.logs, [EXTENSION_TEXT], "merged on the running guest");
+    assert_eq!(boot_id(guest.path()).await, boot, "no reboot");
+
+    let without = guest_config(&v1, &http, &show_script());
+    let removed = runtime_update(guest.path(), "runtime update (remove)", without).await;
+    assert_eq!(
+        removed.completed.servicing_kind,
+        Some(ServicingKind::RuntimeUpdate as i32)
+    );
+    assert_eq!(removed.logs, [ABSENT], "unmerged on the running guest");
+    assert_eq!(boot_id(guest.path()).await, boot, "no reboot");
+    vm.stop();
+    println!("serial log kept at {}", vm.serial_log().display());
+}
