@@ -253,12 +253,14 @@ uki)
     mcopy -i "$ESP" "$SYSTEMD_BOOT" ::/EFI/BOOT/BOOTX64.EFI
     mcopy -i "$ESP" "$SYSTEMD_BOOT" ::/EFI/systemd/systemd-bootx64.efi
     printf '%s' "$CMDLINE" >"$WORK/cmdline"
-    # systemd 252's stub: sections at the VMAs its documentation gives.
+    # systemd 252's stub: sections at the VMAs its documentation gives, the
+    # initrd after the kernel (rounded up to 1 MiB), whatever its size.
+    INITRD_VMA=$(printf '0x%x' $(( (0x2000000 + $(stat -c %s "$KERNEL") + 0xfffff) & ~0xfffff )))
     objcopy \
         --add-section .osrel="$ROOT/usr/lib/os-release" --change-section-vma .osrel=0x20000 \
         --add-section .cmdline="$WORK/cmdline" --change-section-vma .cmdline=0x30000 \
         --add-section .linux="$KERNEL" --change-section-vma .linux=0x2000000 \
-        --add-section .initrd="$INITRD" --change-section-vma .initrd=0x3000000 \
+        --add-section .initrd="$INITRD" --change-section-vma .initrd="$INITRD_VMA" \
         "$ROOT/usr/lib/systemd/boot/efi/linuxx64.efi.stub" "$WORK/uki.efi"
     mcopy -i "$ESP" "$WORK/uki.efi" "::/EFI/Linux/trident-test-$VERSION.efi"
     printf 'timeout 0\neditor no\n' >"$WORK/loader.conf"
