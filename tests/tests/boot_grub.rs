@@ -16,6 +16,8 @@ mod servicing_support;
 
 use mini_os::{MiniBoot, fake_loader};
 use servicing_support::{Clients, Fixture};
+use trident_cosi::writer::FixtureOutput;
+use trident_e2e::Daemon;
 
 /// (label, `\EFI\...` path) of a `Boot####` load option, read from the
 /// UEFI spec layout: attributes, path length, UTF-16 description, path.
@@ -46,17 +48,24 @@ fn u16s(bytes: Option<Vec<u8>>) -> Vec<u16> {
         .collect()
 }
 
+/// A blank disk, the mini OS v1 (GRUB) and v2 (booting as `v2_boot`),
+/// and a daemon with `--boot-control uefi`.
+async fn setup(v2_boot: MiniBoot) -> (Fixture, [FixtureOutput; 2], Daemon) {
+    let f = Fixture::new();
+    let v1 = mini_os::build_with(f.dir.path(), "v1", MiniBoot::Grub);
+    let v2 = mini_os::build_with(f.dir.path(), "v2", v2_boot);
+    let d = mini_os::uefi_daemon(f.dir.path()).await;
+    (f, [v1, v2], d)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_grub_image_gets_a_directory_and_a_boot_option_per_volume() {
     if !mini_os::running_as_root() {
         eprintln!("SKIP: needs root (loop devices, mount)");
         return;
     }
-    let f = Fixture::new();
+    let (f, [v1, v2], d) = setup(MiniBoot::Grub).await;
     let dir = f.dir.path();
-    let v1 = mini_os::build_with(dir, "v1", MiniBoot::Grub);
-    let v2 = mini_os::build_with(dir, "v2", MiniBoot::Grub);
-    let d = mini_os::uefi_daemon(dir).await;
     let mut c = Clients::new(&d).await;
     let os = "os:\n  kernelCommandLine:\n    extraCommandLine: [quiet]\n";
     c.install(&f.config(&v1, os)).await.assert_success();
@@ -146,11 +155,8 @@ async fn an_update_cannot_switch_from_grub_to_systemd_boot_and_writes_nothing() 
         eprintln!("SKIP: needs root (loop devices, mount)");
         return;
     }
-    let f = Fixture::new();
+    let (f, [v1, v2], d) = setup(MiniBoot::Type1).await;
     let dir = f.dir.path();
-    let v1 = mini_os::build_with(dir, "v1", MiniBoot::Grub);
-    let v2 = mini_os::build(dir, "v2");
-    let d = mini_os::uefi_daemon(dir).await;
     let mut c = Clients::new(&d).await;
     c.install(&f.config(&v1, "")).await.assert_success();
     mini_os::set_boot_current(dir, u16s(mini_os::global_var(dir, "BootNext"))[0]);

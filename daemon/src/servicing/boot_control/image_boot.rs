@@ -160,39 +160,34 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_uki_through_a_config_entry_is_refused_naming_the_key() {
-        let error = boot_kind(&metadata(
-            r#"{"type": "systemd-boot", "systemdBoot": {"entries": [
-                {"type": "uki-config", "path": "/boot/efi/loader/entries/a.conf",
-                 "cmdline": "", "kernel": "6.6"}]}}"#,
-        ))
+    /// The refusal of a systemd-boot image whose one entry has `entry_type`
+    /// and `path`: its message.
+    fn refused(entry_type: &str, path: &str) -> String {
+        let error = boot_kind(&metadata(&format!(
+            r#"{{"type": "systemd-boot", "systemdBoot": {{"entries": [
+                {{"type": "{entry_type}", "path": "{path}", "cmdline": "", "kernel": "6.6"}}]}}}}"#
+        )))
         .unwrap_err();
         assert_eq!(error.subkind(), Subkind::UnsupportedBootloader);
+        error.message().to_owned()
+    }
+
+    #[test]
+    fn a_uki_through_a_config_entry_is_refused_naming_the_key() {
+        let message = refused("uki-config", "/boot/efi/loader/entries/a.conf");
         assert!(
-            error
-                .message()
+            message
                 .starts_with("metadata.json: bootloader.systemdBoot.entries[0].type: uki-config"),
-            "{}",
-            error.message()
+            "{message}"
         );
     }
 
     #[test]
     fn a_uki_off_the_esp_is_refused_naming_its_path() {
-        let error = boot_kind(&metadata(
-            r#"{"type": "systemd-boot", "systemdBoot": {"entries": [
-                {"type": "uki-standalone", "path": "/usr/lib/os.efi",
-                 "cmdline": "", "kernel": "6.6"}]}}"#,
-        ))
-        .unwrap_err();
-        assert_eq!(error.subkind(), Subkind::UnsupportedBootloader);
+        let message = refused("uki-standalone", "/usr/lib/os.efi");
         assert!(
-            error
-                .message()
-                .contains("bootloader.systemdBoot.entries[0].path"),
-            "{}",
-            error.message()
+            message.contains("bootloader.systemdBoot.entries[0].path"),
+            "{message}"
         );
         assert_eq!(esp_relative("/boot/efi/../etc/x"), None);
         assert_eq!(

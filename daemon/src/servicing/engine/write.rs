@@ -4,20 +4,21 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use trident_cosi::metadata::PART_TYPE_ESP;
 use trident_cosi::{
     CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind, RegionReader, RegistryFailure,
 };
+use trident_host::config::HostConfiguration;
 use trident_host::status::HostStatus;
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::Engine;
+use super::runner::StepContext;
 use super::step::blocking;
 use crate::servicing::block_device::ResolvedDevice;
 use crate::servicing::boot_control::image_boot::{self, BootKind, ImageBoot};
+use crate::servicing::new_storage;
 
 /// `result.cosi()?`: maps a COSI error with [`cosi_error`], located at the
 /// caller. Use this instead of `map_err(cosi_error)`: a `#[track_caller]`
@@ -99,20 +100,27 @@ impl trident_cosi::Progress for PhaseProgress<'_> {
 }
 
 /// The write step of install and A/B update: [`write_image`] of the Host
-/// Configuration's image into `written`, the engine's boot control
-/// checking the image against `current` and getting the image's ESP when
-/// it needs it (copied next to the operation's new root, removed with it).
+/// Configuration's image into the `targets` that take an image, the
+/// engine's boot control checking the image against `current` and getting
+/// the image's ESP when it needs it (copied next to the operation's new
+/// root, removed with it).
 pub async fn write_step(
-    engine: Arc<Engine>,
+    ctx: &StepContext,
     current: &HostStatus,
-    operation_id: &str,
-    image: trident_host::config::Image,
-    written: BTreeMap<String, ResolvedDevice>,
+    hc: &HostConfiguration,
+    targets: &BTreeMap<String, ResolvedDevice>,
 ) -> Result<WrittenImage, TridentError> {
-    let esp_copy = engine
-        .boot
-        .wants_image_esp()
-        .then(|| engine.new_root_dir(operation_id).with_extension("esp.img"));
+    let image = hc
+        .image
+        .clone()
+        .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
+    let written = new_storage::image_targets(hc, targets);
+    let engine = ctx.engine.clone();
+    let esp_copy = engine.boot.wants_image_esp().then(|| {
+        engine
+            .new_root_dir(&ctx.operation_id)
+            .with_extension("esp.img")
+    });
     let current = current.clone();
     blocking(move || {
         let check = |kind: &BootKind| engine.boot.check_image(&current, kind);
