@@ -79,6 +79,7 @@ declare -A APT_FOR_COMMAND=(
     [debugfs]=e2fsprogs
     [mkfs.vfat]=dosfstools
     [mcopy]=mtools
+    [objcopy]=binutils                  # VM test OS with a UKI (build-image.sh --bootloader uki)
     [mksquashfs]=squashfs-tools
     [strip]=binutils
     [socat]=socat                       # QEMU guestfwd to the reverse-connect listener (tests/src/vm.rs)

@@ -33,7 +33,9 @@ LOG_DIR="$REPO/target/vm-artifacts/matrix"
 
 # name | what it shows
 SCENARIOS=(
-    "install-update|an installer VM installs v1, A/B updates to v2, a failing update rolls back; the host's timeline across reboots"
+    "install-update|an installer VM installs v1, A/B updates to v2, a failing update rolls back; the host's timeline across reboots (shim + GRUB: BootNext trial, BootOrder at commit)"
+    "uki|install-update on a UKI image: systemd-boot starts each volume's copy of the image's Unified Kernel Image"
+    "type1|install-update on systemd-boot Type 1 entries (kernel + initrd), the trial a LoaderEntryOneShot"
     "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
     "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
 )
@@ -47,6 +49,17 @@ run_vm_test() {
 }
 
 scenario_install_update() {
+    export TRIDENT_VM_BOOTLOADER=grub
+    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+}
+
+scenario_uki() {
+    export TRIDENT_VM_BOOTLOADER=uki
+    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+}
+
+scenario_type1() {
+    export TRIDENT_VM_BOOTLOADER=systemd-boot
     run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 

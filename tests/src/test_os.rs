@@ -91,10 +91,43 @@ impl RcpPki {
     }
 }
 
+/// How a test OS boots (`tests/vm/build-image.sh --bootloader`), which the
+/// COSI's bootloader metadata says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestBootloader {
+    /// systemd-boot with a Type 1 entry (kernel + initrd).
+    SystemdBoot,
+    /// Debian's signed shim + GRUB (Azure Linux's layout).
+    Grub,
+    /// systemd-boot with a Unified Kernel Image.
+    Uki,
+}
+
+impl TestBootloader {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::SystemdBoot => "systemd-boot",
+            Self::Grub => "grub",
+            Self::Uki => "uki",
+        }
+    }
+
+    /// From `TRIDENT_VM_BOOTLOADER` (default: GRUB, the Azure Linux default).
+    pub fn from_env() -> anyhow::Result<Self> {
+        match std::env::var("TRIDENT_VM_BOOTLOADER").as_deref() {
+            Err(_) | Ok("grub") => Ok(Self::Grub),
+            Ok("systemd-boot") => Ok(Self::SystemdBoot),
+            Ok("uki") => Ok(Self::Uki),
+            Ok(other) => bail!("TRIDENT_VM_BOOTLOADER={other}: grub, systemd-boot or uki"),
+        }
+    }
+}
+
 /// One built version of the test OS.
 #[derive(Debug, Clone)]
 pub struct TestOs {
     pub version: String,
+    pub bootloader: TestBootloader,
     /// Its `/etc/os-release`.
     pub os_release: String,
     pub esp_image: PathBuf,
@@ -116,20 +149,28 @@ fn read_env(path: &Path) -> anyhow::Result<HashMap<String, String>> {
         .collect())
 }
 
-/// Builds test OS `version` with `sysext` in `dir/<version>/` and packs it
-/// as `dir/<version>.cosi`. Its `trident-rcp` dials the orchestrator of
-/// `dir`'s [`RcpPki`].
-pub fn build_test_os(version: &str, sysext: &Path, dir: &Path) -> anyhow::Result<TestOs> {
+/// Builds test OS `version` booting with `bootloader`, with `sysext`, in
+/// `dir/<version>/` and packs it as `dir/<version>.cosi`, with the
+/// matching bootloader metadata. Its `trident-rcp` dials the orchestrator
+/// of `dir`'s [`RcpPki`].
+pub fn build_test_os(
+    version: &str,
+    bootloader: TestBootloader,
+    sysext: &Path,
+    dir: &Path,
+) -> anyhow::Result<TestOs> {
     let out = dir.join(version);
     let rcp = RcpPki::in_dir(dir)?;
     run(
-        &format!("test OS {version} (build-image.sh)"),
+        &format!("test OS {version} {} (build-image.sh)", bootloader.as_str()),
         Command::new("bash")
             .arg(repo_root().join("tests/vm/build-image.sh"))
             .arg("--sysext")
             .arg(sysext)
             .arg("--rcp")
             .arg(&rcp.dir)
+            .arg("--bootloader")
+            .arg(bootloader.as_str())
             .arg(version)
             .arg(&out),
     )?;
@@ -176,17 +217,7 @@ pub fn build_test_os(version: &str, sysext: &Path, dir: &Path) -> anyhow::Result
         lba_size: 512,
         zstd_level: writer::DEFAULT_ZSTD_LEVEL,
         os_release: os_release.clone(),
-        bootloader: Bootloader {
-            bootloader_type: BootloaderType::SystemdBoot,
-            systemd_boot: Some(SystemdBoot {
-                entries: vec![SystemdBootEntry {
-                    entry_type: SystemdBootEntryType::Config,
-                    path: get("BOOT_ENTRY")?,
-                    kernel: get("KERNEL_RELEASE")?,
-                    cmdline: get("CMDLINE")?,
-                }],
-            }),
-        },
+        bootloader: bootloader_metadata(bootloader, &get)?,
     };
     let started = Instant::now();
     let cosi = writer::pack_images(&spec, &dir.join(format!("{version}.cosi")))?;
@@ -198,11 +229,42 @@ pub fn build_test_os(version: &str, sysext: &Path, dir: &Path) -> anyhow::Result
     );
     Ok(TestOs {
         version: version.to_owned(),
+        bootloader,
         os_release,
         esp_image: spec.partitions[0].image.clone(),
         root_image: spec.partitions[1].image.clone(),
         root_fs_uuid,
         cosi,
         rcp,
+    })
+}
+
+/// The COSI's bootloader section for a test OS, as upstream's COSI 1.2
+/// documents it: `grub` alone, or `systemd-boot` with the image's entry
+/// (a Type 1 `config` or a `uki-standalone`), from its `image.env`.
+fn bootloader_metadata(
+    bootloader: TestBootloader,
+    get: &dyn Fn(&str) -> anyhow::Result<String>,
+) -> anyhow::Result<Bootloader> {
+    let entry_type = match bootloader {
+        TestBootloader::Grub => {
+            return Ok(Bootloader {
+                bootloader_type: BootloaderType::Grub,
+                systemd_boot: None,
+            });
+        }
+        TestBootloader::SystemdBoot => SystemdBootEntryType::Config,
+        TestBootloader::Uki => SystemdBootEntryType::UkiStandalone,
+    };
+    Ok(Bootloader {
+        bootloader_type: BootloaderType::SystemdBoot,
+        systemd_boot: Some(SystemdBoot {
+            entries: vec![SystemdBootEntry {
+                entry_type,
+                path: get("BOOT_ENTRY")?,
+                kernel: get("KERNEL_RELEASE")?,
+                cmdline: get("CMDLINE")?,
+            }],
+        }),
     })
 }

@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use trident_cosi::gpt::Gpt;
 use trident_e2e::fixture::AbHostConfig;
-use trident_e2e::test_os::{self, TestOs};
+use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_host::datastore::Datastore;
 use trident_host::status::{AbVolume, HostStatus, ServicingState};
@@ -169,7 +169,10 @@ async fn a_runtime_update_merges_an_extension_on_the_running_guest_and_another_r
         .tempdir()
         .unwrap();
     let sysext = test_os::build_sysext(work.path()).unwrap();
-    let v1 = test_os::build_test_os("v1", &sysext, work.path()).unwrap();
+    // The image's own systemd-boot entry boots the StreamDisk'd disk, as
+    // when this scenario was written; a runtime update does not touch boot.
+    let v1 =
+        test_os::build_test_os("v1", TestBootloader::SystemdBoot, &sysext, work.path()).unwrap();
     let served: PathBuf = work.path().join("served");
     fs::create_dir_all(&served).unwrap();
     let hello_sha = build_extension(&v1, &served);

@@ -40,7 +40,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use trident_e2e::test_os::{self, TestOs};
+use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::TridentErrorKind;
@@ -80,7 +80,8 @@ async fn a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext() 
         .tempdir()
         .unwrap();
     let sysext = test_os::build_sysext(work.path()).unwrap();
-    let v1 = test_os::build_test_os("v1", &sysext, work.path()).unwrap();
+    let bootloader = TestBootloader::from_env().unwrap();
+    let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
     assert!(
         v1.os_release.contains("IMAGE_VERSION=v1"),
         "{}",
@@ -113,8 +114,8 @@ async fn a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext() 
         boot.line
     );
     assert!(boot.line.contains("socket=active"), "{}", boot.line);
-    // systemd-boot started the image's own entry (LoaderEntrySelected).
-    assert!(boot.line.contains("entry=trident-v1.conf"), "{}", boot.line);
+    // The image's own boot path (removable media): its loader's own entry.
+    image_boot(&v1, &boot.line);
 
     let guest = vm.forward_tridentd().unwrap();
     let version = guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
@@ -165,6 +166,7 @@ const KEY_COMMENT: &str = "trident-vm-scenario";
 /// The VM, its target disk and the orchestrator's pieces, across steps.
 struct Scenario {
     vm: Vm,
+    bootloader: TestBootloader,
     target: std::path::PathBuf,
     http: HttpServer,
     ssh_key: String,
@@ -196,9 +198,15 @@ impl Scenario {
             .unwrap();
         let line = boot.line;
         let partition = part_uuid(&self.target, &format!("root-{volume}"));
+        // Which loader started the volume: its own UEFI boot option (GRUB),
+        // or its systemd-boot entry.
+        let loader = match self.bootloader {
+            TestBootloader::Grub => format!("boot=AZL{} ", volume.to_uppercase()),
+            _ => format!("entry=trident-volume-{volume}.conf"),
+        };
         for wanted in [
             format!("version={version} "),
-            format!("entry=trident-volume-{volume}.conf"),
+            loader,
             format!("root-partuuid={partition}"),
             format!("hostname={hostname} "),
             format!("users={USER}:{KEY_COMMENT}"),
@@ -273,8 +281,9 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
         .tempdir()
         .unwrap();
     let sysext = test_os::build_sysext(work.path()).unwrap();
-    let v1 = test_os::build_test_os("v1", &sysext, work.path()).unwrap();
-    let v2 = test_os::build_test_os("v2", &sysext, work.path()).unwrap();
+    let bootloader = TestBootloader::from_env().unwrap();
+    let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
+    let v2 = test_os::build_test_os("v2", bootloader, &sysext, work.path()).unwrap();
     let installer = work.path().join("installer.img");
     fs::File::create(&installer)
         .unwrap()
@@ -295,6 +304,7 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
     .unwrap();
     let mut s = Scenario {
         vm,
+        bootloader,
         target,
         http: HttpServer::start(work.path()),
         ssh_key: ssh_key(work.path(), KEY_COMMENT),
@@ -303,7 +313,7 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
         s.vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT)
             .await
             .unwrap();
-    assert!(boot.line.contains("entry=trident-v1.conf"), "{}", boot.line);
+    image_boot(&v1, &boot.line);
 
     let step = std::time::Instant::now();
     let config = s.config(&v1, "trident-v1", &["systemd-journald.service"], 60);
@@ -324,7 +334,21 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
         60,
     );
     s.update("update to v2", config, "b").await;
-    s.expect_boot("v2", "b", "trident-v2").await;
+    let trial_b = s.expect_boot("v2", "b", "trident-v2").await;
+    if bootloader == TestBootloader::Grub {
+        // B's trial is BootNext: BootOrder still leads with A.
+        let (order, a, b) = boot_options(&s.vm.serial(), &trial_b);
+        println!("trial boot of B: BootOrder {order:?}, AZLA {a}, AZLB {b}");
+        assert!(
+            !a.is_empty() && !b.is_empty(),
+            "AZLA and AZLB options: {trial_b}"
+        );
+        assert_eq!(
+            order.first(),
+            Some(&a),
+            "A first during B's trial: {trial_b}"
+        );
+    }
     s.provisioned_on("b").await;
     println!(
         "timing: step 3 (update to v2, boot B, commit) {:.1}s",
@@ -335,10 +359,20 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
     let step = std::time::Instant::now();
     let config = s.config(&v1, "trident-bad", &[NEVER_ACTIVE], 15);
     s.update("failing update", config, "a").await;
-    s.expect_boot("v1", "a", "trident-bad").await;
+    let trial_a = s.expect_boot("v1", "a", "trident-bad").await;
     // The commit service's health check fails; tridentd points the next
     // boot back at B and reboots by itself.
-    s.expect_boot("v2", "b", "trident-v2").await;
+    let back_on_b = s.expect_boot("v2", "b", "trident-v2").await;
+    if bootloader == TestBootloader::Grub {
+        // B's commit put B first in BootOrder; A's trial (BootNext) and
+        // its failure left it so.
+        let serial = s.vm.serial();
+        for line in [&trial_a, &back_on_b] {
+            let (order, _, b) = boot_options(&serial, line);
+            println!("BootOrder {order:?}, AZLB {b}: {line}");
+            assert_eq!(order.first(), Some(&b), "B first after its commit: {line}");
+        }
+    }
     let trial = s.vm.serial();
     assert!(
         trial.contains(NEVER_ACTIVE),
@@ -380,7 +414,78 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
     );
     s.vm.stop();
     println!("serial log kept at {}", s.vm.serial_log().display());
+    if bootloader == TestBootloader::Grub {
+        grub_volumes_on_the_esp(&s.target);
+    }
     vm_timeline::in_the_booted_volumes_journal(&s.target, work.path());
+}
+
+/// From the host, after the VM stopped: each volume's ESP directory holds
+/// shim, GRUB and its grub.cfg, which boots that volume's root partition.
+fn grub_volumes_on_the_esp(target: &Path) {
+    for volume in ["a", "b"] {
+        let dir = format!("EFI/AZL{}", volume.to_uppercase());
+        for file in ["bootx64.efi", "grubx64.efi"] {
+            assert!(
+                mini_os::esp_file(target, &format!("{dir}/{file}")).is_some(),
+                "{dir}/{file} on the ESP"
+            );
+        }
+        let config = mini_os::esp_file(target, &format!("{dir}/grub.cfg")).unwrap();
+        let root = part_uuid(target, &format!("root-{volume}"));
+        assert!(
+            config.contains(&format!("root=PARTUUID={root} ")),
+            "{dir}/grub.cfg boots root-{volume}: {config}"
+        );
+        assert!(
+            config.contains("search --no-floppy --fs-uuid --set=root "),
+            "{config}"
+        );
+    }
+}
+
+/// The installer's first boot: the image's own loader on the removable-media
+/// path started its own entry.
+fn image_boot(os: &TestOs, line: &str) {
+    let wanted = match os.bootloader {
+        // systemd-boot's entry (LoaderEntrySelected).
+        TestBootloader::SystemdBoot => format!("entry=trident-{}.conf", os.version),
+        TestBootloader::Uki => format!("entry=trident-test-{}.efi", os.version),
+        // GRUB sets no loader variable: no systemd-boot entry booted.
+        TestBootloader::Grub => "entry= ".to_owned(),
+    };
+    assert!(line.contains(&wanted), "{wanted} in {line}");
+}
+
+/// GRUB volumes: the UEFI boot option the firmware booted (`boot=`, its
+/// label) and `BootOrder` at that boot, from the ready marker `line`, with
+/// the option numbers of `AZLA` and `AZLB` from the efibootmgr lines the
+/// guest printed before it in `serial`. Returns (order, A's number, B's).
+fn boot_options(serial: &str, line: &str) -> (Vec<String>, String, String) {
+    let order: Vec<String> = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("bootorder="))
+        .unwrap_or_default()
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    // "TRIDENT-TEST-OS-EFIBOOTMGR Boot0003* AZLB<TAB>HD(1,GPT,...)"
+    let number_of = |label: &str| {
+        serial
+            .lines()
+            .filter_map(|l| l.split("TRIDENT-TEST-OS-EFIBOOTMGR Boot").nth(1))
+            .filter(|rest| {
+                let text = rest.get(4..).unwrap_or_default().trim_start_matches('*');
+                text.trim_start()
+                    .strip_prefix(label)
+                    .is_some_and(|after| !after.starts_with(|c: char| c.is_ascii_alphanumeric()))
+            })
+            .filter_map(|rest| rest.get(..4))
+            .next_back()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    (order, number_of("AZLA"), number_of("AZLB"))
 }
 
 /// A unit no test OS has: `systemctl is-active` says inactive forever.

@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
 # Builds one version of the Trident test OS: a small bootable Debian bookworm
 # as two filesystem images made without mounting anything:
-#   OUTDIR/esp.img   FAT32 ESP: systemd-boot (EFI/BOOT/BOOTX64.EFI), loader.conf,
-#                    a Type 1 entry with this version's kernel and initrd
+#   OUTDIR/esp.img   FAT32 ESP booting the image by itself through the
+#                    removable-media path EFI/BOOT/BOOTX64.EFI, as --bootloader says:
+#                    systemd-boot (default): systemd-boot, loader.conf and a
+#                      Type 1 entry with this version's kernel and initrd;
+#                    grub: Debian's signed shim as BOOTX64.EFI, signed GRUB
+#                      (grubx64.efi) and a grub.cfg beside them that finds the
+#                      root by filesystem UUID (Azure Linux's layout);
+#                    uki: systemd-boot and this version's Unified Kernel Image
+#                      in EFI/Linux/ (kernel, initrd, command line and
+#                      os-release on systemd's EFI stub, joined with objcopy)
 #   OUTDIR/root.img  ext4 root filesystem (mkfs.ext4 -d)
-#   OUTDIR/image.env what mkcosi needs to pack them (fs UUIDs, sizes, version)
+#   OUTDIR/image.env what mkcosi needs to pack them (fs UUIDs, sizes, version,
+#                    BOOTLOADER and, for systemd-boot, the entry: BOOT_ENTRY_TYPE
+#                    config|uki-standalone, BOOT_ENTRY, KERNEL_RELEASE, CMDLINE)
 #
-#   tests/vm/build-image.sh [--sysext FILE] [--rcp DIR] VERSION OUTDIR
+#   tests/vm/build-image.sh [--sysext FILE] [--rcp DIR]
+#       [--bootloader systemd-boot|grub|uki] VERSION OUTDIR
+#
+# One package list serves every bootloader (systemd-boot-efi, shim-signed,
+# grub-efi-amd64-signed, efibootmgr), so one cached tree serves them all.
 #
 # The root filesystem tree (mmdebstrap, ~100 s and a download) is cached under
 # $TRIDENT_VM_CACHE (default /var/cache/trident-vm) by the hash of the
@@ -30,22 +44,29 @@
 # host's own 10.0.2.2 cannot be forwarded) and expect the orchestrator's
 # certificate for orchestrator.test.
 #
-# Needs root (ownership in the tree), mmdebstrap, e2fsprogs, dosfstools, mtools.
+# Needs root (ownership in the tree), mmdebstrap, e2fsprogs, dosfstools, mtools
+# (and objcopy, binutils, for --bootloader uki).
 
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SYSEXT=""
 RCP=""
+BOOTLOADER=systemd-boot
 while [ $# -gt 0 ]; do
     case "$1" in
     --sysext) SYSEXT="$(realpath "$2")"; shift 2 ;;
+    --bootloader) BOOTLOADER="$2"; shift 2 ;;
     --rcp) RCP="$(realpath "$2")"; shift 2 ;;
     -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) break ;;
     esac
 done
-[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] VERSION OUTDIR" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] [--bootloader systemd-boot|grub|uki] VERSION OUTDIR" >&2; exit 2; }
+case "$BOOTLOADER" in
+systemd-boot | grub | uki) ;;
+*) echo "--bootloader is systemd-boot, grub or uki (not $BOOTLOADER)" >&2; exit 2 ;;
+esac
 VERSION="$1"
 OUTDIR="$2"
 [[ "$VERSION" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "VERSION must be [A-Za-z0-9._-]+" >&2; exit 2; }
@@ -74,6 +95,9 @@ timing() { # prints how long the step since the last call took
 # --- 1. root filesystem tree, cached ----------------------------------------
 
 PACKAGES="systemd-sysv,linux-image-cloud-amd64,systemd-boot-efi,udev,kmod,e2fsprogs,iproute2"
+# The GRUB test OS: Debian's signed shim and GRUB; efibootmgr shows the
+# UEFI boot options on the console.
+PACKAGES="$PACKAGES,shim-signed,grub-efi-amd64-signed,efibootmgr"
 MMDEBSTRAP_ARGS=(
     --variant=minbase
     --include="$PACKAGES"
@@ -185,23 +209,66 @@ INITRD="$ROOT/boot/initrd.img-${KERNEL##*/vmlinuz-}"
 ESP="$OUTDIR/esp.img"
 rm -f "$ESP"
 mkfs.vfat -F 32 -n ESP -i "$ESP_ID" -C "$ESP" $((ESP_MIB * 1024)) >/dev/null
-mmd -i "$ESP" ::/EFI ::/EFI/BOOT ::/EFI/systemd ::/loader ::/loader/entries ::/trident "::/trident/$VERSION"
-BOOT_EFI="$ROOT/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
-mcopy -i "$ESP" "$BOOT_EFI" ::/EFI/BOOT/BOOTX64.EFI
-mcopy -i "$ESP" "$BOOT_EFI" ::/EFI/systemd/systemd-bootx64.efi
-mcopy -i "$ESP" "$KERNEL" "::/trident/$VERSION/vmlinuz"
-mcopy -i "$ESP" "$INITRD" "::/trident/$VERSION/initrd.img"
-printf 'default trident-*\ntimeout 0\neditor no\n' >"$WORK/loader.conf"
+mmd -i "$ESP" ::/EFI ::/EFI/BOOT
 CMDLINE="root=UUID=$ROOT_UUID rw $KERNEL_ARGS"
-cat >"$WORK/entry.conf" <<ENTRY
+SYSTEMD_BOOT="$ROOT/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
+BOOT_ENTRY_TYPE=""
+BOOT_ENTRY=""
+case "$BOOTLOADER" in
+systemd-boot)
+    mmd -i "$ESP" ::/EFI/systemd ::/loader ::/loader/entries ::/trident "::/trident/$VERSION"
+    mcopy -i "$ESP" "$SYSTEMD_BOOT" ::/EFI/BOOT/BOOTX64.EFI
+    mcopy -i "$ESP" "$SYSTEMD_BOOT" ::/EFI/systemd/systemd-bootx64.efi
+    mcopy -i "$ESP" "$KERNEL" "::/trident/$VERSION/vmlinuz"
+    mcopy -i "$ESP" "$INITRD" "::/trident/$VERSION/initrd.img"
+    printf 'default trident-*\ntimeout 0\neditor no\n' >"$WORK/loader.conf"
+    cat >"$WORK/entry.conf" <<ENTRY
 title   Trident test OS $VERSION
 version $VERSION
 linux   /trident/$VERSION/vmlinuz
 initrd  /trident/$VERSION/initrd.img
 options $CMDLINE
 ENTRY
-mcopy -i "$ESP" "$WORK/loader.conf" ::/loader/loader.conf
-mcopy -i "$ESP" "$WORK/entry.conf" "::/loader/entries/trident-$VERSION.conf"
+    mcopy -i "$ESP" "$WORK/loader.conf" ::/loader/loader.conf
+    mcopy -i "$ESP" "$WORK/entry.conf" "::/loader/entries/trident-$VERSION.conf"
+    BOOT_ENTRY_TYPE=config
+    BOOT_ENTRY=/boot/efi/loader/entries/trident-$VERSION.conf
+    ;;
+grub)
+    mcopy -i "$ESP" "$ROOT/usr/lib/shim/shimx64.efi.signed" ::/EFI/BOOT/BOOTX64.EFI
+    mcopy -i "$ESP" "$ROOT/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed" ::/EFI/BOOT/grubx64.efi
+    # Debian's signed GRUB sources the grub.cfg beside it ($cmdpath) when
+    # its built-in prefix (/EFI/debian) is absent: top-level commands boot.
+    cat >"$WORK/grub.cfg" <<GRUBCFG
+search --no-floppy --fs-uuid --set=root $ROOT_UUID
+echo 'Booting Trident test OS $VERSION'
+linux /boot/${KERNEL##*/} $CMDLINE
+initrd /boot/${INITRD##*/}
+boot
+GRUBCFG
+    mcopy -i "$ESP" "$WORK/grub.cfg" ::/EFI/BOOT/grub.cfg
+    ;;
+uki)
+    mmd -i "$ESP" ::/EFI/systemd ::/EFI/Linux ::/loader
+    mcopy -i "$ESP" "$SYSTEMD_BOOT" ::/EFI/BOOT/BOOTX64.EFI
+    mcopy -i "$ESP" "$SYSTEMD_BOOT" ::/EFI/systemd/systemd-bootx64.efi
+    printf '%s' "$CMDLINE" >"$WORK/cmdline"
+    # systemd 252's stub: sections at the VMAs its documentation gives, the
+    # initrd after the kernel (rounded up to 1 MiB), whatever its size.
+    INITRD_VMA=$(printf '0x%x' $(( (0x2000000 + $(stat -c %s "$KERNEL") + 0xfffff) & ~0xfffff )))
+    objcopy \
+        --add-section .osrel="$ROOT/usr/lib/os-release" --change-section-vma .osrel=0x20000 \
+        --add-section .cmdline="$WORK/cmdline" --change-section-vma .cmdline=0x30000 \
+        --add-section .linux="$KERNEL" --change-section-vma .linux=0x2000000 \
+        --add-section .initrd="$INITRD" --change-section-vma .initrd="$INITRD_VMA" \
+        "$ROOT/usr/lib/systemd/boot/efi/linuxx64.efi.stub" "$WORK/uki.efi"
+    mcopy -i "$ESP" "$WORK/uki.efi" "::/EFI/Linux/trident-test-$VERSION.efi"
+    printf 'timeout 0\neditor no\n' >"$WORK/loader.conf"
+    mcopy -i "$ESP" "$WORK/loader.conf" ::/loader/loader.conf
+    BOOT_ENTRY_TYPE=uki-standalone
+    BOOT_ENTRY=/boot/efi/EFI/Linux/trident-test-$VERSION.efi
+    ;;
+esac
 timing esp
 
 # Room to breathe: 25% + 64 MiB over the tree, in whole MiB.
@@ -222,11 +289,13 @@ ROOT_FS_UUID=$ROOT_UUID
 ROOT_SIZE=$(stat -c %s "$RIMG")
 KERNEL=${KERNEL##*/}
 KERNEL_RELEASE=${KERNEL##*/vmlinuz-}
-BOOT_ENTRY=/boot/efi/loader/entries/trident-$VERSION.conf
+BOOTLOADER=$BOOTLOADER
+BOOT_ENTRY_TYPE=$BOOT_ENTRY_TYPE
+BOOT_ENTRY=$BOOT_ENTRY
 CMDLINE='$CMDLINE'
 SYSEXT=${SYSEXT:+trident.raw}
 RCP_HOST=${RCP:+$RCP_HOST}
 ENV
 cp "$ROOT/usr/lib/os-release" "$OUTDIR/os-release"
-echo "image $VERSION: $ESP (${ESP_MIB} MiB), $RIMG (${ROOT_MIB} MiB, UUID $ROOT_UUID)"
+echo "image $VERSION ($BOOTLOADER): $ESP (${ESP_MIB} MiB), $RIMG (${ROOT_MIB} MiB, UUID $ROOT_UUID)"
 echo "timing: total $((SECONDS - STARTED))s"

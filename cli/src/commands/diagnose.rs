@@ -10,6 +10,8 @@
 //! - report.html: the newest operation's span waterfall, phases with
 //!   throughput, error, recent logs and the Host Status, one self-contained
 //!   page (`crate::report::html`);
+//! - system/esp-tree.txt (every file of the mounted ESP with its size) and
+//!   system/efibootmgr.txt (the UEFI boot variables, `efibootmgr -v`);
 //! - with `--journal`: system/journal.txt and system/dmesg.txt; with
 //!   `--selinux`: system/selinux-audit.log (see `diagnose_system`).
 //!
@@ -86,6 +88,7 @@ pub async fn run(ctx: &Ctx, args: &DiagnoseArgs) -> CliResult<Exit> {
     if !daemon_up {
         collect_journal(&args.state_dir.join("journal"), &mut bundle);
     }
+    super::diagnose_system::collect_boot_state(&mut bundle.files, &mut bundle.not_collected);
     if args.journal {
         super::diagnose_system::collect_system_journal(
             &mut bundle.files,

@@ -8,6 +8,8 @@
 //!      --filesystem image=root.img,mount=/,fs=ext4,uuid=...,type=root \
 //!      --boot-entry /boot/efi/loader/entries/os.conf --boot-entry-kernel 6.1.0-9-amd64 \
 //!      --boot-entry-cmdline "root=UUID=... rw"`
+//!   (`--bootloader grub` without an entry; `--boot-entry-type
+//!   uki-standalone` with the UKI's path for a UKI image)
 
 use std::path::PathBuf;
 
@@ -51,6 +53,11 @@ struct Args {
     /// /boot/efi/loader/entries/os.conf, a classic kernel + initrd entry).
     #[arg(long)]
     boot_entry: Option<String>,
+    /// Pack mode, systemd-boot: the boot entry's type, config (a Type 1
+    /// entry: kernel + initrd) or uki-standalone (the entry's path is a
+    /// UKI on the ESP, e.g. /boot/efi/EFI/Linux/os.efi).
+    #[arg(long, default_value = "config", value_parser = parse_entry_type)]
+    boot_entry_type: SystemdBootEntryType,
     /// Pack mode, systemd-boot: the boot entry's kernel release.
     #[arg(long, requires = "boot_entry")]
     boot_entry_kernel: Option<String>,
@@ -216,6 +223,17 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+fn parse_entry_type(text: &str) -> Result<SystemdBootEntryType, String> {
+    match text {
+        "config" => Ok(SystemdBootEntryType::Config),
+        "uki-standalone" => Ok(SystemdBootEntryType::UkiStandalone),
+        "uki-config" => Ok(SystemdBootEntryType::UkiConfig),
+        other => Err(format!(
+            "unknown entry type {other:?}: config, uki-standalone or uki-config"
+        )),
+    }
+}
+
 fn parse_bootloader(text: &str) -> Result<BootloaderType, String> {
     match text {
         "systemd-boot" => Ok(BootloaderType::SystemdBoot),
@@ -236,7 +254,7 @@ fn bootloader(args: &Args) -> Result<Bootloader> {
         }
         (BootloaderType::SystemdBoot, Some(path)) => Some(SystemdBoot {
             entries: vec![SystemdBootEntry {
-                entry_type: SystemdBootEntryType::Config,
+                entry_type: args.boot_entry_type,
                 path: path.clone(),
                 kernel: args.boot_entry_kernel.clone().unwrap_or_default(),
                 cmdline: args.boot_entry_cmdline.clone().unwrap_or_default(),

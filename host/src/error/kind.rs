@@ -107,6 +107,7 @@ subkinds! {
     ImageDoesNotMatchConfiguration => InvalidInput, "image-does-not-match-configuration", "The image does not match the Host Configuration";
     InvalidExtension => InvalidInput, "invalid-extension", "An extension image (os.sysexts, os.confexts) is not one systemd can merge";
     ExtensionHashMismatch => InvalidInput, "extension-hash-mismatch", "An extension image does not have the configured SHA-384";
+    UnsupportedBootloader => UnsupportedConfiguration, "unsupported-bootloader", "The image's bootloader metadata names a boot setup this daemon does not do";
     ImageNotInRegistry => InvalidInput, "image-not-in-registry", "The OCI registry has no such image (repository, tag or digest)";
     InvalidRequest => InvalidInput, "invalid-request", "Invalid request";
     InvalidServicingState => InvalidInput, "invalid-servicing-state", "The host is not in a state that allows this operation";
@@ -127,6 +128,7 @@ subkinds! {
     MountNewRoot => Servicing, "mount-new-root", "Failed to mount or unmount the new root";
     ConfigureNewRoot => Servicing, "configure-new-root", "Failed to configure the new root";
     BootControl => Servicing, "boot-control", "Failed to change the boot configuration";
+    EfiVariablesUnavailable => ExecutionEnvironmentMisconfiguration, "efi-variables-unavailable", "The UEFI variables (efivarfs) are missing or read-only";
     Reboot => Servicing, "reboot", "Failed to reboot";
     // unsupported-configuration
     UnsupportedFeature => UnsupportedConfiguration, "unsupported-feature", "The Host Configuration uses a feature this daemon does not support";

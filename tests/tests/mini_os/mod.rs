@@ -61,8 +61,28 @@ pub fn sh(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// How a mini OS boots (its COSI's bootloader metadata).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MiniBoot {
+    /// systemd-boot, a Type 1 entry.
+    Type1,
+    /// shim + GRUB: fake ones in the ESP image's `EFI/BOOT/`
+    /// ([`fake_loader`]).
+    Grub,
+}
+
+/// The fake loader `name` (shim, grub) of version `version`.
+pub fn fake_loader(name: &str, version: &str) -> String {
+    format!("fake {name} efi binary {version}")
+}
+
 /// Builds version `version` of the mini OS in `dir` and packs it.
 pub fn build(dir: &Path, version: &str) -> FixtureOutput {
+    build_with(dir, version, MiniBoot::Type1)
+}
+
+/// Builds version `version` of the mini OS booting as `boot`.
+pub fn build_with(dir: &Path, version: &str, boot: MiniBoot) -> FixtureOutput {
     let tree = dir.join(format!("{version}-tree"));
     let os_release = format!("ID=mini\nVERSION_ID={version}\nPRETTY_NAME=\"Mini {version}\"\n");
     for sub in ["etc", "boot", "usr/lib/systemd/boot/efi"] {
@@ -109,6 +129,21 @@ pub fn build(dir: &Path, version: &str) -> FixtureOutput {
         .args(["-C", "-i", "12345678"])
         .arg(&esp)
         .arg("6144"));
+    if boot == MiniBoot::Grub {
+        let esp_spec = esp.to_string_lossy().into_owned();
+        sh(Command::new("mmd")
+            .args(["-i", &esp_spec, "::/EFI", "::/EFI/BOOT"])
+            .env("MTOOLS_SKIP_CHECK", "1"));
+        for (name, path) in [("shim", "BOOTX64.EFI"), ("grub", "grubx64.efi")] {
+            let file = dir.join(format!("{version}-{name}.efi"));
+            std::fs::write(&file, fake_loader(name, version)).unwrap();
+            sh(Command::new("mcopy")
+                .args(["-i", &esp_spec])
+                .arg(&file)
+                .arg(format!("::/EFI/BOOT/{path}"))
+                .env("MTOOLS_SKIP_CHECK", "1"));
+        }
+    }
     let part =
         |image: PathBuf, name: &str, t: &str, fs: &str, uuid: &str, mp: &str| ImagePartition {
             image,
@@ -138,16 +173,22 @@ pub fn build(dir: &Path, version: &str) -> FixtureOutput {
         lba_size: 512,
         zstd_level: writer::DEFAULT_ZSTD_LEVEL,
         os_release,
-        bootloader: Bootloader {
-            bootloader_type: BootloaderType::SystemdBoot,
-            systemd_boot: Some(SystemdBoot {
-                entries: vec![SystemdBootEntry {
-                    entry_type: SystemdBootEntryType::Config,
-                    path: format!("loader/entries/mini-{KERNEL_RELEASE}.conf"),
-                    kernel: KERNEL_RELEASE.to_owned(),
-                    cmdline: CMDLINE.to_owned(),
-                }],
-            }),
+        bootloader: match boot {
+            MiniBoot::Grub => Bootloader {
+                bootloader_type: BootloaderType::Grub,
+                systemd_boot: None,
+            },
+            MiniBoot::Type1 => Bootloader {
+                bootloader_type: BootloaderType::SystemdBoot,
+                systemd_boot: Some(SystemdBoot {
+                    entries: vec![SystemdBootEntry {
+                        entry_type: SystemdBootEntryType::Config,
+                        path: format!("loader/entries/mini-{KERNEL_RELEASE}.conf"),
+                        kernel: KERNEL_RELEASE.to_owned(),
+                        cmdline: CMDLINE.to_owned(),
+                    }],
+                }),
+            },
         },
     };
     writer::pack_images(&spec, &dir.join(format!("{version}.cosi"))).unwrap()
@@ -256,6 +297,27 @@ pub fn set_booted_entry(dir: &Path, entry: &str) {
     }
     std::fs::write(
         dir.join("efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"),
+        data,
+    )
+    .unwrap();
+}
+
+/// The raw value of the firmware's variable `name` (`Boot0001`,
+/// `BootOrder`, `BootNext`) in the efivarfs stand-in (`None`: absent).
+pub fn global_var(dir: &Path, name: &str) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(dir.join(format!(
+        "efivars/{name}-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+    )))
+    .ok()?;
+    Some(bytes[4..].to_vec())
+}
+
+/// Says, as the firmware does in `BootCurrent`, which boot option booted.
+pub fn set_boot_current(dir: &Path, number: u16) {
+    let mut data = 7u32.to_le_bytes().to_vec();
+    data.extend_from_slice(&number.to_le_bytes());
+    std::fs::write(
+        dir.join("efivars/BootCurrent-8be4df61-93ca-11d2-aa0d-00e098032b8c"),
         data,
     )
     .unwrap();

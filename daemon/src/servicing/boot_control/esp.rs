@@ -52,6 +52,48 @@ impl Esp {
         })
     }
 
+    /// A vfat filesystem image file (the image's ESP copied out of a COSI),
+    /// read with mtools, else loop-mounted.
+    pub fn open_file(image: &Path) -> Result<Esp, TridentError> {
+        let size = std::fs::metadata(image)
+            .structured_msg(
+                Subkind::BootControl,
+                format!("Cannot open {}", image.display()),
+            )?
+            .len();
+        let path = image.to_string_lossy();
+        if on_path("mcopy") {
+            return Ok(Esp::Unmounted(format!("{path}@@0")));
+        }
+        let dir = std::env::temp_dir().join(format!("trident-esp-{}", uuid::Uuid::new_v4()));
+        let device = LoopDevice::attach(&path, 0, size)?;
+        let guard = MountGuard::mount(device, "vfat", &dir)?;
+        Ok(Esp::LoopMounted {
+            dir,
+            guard: Some(guard),
+        })
+    }
+
+    /// Removes `path` (absent: nothing to do).
+    pub fn remove(&self, path: &str) -> Result<(), TridentError> {
+        match self {
+            Esp::Mounted(dir) | Esp::LoopMounted { dir, .. } => {
+                match std::fs::remove_file(dir.join(path)) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e)
+                        .structured_msg(Subkind::BootControl, format!("Cannot remove ESP {path}")),
+                    _ => Ok(()),
+                }
+            }
+            Esp::Unmounted(image) => {
+                let spec = format!("::/{path}");
+                if mtool("mdir", &["-b", "-i", image, &spec]).is_ok() {
+                    mtool("mdel", &["-i", image, &spec])?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Writes `bytes` to `path` (relative to the ESP root), creating
     /// directories; replaces the file.
     pub fn write(&self, path: &str, bytes: &[u8]) -> Result<(), TridentError> {

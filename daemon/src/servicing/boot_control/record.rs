@@ -7,6 +7,7 @@ use trident_host::TridentError;
 use trident_host::status::{AbVolume, HostStatus};
 
 use super::BootControl;
+use super::image_boot::ImageBoot;
 use crate::servicing::boot_record::BootRecordFile;
 use crate::servicing::new_root::volume::VolumeRoot;
 
@@ -24,7 +25,12 @@ impl RecordBootControl {
 }
 
 impl BootControl for RecordBootControl {
-    fn prepare_volume(&self, _root: &VolumeRoot<'_>, _install: bool) -> Result<(), TridentError> {
+    fn prepare_volume(
+        &self,
+        _root: &VolumeRoot<'_>,
+        _install: bool,
+        _image: &ImageBoot,
+    ) -> Result<(), TridentError> {
         // Nothing boots from a disk-image file: no boot files needed.
         Ok(())
     }

@@ -1,7 +1,19 @@
-//! The UEFI backend: systemd-boot Type 1 entries on the ESP, one per
-//! volume, the one-shot `LoaderEntryOneShot` EFI variable for a trial
-//! boot, and `loader.conf`'s default plus the fallback loader
-//! `EFI/BOOT/BOOTX64.EFI` as `os.uefiFallback` says (`fallback`).
+//! The UEFI backend. Each volume boots as its image says
+//! (`image_boot`): shim + GRUB in the volume's ESP directory with a
+//! `Boot####` option of its own (`grub`, `boot_vars`), or systemd-boot
+//! with the volume's Type 1 entry (kernel + initrd, or the image's UKI;
+//! `systemd_boot`). Which one a volume has is on the ESP: a GRUB volume
+//! has `EFI/AZLx/grub.cfg`, written only by the GRUB backend (preparing
+//! a volume removes the other backend's marker).
+//!
+//! The next boot: a GRUB volume's trial is `BootNext` (its option last in
+//! `BootOrder`), its commit puts its option first in `BootOrder`, a failed
+//! trial leaves `BootOrder` as it was; install and a manual rollback set
+//! `BootNext` and put the option first, as upstream. A systemd-boot
+//! volume's trial is `LoaderEntryOneShot`, its commit the `loader.conf`
+//! default. What boots without EFI variables follows `os.uefiFallback`
+//! ([`fallback`]): for a GRUB volume its shim, GRUB and `grub.cfg` become
+//! `EFI/BOOT/`'s.
 
 use std::path::{Path, PathBuf};
 
@@ -9,42 +21,29 @@ use trident_host::config::{HostConfiguration, PartitionType};
 use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{Subkind, TridentError};
 
-use super::BootControl;
+use super::boot_vars::{self, Position};
 use super::booted::root_partition;
-use super::efivars;
 use super::esp::Esp;
 use super::fallback::{self, Moment};
+use super::image_boot::{BootKind, ImageBoot};
+use super::load_option::{HardDrive, LoadOption};
+use super::systemd_boot::{entry_id, entry_path, loader_conf, volume_of_entry};
+use super::{BootControl, efivars, grub};
+use crate::servicing::block_device::partition::LBA_SIZE;
 use crate::servicing::block_device::{BlockDevices, ResolvedDevice};
+use crate::servicing::new_root::partitions::read_partitions;
 use crate::servicing::new_root::volume::VolumeRoot;
-
-/// Where images ship systemd-boot (Debian's systemd-boot-efi).
-const SYSTEMD_BOOT_EFI: &str = "usr/lib/systemd/boot/efi/systemd-bootx64.efi";
-
-/// The entry file name (and systemd-boot entry id) of `volume`.
-pub fn entry_id(volume: AbVolume) -> String {
-    format!("trident-{volume}.conf")
-}
-
-/// The volume of a Trident entry id (`trident-volume-b.conf`).
-fn volume_of_entry(entry: &str) -> Option<AbVolume> {
-    [AbVolume::VolumeA, AbVolume::VolumeB]
-        .into_iter()
-        .find(|v| entry_id(*v) == entry)
-}
-
-/// `loader/loader.conf` booting `volume` by default.
-pub fn loader_conf(volume: AbVolume) -> String {
-    format!(
-        "# Written by Trident: the volume booted without EFI variables.\n\
-         default {}\ntimeout 0\neditor no\n",
-        entry_id(volume)
-    )
-}
 
 #[derive(Debug)]
 pub struct UefiBootControl {
     /// efivarfs (`/sys/firmware/efi/efivars`).
     pub efivars: PathBuf,
+}
+
+/// The host's ESP: where to write, and its partition (`HD()`).
+struct HostEsp {
+    esp: Esp,
+    device: ResolvedDevice,
 }
 
 impl UefiBootControl {
@@ -55,8 +54,12 @@ impl UefiBootControl {
     }
 
     /// Applies `os.uefiFallback`'s plan for `moment` (see `fallback`).
-    fn apply_plan(&self, status: &HostStatus, moment: Moment) -> Result<(), TridentError> {
-        let hc = spec(status)?;
+    fn apply_plan(
+        &self,
+        hc: &HostConfiguration,
+        esp: &Esp,
+        moment: Moment,
+    ) -> Result<(), TridentError> {
         let plan = fallback::plan(hc.os.uefi_fallback, moment);
         if let Some(var) = plan.default_var {
             match var {
@@ -64,27 +67,69 @@ impl UefiBootControl {
                 None => efivars::clear(&self.efivars, efivars::DEFAULT)?,
             }
         }
-        if plan.loader.is_none() && plan.loader_conf.is_none() {
-            return Ok(());
-        }
-        let esp = Esp::open(&esp_device(hc, &BlockDevices::new(hc, status)?)?)?;
-        if let Some(volume) = plan.loader_conf {
+        if let Some(volume) = plan.loader_conf
+            && !grub::is_grub_volume(esp, volume)?
+        {
             esp.write("loader/loader.conf", loader_conf(volume).as_bytes())?;
             tracing::info!(entry = %entry_id(volume), "loader.conf default set");
         }
-        if let Some(volume) = plan.loader {
-            match esp.read(&fallback::volume_loader(volume))? {
-                Some(loader) => {
-                    esp.write(fallback::FALLBACK_LOADER, &loader)?;
-                    tracing::info!(%volume, mode = ?hc.os.uefi_fallback,
-                        "UEFI fallback loader is the volume's systemd-boot");
-                }
+        let Some(volume) = plan.loader else {
+            return Ok(());
+        };
+        let files: Vec<(String, &str)> = if grub::is_grub_volume(esp, volume)? {
+            let dir = grub::esp_dir(volume);
+            vec![
+                (format!("{dir}/{}", grub::SHIM), fallback::FALLBACK_LOADER),
+                (format!("{dir}/{}", grub::GRUB), "EFI/BOOT/grubx64.efi"),
+                (format!("{dir}/{}", grub::GRUB_CFG), "EFI/BOOT/grub.cfg"),
+            ]
+        } else {
+            vec![(fallback::volume_loader(volume), fallback::FALLBACK_LOADER)]
+        };
+        for (from, to) in files {
+            match esp.read(&from)? {
+                Some(bytes) => esp.write(to, &bytes)?,
                 // A volume written before loaders were kept per volume.
-                None => tracing::warn!(%volume,
-                    "the volume has no systemd-boot on the ESP: UEFI fallback loader left as it is"),
+                None => {
+                    tracing::warn!(%volume, file = %from,
+                        "the volume's loader is not on the ESP: UEFI fallback left as it is");
+                    return Ok(());
+                }
             }
         }
+        tracing::info!(%volume, mode = ?hc.os.uefi_fallback, "UEFI fallback loader is the volume's");
         Ok(())
+    }
+
+    /// `volume`'s `Boot####` option (written, or rewritten in place).
+    fn boot_option(
+        &self,
+        status: &HostStatus,
+        device: &ResolvedDevice,
+        volume: AbVolume,
+    ) -> Result<u16, TridentError> {
+        let partitions = read_partitions(&status.layout)?;
+        let ResolvedDevice::Partition { layout, .. } = device;
+        let part_uuid = partitions
+            .get(device.id())
+            .and_then(|p| p.part_uuid.parse().ok())
+            .ok_or_else(|| {
+                TridentError::new(Subkind::BootControl, "The ESP's partition GUID is unknown")
+            })?;
+        let option = LoadOption::new(
+            &grub::label(volume),
+            HardDrive {
+                number: layout.number,
+                start_lba: layout.offset / LBA_SIZE,
+                size_lba: layout.size / LBA_SIZE,
+                part_uuid,
+            },
+            &grub::loader_path(volume),
+        );
+        let number = boot_vars::upsert(&self.efivars, &option)?;
+        tracing::info!(option = format!("Boot{number:04X}"), label = %option.description,
+            loader = %grub::loader_path(volume), "UEFI boot option written");
+        Ok(number)
     }
 }
 
@@ -115,52 +160,84 @@ fn esp_device_id(hc: &HostConfiguration) -> Option<String> {
         })
 }
 
-fn esp_device(
-    hc: &HostConfiguration,
-    devices: &BlockDevices,
-) -> Result<ResolvedDevice, TridentError> {
-    esp_device_id(hc)
+fn no_esp() -> TridentError {
+    TridentError::new(
+        Subkind::InvalidHostConfiguration,
+        "The UEFI boot control needs an ESP: a filesystem at /boot/efi or a partition of type esp",
+    )
+}
+
+/// The recorded host's ESP.
+fn host_esp(status: &HostStatus) -> Result<(&HostConfiguration, HostEsp), TridentError> {
+    let hc = spec(status)?;
+    let devices = BlockDevices::new(hc, status)?;
+    let device = esp_device_id(hc)
         .and_then(|id| devices.device_of(&id, AbVolume::VolumeA).ok())
-        .ok_or_else(|| {
-            TridentError::new(
-                Subkind::InvalidHostConfiguration,
-                "The UEFI boot control needs an ESP: a filesystem at /boot/efi or a partition of type esp",
-            )
-        })
+        .ok_or_else(no_esp)?;
+    let esp = Esp::open(&device)?;
+    Ok((hc, HostEsp { esp, device }))
+}
+
+/// Whether the two volumes' backends are of one family (both GRUB, or
+/// both systemd-boot): the trial and commit of an A/B update need one
+/// mechanism for both.
+fn same_family(grub_active: bool, kind: &BootKind) -> bool {
+    grub_active == (*kind == BootKind::Grub)
 }
 
 impl BootControl for UefiBootControl {
-    fn prepare_volume(&self, root: &VolumeRoot<'_>, install: bool) -> Result<(), TridentError> {
-        let esp = esp_device_id(root.hc)
-            .and_then(|id| root.devices.device_of(&id, AbVolume::VolumeA).ok())
-            .filter(|device| root.partitions.contains_key(device.id()));
-        let (Some(esp), Some(root_part)) = (esp, root.partition_of("/")) else {
-            return Err(TridentError::new(
-                Subkind::InvalidHostConfiguration,
-                "The UEFI boot control needs an ESP and a filesystem mounted at '/'",
-            ));
+    fn wants_image_esp(&self) -> bool {
+        true
+    }
+
+    fn check_image(&self, status: &HostStatus, kind: &BootKind) -> Result<(), TridentError> {
+        let Some(active) = status.ab_active_volume else {
+            return Ok(()); // install: nothing to stay compatible with
         };
-        let esp = Esp::open(&esp)?;
-        let kernel = super::uefi_entry::Kernel::find(root.path)?;
-        let dir = format!("trident/{}", root.volume);
-        esp.copy_in(&kernel.vmlinuz, &format!("{dir}/vmlinuz"))?;
-        if let Some(initrd) = &kernel.initrd {
-            esp.copy_in(initrd, &format!("{dir}/initrd.img"))?;
+        let (_, host) = host_esp(status)?;
+        let grub_active = grub::is_grub_volume(&host.esp, active)?;
+        if same_family(grub_active, kind) {
+            return Ok(());
         }
-        let entry = super::uefi_entry::entry_text(root, &kernel, &root_part.part_uuid, &dir);
-        esp.write(
-            &format!("loader/entries/{}", entry_id(root.volume)),
-            entry.as_bytes(),
-        )?;
-        tracing::info!(volume = %root.volume, kernel = %kernel.release, "boot entry written on the ESP");
-        // The volume's own systemd-boot, for the UEFI fallback path.
-        let loader = systemd_boot_of(root.path)?;
-        esp.copy_in(&loader, &fallback::volume_loader(root.volume))?;
-        if install {
-            esp.copy_in(&loader, "EFI/systemd/systemd-bootx64.efi")?;
-            esp.write("loader/loader.conf", loader_conf(root.volume).as_bytes())?;
-            tracing::info!(source = %loader.display(), "systemd-boot installed on the ESP");
-        }
+        Err(TridentError::new(
+            Subkind::UnsupportedBootloader,
+            format!(
+                "metadata.json: bootloader.type: the image boots with {}, the running {active} with {}: \
+                 an A/B update cannot change the bootloader (install again)",
+                kind.name(),
+                if grub_active { "grub" } else { "systemd-boot" }
+            ),
+        ))
+    }
+
+    fn prepare_volume(
+        &self,
+        root: &VolumeRoot<'_>,
+        install: bool,
+        image: &ImageBoot,
+    ) -> Result<(), TridentError> {
+        let device = esp_device_id(root.hc)
+            .and_then(|id| root.devices.device_of(&id, AbVolume::VolumeA).ok())
+            .filter(|device| root.partitions.contains_key(device.id()))
+            .ok_or_else(no_esp)?;
+        let esp = Esp::open(&device)?;
+        // The image's ESP: copied out of the COSI, or (install) the one
+        // written to this ESP.
+        let copied = image.esp_copy.as_deref().map(Esp::open_file).transpose()?;
+        let image_esp = copied.as_ref().unwrap_or(&esp);
+        let (written, other_marker) = match &image.kind {
+            BootKind::Grub => (
+                grub::prepare(root, &esp, image_esp)?,
+                entry_path(root.volume),
+            ),
+            kind => (
+                super::systemd_boot::prepare(root, &esp, kind, image_esp, install)?,
+                format!("{}/{}", grub::esp_dir(root.volume), grub::GRUB_CFG),
+            ),
+        };
+        esp.remove(&other_marker)?;
+        tracing::info!(volume = %root.volume, backend = image.kind.name(),
+            files = %written.join(" "), "boot files written");
         Ok(())
     }
 
@@ -170,27 +247,41 @@ impl BootControl for UefiBootControl {
         volume: AbVolume,
         _operation_id: &str,
     ) -> Result<(), TridentError> {
-        match status.ab_active_volume {
-            // Install: nothing older to fall back to.
-            None => self.apply_plan(status, Moment::InstallFinalize),
-            Some(active) => {
-                let moment = if status.servicing_state == ServicingState::ManualRollbackAbStaged {
-                    Moment::RollbackFinalize {
-                        active,
-                        target: volume,
-                    }
-                } else {
-                    Moment::TrialFinalize {
-                        active,
-                        target: volume,
-                    }
-                };
-                self.apply_plan(status, moment)?;
-                efivars::set(&self.efivars, efivars::ONE_SHOT, &entry_id(volume))?;
-                tracing::info!(entry = %entry_id(volume), "one-shot trial boot set (LoaderEntryOneShot)");
-                Ok(())
+        let (hc, host) = host_esp(status)?;
+        let moment = match status.ab_active_volume {
+            None => Moment::InstallFinalize,
+            Some(active) if status.servicing_state == ServicingState::ManualRollbackAbStaged => {
+                Moment::RollbackFinalize {
+                    active,
+                    target: volume,
+                }
             }
+            Some(active) => Moment::TrialFinalize {
+                active,
+                target: volume,
+            },
+        };
+        if grub::is_grub_volume(&host.esp, volume)? {
+            let number = self.boot_option(status, &host.device, volume)?;
+            let position = match moment {
+                Moment::TrialFinalize { .. } => Position::Last,
+                _ => Position::First,
+            };
+            boot_vars::set_boot_next(&self.efivars, number)?;
+            boot_vars::place(&self.efivars, number, position)?;
+            tracing::info!(
+                option = format!("Boot{number:04X}"),
+                ?position,
+                "next boot set (BootNext)"
+            );
+            return self.apply_plan(hc, &host.esp, moment);
         }
+        self.apply_plan(hc, &host.esp, moment)?;
+        if status.ab_active_volume.is_some() {
+            efivars::set(&self.efivars, efivars::ONE_SHOT, &entry_id(volume))?;
+            tracing::info!(entry = %entry_id(volume), "one-shot trial boot set (LoaderEntryOneShot)");
+        }
+        Ok(())
     }
 
     fn point_next_boot(
@@ -199,8 +290,11 @@ impl BootControl for UefiBootControl {
         volume: AbVolume,
         _operation_id: &str,
     ) -> Result<(), TridentError> {
+        let (hc, host) = host_esp(status)?;
+        // BootOrder is left as it was: the failed volume never led it.
+        boot_vars::clear_boot_next(&self.efivars)?;
         efivars::clear(&self.efivars, efivars::ONE_SHOT)?;
-        self.apply_plan(status, Moment::PointBack { volume })
+        self.apply_plan(hc, &host.esp, Moment::PointBack { volume })
     }
 
     fn booted(&self, status: &HostStatus) -> Result<Option<AbVolume>, TridentError> {
@@ -208,11 +302,19 @@ impl BootControl for UefiBootControl {
             return Ok(None); // nothing installed
         };
         let Some(running) = root_partition()? else {
-            // The root is no partition (a container, a test on a
-            // disk-image file): the entry systemd-boot says it booted.
-            return Ok(efivars::get(&self.efivars, efivars::SELECTED)
-                .as_deref()
-                .and_then(volume_of_entry));
+            // The root is no partition (an array, a container, a test on a
+            // disk-image file): the firmware's BootCurrent option, else
+            // the entry systemd-boot says it booted.
+            let by_option = boot_vars::booted_label(&self.efivars).and_then(|label| {
+                [AbVolume::VolumeA, AbVolume::VolumeB]
+                    .into_iter()
+                    .find(|v| grub::label(*v) == label)
+            });
+            return Ok(by_option.or_else(|| {
+                efivars::get(&self.efivars, efivars::SELECTED)
+                    .as_deref()
+                    .and_then(volume_of_entry)
+            }));
         };
         let devices = BlockDevices::new(hc, status)?;
         let on_root = |volume| {
@@ -241,27 +343,18 @@ impl BootControl for UefiBootControl {
     }
 
     fn commit(&self, status: &HostStatus, volume: AbVolume) -> Result<(), TridentError> {
-        self.apply_plan(status, Moment::Commit { volume })?;
+        let (hc, host) = host_esp(status)?;
+        if grub::is_grub_volume(&host.esp, volume)? {
+            let number = self.boot_option(status, &host.device, volume)?;
+            boot_vars::place(&self.efivars, number, Position::First)?;
+            tracing::info!(
+                option = format!("Boot{number:04X}"),
+                "committed volume first in BootOrder"
+            );
+        }
+        self.apply_plan(hc, &host.esp, Moment::Commit { volume })?;
         efivars::clear(&self.efivars, efivars::ONE_SHOT)
     }
-}
-
-/// The systemd-boot binary of the new root, else this host's.
-fn systemd_boot_of(new_root: &Path) -> Result<PathBuf, TridentError> {
-    let from_image = new_root.join(SYSTEMD_BOOT_EFI);
-    if from_image.exists() {
-        return Ok(from_image);
-    }
-    let from_host = Path::new("/").join(SYSTEMD_BOOT_EFI);
-    if from_host.exists() {
-        return Ok(from_host);
-    }
-    Err(TridentError::new(
-        Subkind::BootControl,
-        format!(
-            "No systemd-boot to install: neither the image nor this host has /{SYSTEMD_BOOT_EFI}"
-        ),
-    ))
 }
 
 #[cfg(test)]
@@ -269,16 +362,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loader_conf_names_the_committed_volume() {
-        assert!(loader_conf(AbVolume::VolumeA).contains("\ndefault trident-volume-a.conf\n"));
-    }
-
-    #[test]
-    fn entry_ids_name_their_volume() {
-        assert_eq!(
-            volume_of_entry("trident-volume-b.conf"),
-            Some(AbVolume::VolumeB)
-        );
-        assert_eq!(volume_of_entry("debian.conf"), None);
+    fn an_update_keeps_the_bootloader_family() {
+        let uki = BootKind::Uki {
+            esp_path: "EFI/Linux/a.efi".to_owned(),
+            cmdline: String::new(),
+            kernel: String::new(),
+        };
+        assert!(same_family(true, &BootKind::Grub));
+        assert!(same_family(false, &BootKind::Type1));
+        assert!(same_family(false, &uki));
+        assert!(!same_family(true, &uki));
+        assert!(!same_family(false, &BootKind::Grub));
     }
 }

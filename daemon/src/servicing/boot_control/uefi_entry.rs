@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use trident_host::config::{HostConfiguration, SelinuxMode};
 use trident_host::{Subkind, TridentError};
 
 use crate::servicing::new_root::volume::VolumeRoot;
@@ -38,40 +39,64 @@ impl Kernel {
                 "The new root has no /boot/vmlinuz-* kernel to boot",
             ));
         };
-        let initrd = boot.join(format!("initrd.img-{release}"));
+        // Debian's initrd.img-<release>, Azure Linux's initramfs-<release>.img.
+        let initrd = [
+            format!("initrd.img-{release}"),
+            format!("initramfs-{release}.img"),
+        ]
+        .into_iter()
+        .map(|name| boot.join(name))
+        .find(|path| path.exists());
         Ok(Kernel {
             vmlinuz: boot.join(format!("vmlinuz-{release}")),
-            initrd: initrd.exists().then_some(initrd),
+            initrd,
             release,
         })
     }
 }
 
-/// The kernel command line: the root by PARTUUID, the image's
-/// `/etc/kernel/cmdline` (any `root=` of its own dropped), then the Host
-/// Configuration's `os.kernelCommandLine.extraCommandLine`.
-pub fn command_line(root: &VolumeRoot<'_>, part_uuid: &str) -> String {
-    let image = std::fs::read_to_string(root.path.join("etc/kernel/cmdline")).unwrap_or_default();
+/// The kernel command line: the root by PARTUUID, the image's arguments
+/// (`image_args`: its `/etc/kernel/cmdline`, or its UKI entry's cmdline;
+/// any `root=`, `rw`/`ro` of its own dropped), the SELinux arguments of
+/// `os.selinux.mode` (replacing the image's, as upstream's osmodifier
+/// does), then `os.kernelCommandLine.extraCommandLine`.
+pub fn command_line(hc: &HostConfiguration, part_uuid: &str, image_args: &str) -> String {
+    let selinux = hc.os.selinux.mode.map(selinux_args);
     let mut args = vec![format!("root=PARTUUID={part_uuid}"), "rw".to_owned()];
     args.extend(
-        image
+        image_args
             .split_whitespace()
             .filter(|a| !a.starts_with("root=") && *a != "rw" && *a != "ro")
+            .filter(|a| selinux.is_none() || !is_selinux_arg(a))
             .map(str::to_owned),
     );
-    args.extend(
-        root.hc
-            .os
-            .kernel_command_line
-            .extra_command_line
-            .iter()
-            .cloned(),
-    );
+    args.extend(selinux.into_iter().flatten().map(|a| (*a).to_owned()));
+    args.extend(hc.os.kernel_command_line.extra_command_line.iter().cloned());
     args.join(" ")
 }
 
+/// The image's own kernel arguments: `/etc/kernel/cmdline` of the new root.
+pub fn image_cmdline(root: &Path) -> String {
+    std::fs::read_to_string(root.join("etc/kernel/cmdline")).unwrap_or_default()
+}
+
+/// Upstream's kernel arguments for an SELinux mode (osmodifier's
+/// `selinux::update_grub_cmdline`).
+fn selinux_args(mode: SelinuxMode) -> &'static [&'static str] {
+    match mode {
+        SelinuxMode::Enforcing => &["security=selinux", "selinux=1"],
+        SelinuxMode::Permissive => &["security=selinux", "selinux=1", "enforcing=0"],
+        SelinuxMode::Disabled => &["selinux=0"],
+    }
+}
+
+fn is_selinux_arg(arg: &str) -> bool {
+    let name = arg.split_once('=').map_or(arg, |(name, _)| name);
+    matches!(name, "security" | "selinux" | "enforcing")
+}
+
 /// `PRETTY_NAME` of the new root's os-release.
-fn pretty_name(root: &Path) -> String {
+pub fn pretty_name(root: &Path) -> String {
     ["etc/os-release", "usr/lib/os-release"]
         .iter()
         .filter_map(|p| std::fs::read_to_string(root.join(p)).ok())
@@ -85,17 +110,56 @@ fn pretty_name(root: &Path) -> String {
         .unwrap_or_else(|| "Linux".to_owned())
 }
 
-/// The entry file of `root.volume`, files under ESP directory `dir`.
-pub fn entry_text(root: &VolumeRoot<'_>, kernel: &Kernel, part_uuid: &str, dir: &str) -> String {
+/// What a Type 1 entry boots: the EFI binary at `linux` (a kernel, or a
+/// UKI), its `initrd` and its command line, paths from the ESP root.
+#[derive(Debug, Clone)]
+pub struct EntryFiles {
+    pub version: String,
+    pub linux: String,
+    pub initrd: Option<String>,
+    pub options: String,
+}
+
+/// The entry file of `root.volume`.
+pub fn entry_text(root: &VolumeRoot<'_>, files: &EntryFiles) -> String {
     let mut text = format!(
-        "# Written by Trident for {volume}.\ntitle   {name} ({volume})\nversion {release}\nlinux   /{dir}/vmlinuz\n",
+        "# Written by Trident for {volume}.\ntitle   {name} ({volume})\nversion {version}\nlinux   /{linux}\n",
         volume = root.volume,
         name = pretty_name(root.path),
-        release = kernel.release,
+        version = files.version,
+        linux = files.linux,
     );
-    if kernel.initrd.is_some() {
-        text.push_str(&format!("initrd  /{dir}/initrd.img\n"));
+    if let Some(initrd) = &files.initrd {
+        text.push_str(&format!("initrd  /{initrd}\n"));
     }
-    text.push_str(&format!("options {}\n", command_line(root, part_uuid)));
+    text.push_str(&format!("options {}\n", files.options));
     text
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_has_the_volume_root_the_image_args_selinux_and_the_extra_args() {
+        let mut hc = HostConfiguration::default();
+        hc.os.selinux.mode = Some(SelinuxMode::Permissive);
+        hc.os.kernel_command_line.extra_command_line = vec!["quiet".to_owned()];
+        let line = command_line(
+            &hc,
+            "1234",
+            "root=UUID=x ro console=ttyS0 selinux=0 security=apparmor\n",
+        );
+        assert_eq!(
+            line,
+            "root=PARTUUID=1234 rw console=ttyS0 security=selinux selinux=1 enforcing=0 quiet"
+        );
+        hc.os.selinux.mode = None;
+        assert_eq!(
+            command_line(&hc, "1234", "console=ttyS0 selinux=0"),
+            "root=PARTUUID=1234 rw console=ttyS0 selinux=0 quiet",
+            "without a mode the image's SELinux arguments stay"
+        );
+    }
 }

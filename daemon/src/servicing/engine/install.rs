@@ -90,13 +90,8 @@ async fn stage(
 
     let devices = BlockDevices::new(&hc, &status)?;
     let targets = devices.write_targets(Targets::Install)?;
-    let image = hc
-        .image
-        .clone()
-        .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
-    let written = new_storage::image_targets(&hc, &targets);
-    let image_hash =
-        blocking(move || write::write_image(&image.url, &image.sha384, &written)).await?;
+    let written = write::write_step(ctx, &current, &hc, &targets).await?;
+    let image_hash = written.hash.clone();
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, true)).await?;
     let (extensions, _staging) = stage_extensions(ctx, &hc.os, None).await?;
@@ -107,6 +102,7 @@ async fn stage(
         targets,
         volume: AbVolume::VolumeA,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
+        image: written.boot,
         install: true,
         extensions: extensions.clone(),
     };

@@ -19,6 +19,7 @@ use super::plan::StepPlan;
 use super::step::{blocking, script_phase};
 use crate::servicing::block_device::{BlockDevices, ResolvedDevice};
 use crate::servicing::boot_control::BootControl;
+use crate::servicing::boot_control::image_boot::ImageBoot;
 use crate::servicing::extensions::{Staged, place};
 use crate::servicing::new_root::volume::VolumeRoot;
 use crate::servicing::new_root::{NewRoot, chroot, fstab};
@@ -77,6 +78,9 @@ pub struct NewRootRequest {
     pub install: bool,
     /// Extension images to place in the new root (checked already).
     pub extensions: Vec<Staged>,
+    /// How the written image boots (boot control), its ESP copy removed
+    /// when the step ends.
+    pub image: ImageBoot,
 }
 
 /// Mount, grow, configure, postProvision and postConfigure scripts, the
@@ -90,9 +94,24 @@ pub async fn service_new_root(
     env: &ScriptEnv,
     plan: &mut StepPlan,
 ) -> Result<(), TridentError> {
+    let esp_copy = req.image.esp_copy.clone();
+    let result = new_root_steps(engine, req, env, plan).await;
+    if let Some(copy) = esp_copy {
+        let _ = std::fs::remove_file(copy);
+    }
+    result
+}
+
+async fn new_root_steps(
+    engine: Arc<Engine>,
+    req: NewRootRequest,
+    env: &ScriptEnv,
+    plan: &mut StepPlan,
+) -> Result<(), TridentError> {
     let scripts = req.hc.scripts.clone();
     let install = req.install;
     let extensions = req.extensions.clone();
+    let image = req.image.clone();
     let phase = Phase::start("mount", "Mount the new root", Unit::Items, Some(1));
     let mounted = blocking(move || {
         let root = NewRoot::mount(&req.hc, &req.devices, &req.targets, req.volume, &req.path)?;
@@ -132,7 +151,7 @@ pub async fn service_new_root(
     };
     blocking(move || {
         let prepared = match scripts_result {
-            Ok(()) => boot_files(engine.boot.as_ref(), &root.view(), install),
+            Ok(()) => boot_files(engine.boot.as_ref(), &root.view(), install, &image),
             Err(e) => Err(e),
         };
         let unmounted = root.unmount();
@@ -172,9 +191,15 @@ fn boot_files(
     boot: &dyn BootControl,
     root: &VolumeRoot<'_>,
     install: bool,
+    image: &ImageBoot,
 ) -> Result<(), TridentError> {
-    let phase = Phase::start(BOOT_FILES, "Write boot files", Unit::Items, Some(1));
-    boot.prepare_volume(root, install)?;
+    let phase = Phase::start(
+        BOOT_FILES,
+        format!("Write boot files ({})", image.kind.name()),
+        Unit::Items,
+        Some(1),
+    );
+    boot.prepare_volume(root, install, image)?;
     phase.set(1);
     phase.done();
     Ok(())

@@ -168,13 +168,8 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
         ));
     }
     tracing::info!(active = %active, target = %inactive, "staging A/B update into the inactive volume");
-    let image = hc
-        .image
-        .clone()
-        .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
-    let written = new_storage::image_targets(&hc, &targets);
-    let image_hash =
-        blocking(move || write::write_image(&image.url, &image.sha384, &written)).await?;
+    let written = write::write_step(ctx, &current, &hc, &targets).await?;
+    let image_hash = written.hash.clone();
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, false)).await?;
     let (extensions, _staging) = stage_extensions(ctx, &hc.os, Some(&running.os)).await?;
@@ -184,6 +179,7 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
         targets,
         volume: inactive,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
+        image: written.boot,
         install: false,
         extensions: extensions.clone(),
     };

@@ -3,15 +3,22 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use trident_cosi::metadata::PART_TYPE_ESP;
 use trident_cosi::{
     CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind, RegionReader, RegistryFailure,
 };
+use trident_host::config::HostConfiguration;
+use trident_host::status::HostStatus;
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
+use super::runner::StepContext;
+use super::step::blocking;
 use crate::servicing::block_device::ResolvedDevice;
+use crate::servicing::boot_control::image_boot::{self, BootKind, ImageBoot};
+use crate::servicing::new_storage;
 
 /// `result.cosi()?`: maps a COSI error with [`cosi_error`], located at the
 /// caller. Use this instead of `map_err(cosi_error)`: a `#[track_caller]`
@@ -92,17 +99,77 @@ impl trident_cosi::Progress for PhaseProgress<'_> {
     }
 }
 
+/// The write step of install and A/B update: [`write_image`] of the Host
+/// Configuration's image into the `targets` that take an image, the
+/// engine's boot control checking the image against `current` and getting
+/// the image's ESP when it needs it (copied next to the operation's new
+/// root, removed with it).
+pub async fn write_step(
+    ctx: &StepContext,
+    current: &HostStatus,
+    hc: &HostConfiguration,
+    targets: &BTreeMap<String, ResolvedDevice>,
+) -> Result<WrittenImage, TridentError> {
+    let image = hc
+        .image
+        .clone()
+        .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
+    let written = new_storage::image_targets(hc, targets);
+    let engine = ctx.engine.clone();
+    let esp_copy = engine.boot.wants_image_esp().then(|| {
+        engine
+            .new_root_dir(&ctx.operation_id)
+            .with_extension("esp.img")
+    });
+    let current = current.clone();
+    blocking(move || {
+        let check = |kind: &BootKind| engine.boot.check_image(&current, kind);
+        let boot = BootCheck {
+            esp_copy,
+            check: &check,
+        };
+        write_image(&image.url, &image.sha384, &written, &boot)
+    })
+    .await
+}
+
+/// What [`write_image`] wrote: the image's `sha384:<hex>` and how it boots.
+#[derive(Debug, Clone)]
+pub struct WrittenImage {
+    pub hash: String,
+    pub boot: ImageBoot,
+}
+
+/// How boot control takes part in [`write_image`].
+pub struct BootCheck<'a> {
+    /// Where to copy the image's ESP filesystem when it is not a target
+    /// and the image's boot files come from it (`None`: never).
+    pub esp_copy: Option<PathBuf>,
+    /// Refuses an image the host cannot boot, before anything is written.
+    pub check: &'a (dyn Fn(&BootKind) -> Result<(), TridentError> + Sync),
+}
+
+impl std::fmt::Debug for BootCheck<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BootCheck")
+            .field("esp_copy", &self.esp_copy)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Opens `url`, checks that the image provides every mount point in
-/// `targets` and that each fits its partition, then streams each region
+/// `targets` and that each fits its partition, that its bootloader
+/// metadata is one this daemon boots (`boot`), then streams each region
 /// into its partition. Regions of other mount points (and the image's own
-/// GPT) are read and verified but not written. Returns `sha384:<hex>` of
-/// the metadata. Blocking: run it in `spawn_blocking` inside the
-/// operation's span.
+/// GPT) are read and verified but not written; the image's ESP goes to
+/// `boot.esp_copy` when asked. Blocking: run it in `spawn_blocking`
+/// inside the operation's span.
 pub fn write_image(
     url: &str,
     sha384: &str,
     targets: &BTreeMap<String, ResolvedDevice>,
-) -> Result<String, TridentError> {
+    boot: &BootCheck<'_>,
+) -> Result<WrittenImage, TridentError> {
     let download = Phase::start(
         "download",
         "Open and verify image metadata",
@@ -116,6 +183,9 @@ pub fn write_image(
     tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");
 
     check_image_matches(&source, targets)?;
+    let kind = image_boot::boot_kind(source.metadata())?;
+    (boot.check)(&kind)?;
+    let esp_copy = esp_to_copy(&source, targets, &kind, boot.esp_copy.as_deref())?;
     // The byte work: the filesystem images that are written.
     let bytes_total = source
         .metadata()
@@ -138,7 +208,15 @@ pub fn write_image(
             (RegionKind::Partition { .. }, Some(mp)) => targets.get(mp),
             _ => None,
         };
+        let is_esp_copy = esp_copy
+            .as_ref()
+            .is_some_and(|(mp, _)| info.mount_point.as_deref() == Some(mp.as_str()));
         match target {
+            None if is_esp_copy => {
+                if let Some((_, path)) = &esp_copy {
+                    copy_region(&mut region, &info, path)?;
+                }
+            }
             None => {
                 tracing::debug!(region = %info.name(), "not a target: verifying without writing");
                 region.skip().cosi()?;
@@ -153,8 +231,85 @@ pub fn write_image(
             .structured_msg(Subkind::WriteImage, format!("fsync {device}"))?;
     }
     verify.done();
-    Ok(source.image_hash())
+    Ok(WrittenImage {
+        hash: source.image_hash(),
+        boot: ImageBoot {
+            kind,
+            esp_copy: esp_copy.map(|(_, path)| path),
+        },
+    })
 }
+
+/// The image's ESP (its mount point) and where to copy it, when boot
+/// control wants it (`esp_copy`), `kind` takes boot files from it and it
+/// is not written to the host's ESP (an A/B update). A grub or UKI image
+/// without an ESP is refused here, before anything is written.
+fn esp_to_copy(
+    source: &CosiSource,
+    targets: &BTreeMap<String, ResolvedDevice>,
+    kind: &BootKind,
+    esp_copy: Option<&Path>,
+) -> Result<Option<(String, PathBuf)>, TridentError> {
+    let Some(path) = esp_copy.filter(|_| kind.needs_image_esp()) else {
+        return Ok(None);
+    };
+    let Some(esp) = source
+        .metadata()
+        .filesystems_by_part_type(PART_TYPE_ESP)
+        .next()
+    else {
+        return Err(TridentError::new(
+            Subkind::UnsupportedBootloader,
+            format!(
+                "metadata.json: images: the image boots with {} but has no ESP filesystem (partType {PART_TYPE_ESP}) to take its loaders from",
+                kind.name()
+            ),
+        ));
+    };
+    if targets.contains_key(&esp.mount_point) {
+        return Ok(None); // written to the host's ESP: read there
+    }
+    Ok(Some((esp.mount_point.clone(), path.to_path_buf())))
+}
+
+/// Streams one region into the file `path` (created, sized to the
+/// region), hash-checked on the way.
+fn copy_region(
+    region: &mut RegionReader<'_>,
+    info: &RegionInfo,
+    path: &Path,
+) -> Result<(), TridentError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).structured_msg(
+            Subkind::WriteImage,
+            format!("Cannot create {}", parent.display()),
+        )?;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .structured_msg(
+            Subkind::WriteImage,
+            format!("Cannot create {}", path.display()),
+        )?;
+    let size = info.image.uncompressed_size;
+    file.set_len(size).structured_msg(
+        Subkind::WriteImage,
+        format!("Cannot size {}", path.display()),
+    )?;
+    let stats =
+        trident_cosi::write_region_at(region, &file, path, 0, size, &mut NoProgress).cosi()?;
+    tracing::info!(region = %info.name(), copy = %path.display(), bytes = stats.uncompressed_bytes,
+        "the image's ESP copied out for its boot files");
+    Ok(())
+}
+
+struct NoProgress;
+
+impl trident_cosi::Progress for NoProgress {}
 
 /// Writes one region into its target device (opening its backing file or
 /// block device on first use) as a `write/<partition>` phase nested in `verify` (the

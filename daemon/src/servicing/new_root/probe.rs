@@ -42,6 +42,28 @@ fn probe(device: &str, offset: u64) -> Option<FsKind> {
     kind_of(&head)
 }
 
+/// The filesystem UUID of the ext4 or XFS filesystem on `device` (what
+/// GRUB's `search --fs-uuid` and `UUID=` name); `None` for others.
+pub fn fs_uuid(device: &ResolvedDevice) -> Option<String> {
+    let extent = device.extent();
+    let file = File::open(extent.backing).ok()?;
+    let mut head = [0u8; 2048];
+    file.read_exact_at(&mut head, extent.offset).ok()?;
+    uuid_of(&head)
+}
+
+/// The UUID a volume's first 2 KiB give (ext4: `s_uuid` at 1024+0x68;
+/// XFS: `sb_uuid` at 32).
+pub fn uuid_of(head: &[u8; 2048]) -> Option<String> {
+    let bytes = match kind_of(head)? {
+        FsKind::Ext4 => &head[1128..1144],
+        FsKind::Xfs => &head[32..48],
+        FsKind::Vfat => return None,
+    };
+    let uuid = uuid::Uuid::from_slice(bytes).ok()?;
+    (!uuid.is_nil()).then(|| uuid.hyphenated().to_string())
+}
+
 /// The filesystem a volume's first 2 KiB describe.
 pub fn kind_of(head: &[u8; 2048]) -> Option<FsKind> {
     // ext2/3/4: magic 0xEF53 at 1024+56, a sane block size (1 KiB << n, n <= 6).
@@ -77,6 +99,12 @@ mod tests {
         fat[510] = 0x55;
         fat[511] = 0xAA;
         assert_eq!(kind_of(&fat), Some(FsKind::Vfat));
+        head[1128] = 0xAB;
+        head[1143] = 0x01;
+        assert_eq!(
+            uuid_of(&head).as_deref(),
+            Some("ab000000-0000-0000-0000-000000000001")
+        );
         let mut xfs = [0u8; 2048];
         xfs[0..4].copy_from_slice(b"XFSB");
         assert_eq!(kind_of(&xfs), Some(FsKind::Xfs));
