@@ -4,8 +4,11 @@
 # then a results table (scenario, result, duration, log).
 #
 #   bash scripts/vm-matrix.sh                 # every scenario
-#   bash scripts/vm-matrix.sh install-update  # only the ones named
+#   bash scripts/vm-matrix.sh grub uki        # only the ones named
+#   bash scripts/vm-matrix.sh --keep DIR ...  # also copy each scenario's logs to DIR/SCENARIO/
 #   bash scripts/vm-matrix.sh --list          # the scenario names
+#
+# One result line per scenario: `SCENARIO: pass|fail SECONDSs LOG`.
 #
 # Every scenario is an `#[ignore]`d test of the e2e crate run by nextest
 # with `--run-ignored only`; they share the cached test-OS build (the
@@ -33,9 +36,9 @@ LOG_DIR="$REPO/target/vm-artifacts/matrix"
 
 # name | what it shows
 SCENARIOS=(
-    "install-update|an installer VM installs v1, A/B updates to v2, a failing update rolls back; the host's timeline across reboots (shim + GRUB: BootNext trial, BootOrder at commit)"
-    "uki|install-update on a UKI image: systemd-boot starts each volume's copy of the image's Unified Kernel Image"
-    "type1|install-update on systemd-boot Type 1 entries (kernel + initrd), the trial a LoaderEntryOneShot"
+    "grub|an installer VM installs v1, A/B updates to v2, a failing update rolls back; the host's timeline across reboots (shim + GRUB: BootNext trial, BootOrder at commit)"
+    "uki|the grub scenario on a UKI image: systemd-boot starts each volume's copy of the image's Unified Kernel Image"
+    "type1|the grub scenario on systemd-boot Type 1 entries (kernel + initrd), the trial a LoaderEntryOneShot"
     "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
     "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
 )
@@ -48,7 +51,7 @@ run_vm_test() {
         --no-capture --no-fail-fast ${NEXTEST_ARGS:-} -E "test(=$test)"
 }
 
-scenario_install_update() {
+scenario_grub() {
     export TRIDENT_VM_BOOTLOADER=grub
     run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
@@ -89,10 +92,18 @@ known() {
 }
 
 selected=()
+KEEP=""
 while [ $# -gt 0 ]; do
     case "$1" in
     -h | --help) usage; exit 0 ;;
     --list) list; exit 0 ;;
+    --keep)
+        [ $# -ge 2 ] || { echo "--keep needs a directory" >&2; exit 2; }
+        KEEP="$2"
+        mkdir -p "$KEEP"
+        KEEP="$(cd "$KEEP" && pwd)"
+        shift 2
+        ;;
     -*) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
     *)
         known "$1" || { echo "unknown scenario '$1'; known:" >&2; list >&2; exit 2; }
@@ -120,16 +131,23 @@ for name in "${selected[@]}"; do
     # hands it the scenario's function and run_vm_test.
     if flock "$VM_LOCK" bash -c "set -euo pipefail; $(declare -f run_vm_test "scenario_${name//-/_}"); scenario_${name//-/_}" \
         > >(tee "$log") 2>&1; then
-        result=passed
+        result=pass
     else
-        result=FAILED
+        result=fail
         failed=$((failed + 1))
     fi
     elapsed=$(($(date +%s) - started))
-    results+=("$(printf '%-20s %-7s %5dm%02ds  %s' "$name" "$result" $((elapsed / 60)) $((elapsed % 60)) "${log#"$REPO"/}")")
+    if [ -n "$KEEP" ]; then
+        # The scenario's log and every serial/QEMU log of the VMs it ran.
+        mkdir -p "$KEEP/$name"
+        cp "$log" "$KEEP/$name/"
+        find "$REPO/target/vm-artifacts" -path "$LOG_DIR" -prune -o -name '*.log' -newermt "@$started" \
+            -exec cp --parents {} "$KEEP/$name/" \;
+    fi
+    results+=("$name: $result ${elapsed}s ${log#"$REPO"/}")
 done
 
-printf '\n%-20s %-7s %9s  %s\n' scenario result duration log
+echo
 for line in "${results[@]}"; do echo "$line"; done
 printf 'load now: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$failed" -eq 0 ]
