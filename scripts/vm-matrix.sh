@@ -141,8 +141,9 @@ for name in "${selected[@]}"; do
         # The scenario's log and every serial/QEMU log of the VMs it ran.
         mkdir -p "$KEEP/$name"
         cp "$log" "$KEEP/$name/"
-        find "$REPO/target/vm-artifacts" -path "$LOG_DIR" -prune -o -name '*.log' -newermt "@$started" \
-            -exec cp --parents {} "$KEEP/$name/" \;
+        (cd "$REPO/target/vm-artifacts" &&
+            find . -path ./matrix -prune -o -name '*.log' -newermt "@$started" \
+                -exec cp --parents {} "$KEEP/$name/" \;)
     fi
     results+=("$name: $result ${elapsed}s ${log#"$REPO"/}")
 done
