@@ -1,7 +1,8 @@
 //! Host Configuration secrets and PEM private keys never leave the daemon
 //! unredacted: a provisioned host whose configuration carries secret
-//! script and health-check variables, a private key in a variable and a
-//! script that prints another script's password; then every way out is
+//! script and health-check variables, a private key in a variable, a
+//! Wi-Fi password in its netplan and a script that prints another
+//! script's password; then every way out is
 //! read through real parts (GetHostStatus, `trident get status` and
 //! `get configuration`, a `trident diagnose` bundle unpacked and every file
 //! searched, the datastore copy included, a real OTLP receiver's payloads,
@@ -31,7 +32,11 @@ const TOKEN: &str = "tok-8c2d-secret";
 const CHECK_TOKEN: &str = "svc-tok-3e4f";
 /// The base64 body of the private key (its BEGIN/END lines may stay).
 const KEY_BODY: &str = "MIIEvQkeybody7f3e";
-const SECRETS: [&str; 4] = [PASSWORD, TOKEN, CHECK_TOKEN, KEY_BODY];
+/// A Wi-Fi password in `managementOs.netplan` (the installer's network;
+/// `os.netplan` is redacted the same way and is unit-tested in trident-host,
+/// but applying it needs an image with a mountable root).
+const WIFI_PASSWORD: &str = "wifi-pw-6b7c8d";
+const SECRETS: [&str; 5] = [PASSWORD, TOKEN, CHECK_TOKEN, KEY_BODY, WIFI_PASSWORD];
 /// A non-secret variable's value: it must stay visible.
 const REGION: &str = "eu-west-9";
 
@@ -53,6 +58,13 @@ health:
   - name: ping
     environmentVariables: {{ SERVICE_TOKEN: {CHECK_TOKEN} }}
     content: "true"
+managementOs:
+  netplan:
+    version: 2
+    wifis:
+      wlan0:
+        dhcp4: true
+        access-points: {{ lab-net: {{ password: {WIFI_PASSWORD} }} }}
 "#
     )
 }
@@ -123,6 +135,7 @@ async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log(
         REGION,
         r#"DB_PASSWORD: "[REDACTED]""#,
         "-----BEGIN PRIVATE KEY-----",
+        "lab-net",
     ] {
         assert!(served.contains(kept), "{kept} missing in\n{served}");
     }

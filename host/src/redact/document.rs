@@ -9,7 +9,9 @@
 //! - that same value wherever else it appears (a script body, an
 //!   `additionalFiles` content, an error message);
 //! - the body of any PEM private key block (e.g. an `additionalFiles`
-//!   content installing a key).
+//!   content installing a key);
+//! - the passwords, PINs and WireGuard keys of a `netplan` document
+//!   (`os.netplan`, `managementOs.netplan`), by their keys.
 //!
 //! The rest of an `additionalFiles` content stays, as upstream keeps it in
 //! its Host Status and diagnose bundle: an operator reading the status
@@ -26,6 +28,9 @@ use crate::status::HostStatus;
 
 /// The key holding environment variables in scripts and health checks.
 pub const ENVIRONMENT_KEY: &str = "environmentVariables";
+
+/// The key holding a netplan document (`os`, `managementOs`).
+pub const NETPLAN_KEY: &str = "netplan";
 
 impl HostStatus {
     /// The secrets of `spec` and `specOld`.
@@ -124,6 +129,11 @@ fn redact_in(value: &mut Value, secrets: &Secrets, by_value: bool) {
                         }
                     }
                 }
+                if key == NETPLAN_KEY
+                    && let Value::Object(plan) = item
+                {
+                    super::netplan::redact_secret_keys(plan);
+                }
                 let by_value = by_value || FREE_TEXT_KEYS.contains(&key.as_str());
                 redact_in(item, secrets, by_value);
             }
@@ -163,6 +173,14 @@ os:
     content: "-----BEGIN PRIVATE KEY-----\nMIIEvQkeybody\n-----END PRIVATE KEY-----\n"
   - destination: /etc/app/app.conf
     content: "region=eu-west-9\n"
+  - destination: /etc/app/wifi.conf
+    content: "psk=wifi-pw-7d6c\n"
+  netplan:
+    version: 2
+    wifis:
+      wlan0:
+        dhcp4: true
+        access-points: {lab-net: {password: wifi-pw-7d6c}}
 "#;
 
     #[test]
@@ -174,7 +192,7 @@ os:
             ..HostStatus::default()
         };
         let yaml = status.redacted().unwrap().to_yaml().unwrap();
-        for secret in ["tok-9a8b7c", "pw-1f2e3d", "MIIEvQkeybody"] {
+        for secret in ["tok-9a8b7c", "pw-1f2e3d", "MIIEvQkeybody", "wifi-pw-7d6c"] {
             assert!(!yaml.contains(secret), "{secret} in\n{yaml}");
         }
         for kept in [
@@ -183,6 +201,8 @@ os:
             "/etc/app/key.pem",
             "-----BEGIN PRIVATE KEY-----",
             "curl -H 'x: [REDACTED]' https://enrol",
+            "lab-net",
+            "psk=[REDACTED]",
         ] {
             assert!(yaml.contains(kept), "{kept} missing in\n{yaml}");
         }

@@ -1,7 +1,8 @@
 //! Secret redaction. Secrets are the values of Host Configuration script
 //! and health-check environment variables whose names look secret
-//! (`*PASSWORD*`, `*TOKEN*`, `*SECRET*`, any case) and the body of any PEM
-//! private key block ([`pem`]). They are replaced by [`REDACTED`] where
+//! (`*PASSWORD*`, `*TOKEN*`, `*SECRET*`, any case), the passwords, PINs and
+//! WireGuard keys of its netplan documents ([`netplan`]) and the body of
+//! any PEM private key block ([`pem`]). They are replaced by [`REDACTED`] where
 //! text leaves the daemon: script output lines (log, bus, OTLP records and
 //! error messages), the Host Status and Host Configuration as served
 //! ([`document`]), the OTLP export ([`known`]) and the datastore copy of a
@@ -9,6 +10,7 @@
 
 pub mod document;
 pub mod known;
+pub mod netplan;
 pub mod pem;
 
 use std::borrow::Cow;
@@ -48,7 +50,7 @@ impl Secrets {
     }
 
     /// The secret environment values of every script and health check of
-    /// `hc`.
+    /// `hc`, and the secrets of its netplan documents.
     pub fn of_config(hc: &HostConfiguration) -> Self {
         let scripts = &hc.scripts;
         let envs = (scripts.pre_servicing.iter())
@@ -59,6 +61,12 @@ impl Secrets {
         let mut secrets = Self::default();
         for env in envs {
             secrets.extend(&Self::of_env(env));
+        }
+        for plan in [&hc.os.netplan, &hc.management_os.netplan]
+            .into_iter()
+            .flatten()
+        {
+            secrets.extend(&Self::of_values(netplan::secret_values(plan)));
         }
         secrets
     }
