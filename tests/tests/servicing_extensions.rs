@@ -2,6 +2,9 @@
 //! through the real daemon: real squashfs extension images (mksquashfs)
 //! served by a real HTTP server, a disk-image target.
 //!
+//! Extension images come as squashfs filesystem images, or as GPT disk
+//! images (DDIs) whose `/usr` or root partition holds the release file.
+//!
 //! An install places the system extension in the new root where
 //! systemd-sysext merges it (`/var/lib/extensions/NAME.raw`, NAME from
 //! its extension-release file), byte for byte. Then runtime updates of the
@@ -262,4 +265,152 @@ async fn extensions_are_placed_at_install_and_added_and_removed_by_runtime_updat
         &format!("dump /var/lib/extensions/tool.raw {}", in_b.display()),
     );
     assert_eq!(std::fs::read(&in_b).unwrap(), std::fs::read(&tool).unwrap());
+}
+
+/// A GPT disk image (DDI) `file_name` under `dir` with one partition of
+/// GPT type `part_type` holding a squashfs of `files` (path, text) and,
+/// at `release_dir`, `extension-release.NAME`; returns its path and
+/// SHA-384.
+fn disk_image_extension(
+    dir: &Path,
+    file_name: &str,
+    part_type: &str,
+    release_dir: &str,
+    name: &str,
+    files: &[(&str, &str)],
+) -> (PathBuf, String) {
+    let tree = dir.join(format!("{file_name}-tree"));
+    let release = tree
+        .join(release_dir)
+        .join(format!("extension-release.{name}"));
+    std::fs::create_dir_all(release.parent().unwrap()).unwrap();
+    std::fs::write(&release, "ID=_any\n").unwrap();
+    for (path, text) in files {
+        let path = tree.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let fs = dir.join(format!("{file_name}.squashfs"));
+    mini_os::sh(Command::new("mksquashfs").arg(&tree).arg(&fs).args([
+        "-quiet",
+        "-noappend",
+        "-all-root",
+    ]));
+    let fs_bytes = std::fs::read(&fs).unwrap();
+    const MIB: u64 = 1024 * 1024;
+    let sectors = (fs_bytes.len() as u64).div_ceil(MIB) * MIB / 512;
+    let image = dir.join(file_name);
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(2 * MIB + sectors * 512)
+        .unwrap();
+    let script = format!("label: gpt\nstart=2048, size={sectors}, type={part_type}\n");
+    let mut sfdisk = Command::new("sfdisk")
+        .args(["--quiet", "--no-reread", "--no-tell-kernel"])
+        .arg(&image)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    sfdisk
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(sfdisk.wait().unwrap().success());
+    use std::os::unix::fs::FileExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&image)
+        .unwrap()
+        .write_at(&fs_bytes, MIB)
+        .unwrap();
+    let sha = trident_cosi::hash::sha384_hex(&std::fs::read(&image).unwrap());
+    (image, sha)
+}
+
+/// The Discoverable Partitions Specification's x86-64 `/usr` and root types.
+const USR_X86_64: &str = "8484680C-9521-48C6-9C11-B0720656F69E";
+const ROOT_X86_64: &str = "4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extensions_in_gpt_disk_images_are_named_from_the_partition_that_holds_their_release() {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: extension images are mounted to read their names (needs root)");
+        return;
+    }
+    let f = Fixture::new();
+    let dir = f.dir.path();
+    let served = dir.join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    // A sysext whose /usr partition holds its tree (as systemd-repart
+    // builds one), and a confext whose root partition holds /etc; served
+    // under names that are not NAME.raw, so the name must come from inside.
+    let (tool, tool_sha) = disk_image_extension(
+        &served,
+        "tool-v3.ddi",
+        USR_X86_64,
+        "lib/extension-release.d",
+        "tool",
+        &[("share/tool/hello", "hi\n")],
+    );
+    let (motd, motd_sha) = disk_image_extension(
+        &served,
+        "motd-v3.ddi",
+        ROOT_X86_64,
+        "etc/extension-release.d",
+        "motd",
+        &[("etc/motd.d/trident", "hello\n")],
+    );
+    // A disk image with neither partition type.
+    let (_, odd_sha) = disk_image_extension(
+        &served,
+        "odd.ddi",
+        "0FC63DAF-8483-4772-8E79-3D69D8477DE4",
+        "usr/lib/extension-release.d",
+        "odd",
+        &[],
+    );
+    let http = HttpServer::start(&served);
+    let d = trident_e2e::Daemon::builder()
+        .args(["--inactivity-timeout", "0"])
+        .spawn()
+        .await
+        .unwrap();
+    let mut c = Clients::new(&d).await;
+    let v1 = mini_os::build(dir, "v1");
+    let base = f.config(&v1, "");
+
+    let odd = format!("{base}{}", sysext_yaml(&http.url("odd.ddi"), &odd_sha));
+    let refused = c.install(&odd).await;
+    assert_eq!(refused.error().subkind, "invalid-extension");
+    let message = &refused.error().error_message;
+    assert!(
+        message.contains("os.sysexts[0]") && message.contains("no x86-64 root or /usr partition"),
+        "{message}"
+    );
+
+    let config = format!(
+        "{base}{}  confexts:\n  - url: {}\n    sha384: {motd_sha}\n",
+        sysext_yaml(&http.url("tool-v3.ddi"), &tool_sha),
+        http.url("motd-v3.ddi")
+    );
+    c.install(&config).await.assert_success();
+    for (placed, source) in [
+        ("/var/lib/extensions/tool.raw", &tool),
+        ("/var/lib/confexts/motd.raw", &motd),
+    ] {
+        let out = dir.join("placed.raw");
+        mini_os::debugfs(
+            &f.disk,
+            "root-a",
+            &format!("dump {placed} {}", out.display()),
+        );
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(source).unwrap(),
+            "{placed} is the served disk image, byte for byte"
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //! images that systemd-sysext / systemd-confext merge over `/usr` and
 //! `/opt`, or `/etc`. Each is downloaded and checked against its SHA-384
 //! (of the whole file) into a staging directory ([`fetch`]), its name read
-//! from its `extension-release.NAME` ([`release`]), then placed ([`place`]):
+//! from its `extension-release.NAME` ([`release`]; a filesystem image or a
+//! GPT disk image, [`ddi`]), then placed ([`place`]):
 //! at install and A/B update into the new root, where the updated OS
 //! merges it when it boots; at a runtime update onto the running system,
 //! whose merge is then refreshed. An image the running OS already has
@@ -14,6 +15,7 @@
 //! default directory and the NAME its `extension-release.NAME` gives. The
 //! Host Status records the path each image was placed at.
 
+pub mod ddi;
 pub mod fetch;
 pub mod kind;
 pub mod place;

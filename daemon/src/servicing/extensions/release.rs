@@ -4,13 +4,15 @@
 //! extension), which systemd requires the image file to be named after
 //! (`NAME.raw`). Read by mounting the image read-only on a read-only loop
 //! device, so its bytes (and hash) never change. The image is a
-//! filesystem image (squashfs, erofs, ext4, ...) as `mount` detects it; a
-//! partitioned disk image (GPT DDI) is not read.
+//! filesystem image (squashfs, erofs, ext4, ...) as `mount` detects it,
+//! or a GPT disk image ([`super::ddi`]) whose root or `/usr` partition
+//! holds the release file.
 
 use std::path::Path;
 
 use trident_host::{Subkind, TridentError};
 
+use super::ddi::{self, Layout, Range};
 use super::kind::ExtensionKind;
 use crate::servicing::new_root::tools::{LoopDevice, MountGuard};
 
@@ -31,14 +33,43 @@ pub fn name_of(
             format!("Host Configuration key '{key}': {what}"),
         )
     };
-    let device = LoopDevice::attach_read_only(file)?;
+    // Where the release file is: the whole image, or the partition of a
+    // disk image that systemd-dissect mounts where the release dir lives
+    // (a sysext's `/usr` partition at `/usr`, else the root partition).
+    let (device, release_dir) = match ddi::layout(file).map_err(&not_mergeable)? {
+        Layout::Filesystem => (
+            LoopDevice::attach_read_only(file)?,
+            kind.release_dir().to_owned(),
+        ),
+        Layout::Disk { root, usr } => {
+            let sysext_usr = usr.filter(|_| kind == ExtensionKind::Sysext);
+            let (Range { offset, size }, dir) = match (sysext_usr, root) {
+                (Some(usr), _) => (usr, kind.release_dir().trim_start_matches("usr/")),
+                (None, Some(root)) => (root, kind.release_dir()),
+                (None, None) => {
+                    return Err(not_mergeable(format!(
+                        "the disk image has no x86-64 root{} partition",
+                        if kind == ExtensionKind::Sysext {
+                            " or /usr"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+            };
+            (
+                LoopDevice::attach_read_only_range(file, offset, size)?,
+                dir.to_owned(),
+            )
+        }
+    };
     let mounted = MountGuard::mount_read_only(device, mount_dir).map_err(|e| {
         not_mergeable(format!(
             "the image is no filesystem this system can mount ({})",
             e.message()
         ))
     })?;
-    let name = name_in(kind, mount_dir).map_err(not_mergeable);
+    let name = name_in_dir(kind, mount_dir, &release_dir).map_err(not_mergeable);
     mounted.unmount()?;
     name
 }
@@ -46,8 +77,13 @@ pub fn name_of(
 /// The NAME of the one release file of `kind` under the mounted image
 /// `root`, or why there is none.
 pub fn name_in(kind: ExtensionKind, root: &Path) -> Result<String, String> {
-    let dir = root.join(kind.release_dir());
-    let entries = std::fs::read_dir(&dir).map_err(|_| {
+    name_in_dir(kind, root, kind.release_dir())
+}
+
+/// The NAME of the one release file in `release_dir` (relative) under the
+/// mounted `root`.
+fn name_in_dir(kind: ExtensionKind, root: &Path, release_dir: &str) -> Result<String, String> {
+    let entries = std::fs::read_dir(root.join(release_dir)).map_err(|_| {
         format!(
             "the image has no /{} (is it a {}?)",
             kind.release_dir(),

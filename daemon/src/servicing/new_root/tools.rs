@@ -52,6 +52,23 @@ impl LoopDevice {
         Self::losetup(&["--read-only", &file.to_string_lossy()])
     }
 
+    /// A read-only loop device over `size` bytes of `file` from `offset`
+    /// (one partition of a disk image that is read, never written).
+    pub fn attach_read_only_range(
+        file: &Path,
+        offset: u64,
+        size: u64,
+    ) -> Result<LoopDevice, TridentError> {
+        Self::losetup(&[
+            "--read-only",
+            "--offset",
+            &offset.to_string(),
+            "--sizelimit",
+            &size.to_string(),
+            &file.to_string_lossy(),
+        ])
+    }
+
     fn losetup(args: &[&str]) -> Result<LoopDevice, TridentError> {
         let mut all = vec!["--find", "--show"];
         all.extend_from_slice(args);
