@@ -56,13 +56,18 @@ fn extension(dir: &Path, kind: &str, name: &str, file: &str, text: &str) -> (Pat
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
     let image = dir.join(format!("{name}.raw"));
-    mini_os::sh(Command::new("mksquashfs").arg(&tree).arg(&image).args([
+    squashfs(&tree, &image);
+    let sha = trident_cosi::hash::sha384_hex(&std::fs::read(&image).unwrap());
+    (image, sha)
+}
+
+/// A squashfs image of `tree`, owned by root, as extension images are.
+fn squashfs(tree: &Path, image: &Path) {
+    mini_os::sh(Command::new("mksquashfs").arg(tree).arg(image).args([
         "-quiet",
         "-noappend",
         "-all-root",
     ]));
-    let sha = trident_cosi::hash::sha384_hex(&std::fs::read(&image).unwrap());
-    (image, sha)
 }
 
 /// Shims of the systemd tools that append their arguments to `log`.
@@ -95,16 +100,25 @@ const SCRIPTS: &str = r#"scripts:
     content: 'test "$SERVICING_TYPE" != runtime_update || touch "$TARGET_ROOT/ab-script-ran"'
 "#;
 
-#[tokio::test(flavor = "multi_thread")]
-async fn extensions_are_placed_at_install_and_added_and_removed_by_runtime_updates() {
+/// A fixture with a directory for served images, or None (skipped) when
+/// not root: images are mounted to read their names.
+fn fixture_serving_images() -> Option<(Fixture, PathBuf)> {
     if !mini_os::running_as_root() {
         eprintln!("SKIP: extension images are mounted to read their names (needs root)");
-        return;
+        return None;
     }
     let f = Fixture::new();
-    let dir = f.dir.path();
-    let served = dir.join("served");
+    let served = f.dir.path().join("served");
     std::fs::create_dir_all(&served).unwrap();
+    Some((f, served))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extensions_are_placed_at_install_and_added_and_removed_by_runtime_updates() {
+    let Some((f, served)) = fixture_serving_images() else {
+        return;
+    };
+    let dir = f.dir.path();
     let (tool, tool_sha) = extension(&served, "sysext", "tool", "/usr/share/tool/hello", "hi\n");
     let (motd, motd_sha) = extension(&served, "confext", "motd", "/etc/motd.d/trident", "hello\n");
     let http = HttpServer::start(&served);
@@ -291,11 +305,7 @@ fn disk_image_extension(
         std::fs::write(path, text).unwrap();
     }
     let fs = dir.join(format!("{file_name}.squashfs"));
-    mini_os::sh(Command::new("mksquashfs").arg(&tree).arg(&fs).args([
-        "-quiet",
-        "-noappend",
-        "-all-root",
-    ]));
+    squashfs(&tree, &fs);
     let fs_bytes = std::fs::read(&fs).unwrap();
     const MIB: u64 = 1024 * 1024;
     let sectors = (fs_bytes.len() as u64).div_ceil(MIB) * MIB / 512;
@@ -336,14 +346,10 @@ const ROOT_X86_64: &str = "4F68BCE3-E8CD-4DB1-96E7-FBCAF984B709";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn extensions_in_gpt_disk_images_are_named_from_the_partition_that_holds_their_release() {
-    if !mini_os::running_as_root() {
-        eprintln!("SKIP: extension images are mounted to read their names (needs root)");
+    let Some((f, served)) = fixture_serving_images() else {
         return;
-    }
-    let f = Fixture::new();
+    };
     let dir = f.dir.path();
-    let served = dir.join("served");
-    std::fs::create_dir_all(&served).unwrap();
     // A sysext whose /usr partition holds its tree (as systemd-repart
     // builds one), and a confext whose root partition holds /etc; served
     // under names that are not NAME.raw, so the name must come from inside.
