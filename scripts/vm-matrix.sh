@@ -71,7 +71,7 @@ scenario_stream_disk_boot() {
 }
 
 scenario_runtime_update() {
-    run_vm_test vm_runtime_update a_runtime_update_merges_an_extension_on_the_running_guest_and_another_removes_it
+    run_vm_test vm_runtime_update a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }

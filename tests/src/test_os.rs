@@ -159,6 +159,18 @@ pub fn build_test_os(
     sysext: &Path,
     dir: &Path,
 ) -> anyhow::Result<TestOs> {
+    build_test_os_with(version, bootloader, sysext, dir, &[])
+}
+
+/// [`build_test_os`] with more `build-image.sh` options (e.g.
+/// `--systemd-backports`).
+pub fn build_test_os_with(
+    version: &str,
+    bootloader: TestBootloader,
+    sysext: &Path,
+    dir: &Path,
+    options: &[&str],
+) -> anyhow::Result<TestOs> {
     let out = dir.join(version);
     let rcp = RcpPki::in_dir(dir)?;
     run(
@@ -171,6 +183,7 @@ pub fn build_test_os(
             .arg(&rcp.dir)
             .arg("--bootloader")
             .arg(bootloader.as_str())
+            .args(options)
             .arg(version)
             .arg(&out),
     )?;

@@ -8,21 +8,21 @@
 //! extension) is reached through the reverse-connect proxy, and:
 //!
 //! 1. `GetRequiredServicingType` of v1's configuration plus a system
-//!    extension (served over HTTP by the test) says RUNTIME_UPDATE;
+//!    extension and a configuration extension (served over HTTP by the
+//!    test) says RUNTIME_UPDATE;
 //! 2. `Update` applies it with live progress (`extensions`, `apply`,
 //!    `scripts/postConfigure`) and no reboot (same boot id,
-//!    REBOOT_NOT_REQUIRED); the guest's `systemd-sysext refresh` merges it,
-//!    and a `runOn: runtime-update` postConfigure script reading the
+//!    REBOOT_NOT_REQUIRED); the guest's `systemd-sysext refresh` and
+//!    `systemd-confext refresh` merge them over `/usr` and `/etc`, and a
+//!    `runOn: runtime-update` postConfigure script reading each
 //!    extension's file on the running guest prints its content to the
 //!    servicing stream;
-//! 3. a second `Update` without the extension removes it: the same script
-//!    finds the file gone.
+//! 3. a second `Update` without the extensions removes them: the same
+//!    script finds both files gone.
 //!
-//! A system extension rather than a configuration extension: the test OS
-//! is Debian bookworm, whose systemd (252) has `systemd-sysext` but not
-//! `systemd-confext` (254). The daemon drives both the same way
-//! (`servicing::extensions`); `servicing_extensions.rs` covers confexts on
-//! disk-image targets.
+//! The test OS takes systemd 254 from bookworm-backports
+//! (`build-image.sh --systemd-backports`): bookworm's own 252 has
+//! `systemd-sysext` but not `systemd-confext`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -49,10 +49,13 @@ use vm_orchestrator::{Followed, HttpServer, follow_logging, start_servicing, str
 /// Generous: TCG on a loaded 2-core machine.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(180);
-/// The extension's file and what it holds.
-const EXTENSION_FILE: &str = "usr/share/trident-test/hello";
-const EXTENSION_TEXT: &str = "hello from the runtime extension";
-/// What the postConfigure script prints when the file is not there.
+/// The system extension's file and what it holds.
+const SYSEXT_FILE: &str = "usr/share/trident-test/hello";
+const SYSEXT_TEXT: &str = "hello from the runtime system extension";
+/// The configuration extension's file and what it holds.
+const CONFEXT_FILE: &str = "etc/trident-test/confext";
+const CONFEXT_TEXT: &str = "hello from the runtime configuration extension";
+/// What the postConfigure script prints when a file is not there.
 const ABSENT: &str = "extension file absent";
 
 /// v1's configuration as the guest's datastore records it, plus `extra`.
@@ -66,18 +69,26 @@ fn guest_config(os: &TestOs, http: &HttpServer, extra: &str) -> String {
 }
 
 /// The script that shows, on the servicing stream, what the running guest
-/// has at the extension's path after the runtime update's merge.
+/// has at each extension's path after the runtime update's merge.
 fn show_script() -> String {
     format!(
         "scripts:\n  postConfigure:\n  - name: show-extension-file\n    runOn: [runtime-update]\n    \
-         content: 'cat /{EXTENSION_FILE} 2>/dev/null || echo \"{ABSENT}\"'\n"
+         content: 'for f in /{SYSEXT_FILE} /{CONFEXT_FILE}; do cat $f 2>/dev/null || echo \"{ABSENT}\"; done'\n"
     )
 }
 
-/// A system extension for the test OS (its os-release's ID and VERSION_ID,
-/// as systemd-sysext wants) named `hello`, in `dir`; returns its SHA-384.
-fn build_extension(os: &TestOs, dir: &Path) -> String {
-    let tree = dir.join("hello-tree");
+/// An extension image of `kind` ("sysext" or "confext") for the test OS
+/// (its os-release's ID and VERSION_ID, as systemd wants) named `name`,
+/// holding `file` with `text`, in `dir` as `NAME.raw`; returns its SHA-384.
+fn build_extension(
+    os: &TestOs,
+    dir: &Path,
+    kind: &str,
+    name: &str,
+    file: &str,
+    text: &str,
+) -> String {
+    let tree = dir.join(format!("{name}-tree"));
     let field = |key: &str| {
         os.os_release
             .lines()
@@ -88,13 +99,20 @@ fn build_extension(os: &TestOs, dir: &Path) -> String {
     if let Some(version) = field("VERSION_ID") {
         release.push_str(&format!("VERSION_ID={version}\n"));
     }
-    let release_dir = tree.join("usr/lib/extension-release.d");
+    let release_dir = tree.join(match kind {
+        "sysext" => "usr/lib/extension-release.d",
+        _ => "etc/extension-release.d",
+    });
     fs::create_dir_all(&release_dir).unwrap();
-    fs::write(release_dir.join("extension-release.hello"), release).unwrap();
-    let file = tree.join(EXTENSION_FILE);
-    fs::create_dir_all(file.parent().unwrap()).unwrap();
-    fs::write(&file, format!("{EXTENSION_TEXT}\n")).unwrap();
-    let image = dir.join("hello.raw");
+    fs::write(
+        release_dir.join(format!("extension-release.{name}")),
+        release,
+    )
+    .unwrap();
+    let path = tree.join(file);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, format!("{text}\n")).unwrap();
+    let image = dir.join(format!("{name}.raw"));
     let status = Command::new("mksquashfs")
         .arg(&tree)
         .arg(&image)
@@ -162,7 +180,8 @@ async fn boot_id(guest: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh runtime-update"]
-async fn a_runtime_update_merges_an_extension_on_the_running_guest_and_another_removes_it() {
+async fn a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them()
+ {
     let artifacts = vm::artifacts_dir("runtime_update").unwrap();
     let work = tempfile::Builder::new()
         .prefix("trident-vm-runtime-")
@@ -171,11 +190,18 @@ async fn a_runtime_update_merges_an_extension_on_the_running_guest_and_another_r
     let sysext = test_os::build_sysext(work.path()).unwrap();
     // The image's own systemd-boot entry boots the StreamDisk'd disk, as
     // when this scenario was written; a runtime update does not touch boot.
-    let v1 =
-        test_os::build_test_os("v1", TestBootloader::SystemdBoot, &sysext, work.path()).unwrap();
+    let v1 = test_os::build_test_os_with(
+        "v1",
+        TestBootloader::SystemdBoot,
+        &sysext,
+        work.path(),
+        &["--systemd-backports"],
+    )
+    .unwrap();
     let served: PathBuf = work.path().join("served");
     fs::create_dir_all(&served).unwrap();
-    let hello_sha = build_extension(&v1, &served);
+    let hello_sha = build_extension(&v1, &served, "sysext", "hello", SYSEXT_FILE, SYSEXT_TEXT);
+    let motd_sha = build_extension(&v1, &served, "confext", "motd", CONFEXT_FILE, CONFEXT_TEXT);
     let http = HttpServer::start(&served);
 
     let disk = work.path().join("disk.img");
@@ -202,9 +228,10 @@ async fn a_runtime_update_merges_an_extension_on_the_running_guest_and_another_r
         &v1,
         &http,
         &format!(
-            "{}os:\n  sysexts:\n  - url: http://10.0.2.2:{}/hello.raw\n    sha384: {hello_sha}\n",
+            "{}os:\n  sysexts:\n  - url: http://10.0.2.2:{port}/hello.raw\n    sha384: {hello_sha}\n  \
+             confexts:\n  - url: http://10.0.2.2:{port}/motd.raw\n    sha384: {motd_sha}\n",
             show_script(),
-            http.port
+            port = http.port
         ),
     );
     assert_eq!(
@@ -230,7 +257,11 @@ async fn a_runtime_update_merges_an_extension_on_the_running_guest_and_another_r
             added.phases
         );
     }
-    assert_eq!(added.logs, [EXTENSION_TEXT], "merged on the running guest");
+    assert_eq!(
+        added.logs,
+        [SYSEXT_TEXT, CONFEXT_TEXT],
+        "both merged on the running guest"
+    );
     assert_eq!(boot_id(guest.path()).await, boot, "no reboot");
 
     let without = guest_config(&v1, &http, &show_script());
@@ -239,7 +270,11 @@ async fn a_runtime_update_merges_an_extension_on_the_running_guest_and_another_r
         removed.completed.servicing_kind,
         Some(ServicingKind::RuntimeUpdate as i32)
     );
-    assert_eq!(removed.logs, [ABSENT], "unmerged on the running guest");
+    assert_eq!(
+        removed.logs,
+        [ABSENT, ABSENT],
+        "both unmerged on the running guest"
+    );
     assert_eq!(boot_id(guest.path()).await, boot, "no reboot");
     vm.stop();
     println!("serial log kept at {}", vm.serial_log().display());

@@ -17,7 +17,7 @@
 #                    config|uki-standalone, BOOT_ENTRY, KERNEL_RELEASE, CMDLINE)
 #
 #   tests/vm/build-image.sh [--sysext FILE] [--rcp DIR]
-#       [--bootloader systemd-boot|grub|uki] VERSION OUTDIR
+#       [--bootloader systemd-boot|grub|uki] [--systemd-backports] VERSION OUTDIR
 #
 # One package list serves every bootloader (systemd-boot-efi, shim-signed,
 # grub-efi-amd64-signed, efibootmgr), so one cached tree serves them all.
@@ -34,6 +34,10 @@
 # --sysext FILE puts FILE (packaging/sysext/build.sh's trident.raw) in
 # /var/lib/extensions/ and enables systemd-sysext.service and tridentd.socket:
 # the OS has no tridentd of its own, it only gets one by merging that image.
+#
+# --systemd-backports takes systemd (and udev, their libraries) from
+# bookworm-backports (254 instead of 252): systemd-confext, which merges
+# configuration extensions, is new in 254. A tree of its own in the cache.
 #
 # --rcp DIR provisions the reverse-connect proxy agent (trident-rcp, from the
 # sysext): DIR is what `trident-e2e-pki DIR trident-test` writes (ca.pem,
@@ -53,16 +57,18 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SYSEXT=""
 RCP=""
 BOOTLOADER=systemd-boot
+BACKPORTS=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --sysext) SYSEXT="$(realpath "$2")"; shift 2 ;;
     --bootloader) BOOTLOADER="$2"; shift 2 ;;
     --rcp) RCP="$(realpath "$2")"; shift 2 ;;
+    --systemd-backports) BACKPORTS=1; shift ;;
     -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) break ;;
     esac
 done
-[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] [--bootloader systemd-boot|grub|uki] VERSION OUTDIR" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] [--bootloader systemd-boot|grub|uki] [--systemd-backports] VERSION OUTDIR" >&2; exit 2; }
 case "$BOOTLOADER" in
 systemd-boot | grub | uki) ;;
 *) echo "--bootloader is systemd-boot, grub or uki (not $BOOTLOADER)" >&2; exit 2 ;;
@@ -98,6 +104,16 @@ PACKAGES="systemd-sysv,linux-image-cloud-amd64,systemd-boot-efi,udev,kmod,e2fspr
 # The GRUB test OS: Debian's signed shim and GRUB; efibootmgr shows the
 # UEFI boot options on the console.
 PACKAGES="$PACKAGES,shim-signed,grub-efi-amd64-signed,efibootmgr"
+# Further apt sources after the main mirror (mmdebstrap's MIRROR...).
+EXTRA_SOURCES=()
+if [ -n "$BACKPORTS" ]; then
+    # Every package of systemd's source that the tree has, or apt keeps
+    # the 252 libraries and refuses the 254 binaries.
+    for package in systemd systemd-sysv udev libsystemd-shared libsystemd0 libudev1; do
+        PACKAGES="$PACKAGES,$package/bookworm-backports"
+    done
+    EXTRA_SOURCES+=("deb $MIRROR bookworm-backports main")
+fi
 MMDEBSTRAP_ARGS=(
     --variant=minbase
     --include="$PACKAGES"
@@ -110,14 +126,14 @@ MMDEBSTRAP_ARGS=(
     bookworm
 )
 # Cache key: everything that decides the tree's content.
-KEY="$(printf '%s\n' "rootfs-v1" "$MIRROR" "${MMDEBSTRAP_ARGS[@]}" | sha256sum | cut -c1-16)"
+KEY="$(printf '%s\n' "rootfs-v1" "$MIRROR" "${MMDEBSTRAP_ARGS[@]}" "${EXTRA_SOURCES[@]}" | sha256sum | cut -c1-16)"
 ROOTFS_TAR="$CACHE/rootfs-$KEY.tar"
 if [ -f "$ROOTFS_TAR" ]; then
     echo "rootfs: cached $ROOTFS_TAR"
 else
     echo "rootfs: building $ROOTFS_TAR (mmdebstrap, downloads ~150 MB)"
     mkdir -p "$CACHE"
-    mmdebstrap --quiet --format=tar "${MMDEBSTRAP_ARGS[@]}" "$ROOTFS_TAR.partial" "$MIRROR"
+    mmdebstrap --quiet --format=tar "${MMDEBSTRAP_ARGS[@]}" "$ROOTFS_TAR.partial" "$MIRROR" "${EXTRA_SOURCES[@]}"
     mv "$ROOTFS_TAR.partial" "$ROOTFS_TAR"
 fi
 timing rootfs
