@@ -186,6 +186,12 @@ pub struct Config {
     #[arg(long, default_value = "/sys/firmware/efi/efivars", value_name = "DIR")]
     pub efivars: PathBuf,
 
+    /// The kernel's statistics, whose `btime` (when it booted) tells
+    /// `--boot-control uefi` whether the host has rebooted since a
+    /// finalize. Another file only for tests, which simulate the reboot.
+    #[arg(long, default_value = "/proc/stat", value_name = "PATH")]
+    pub kernel_stat_file: PathBuf,
+
     /// Records the in-memory telemetry bus ring keeps.
     #[arg(long, default_value_t = DEFAULT_RING_RECORDS, value_name = "N")]
     pub bus_ring_records: usize,
@@ -284,6 +290,7 @@ impl Config {
             datastore_path: self.datastore_path(),
             boot_control: self.boot_control,
             efivars: self.efivars.clone(),
+            kernel_stat: self.kernel_stat_file.clone(),
             reboot: self.reboot,
             reboot_requests_path: self.reboot_requests_path(),
             install_safety: InstallSafety {

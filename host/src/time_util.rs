@@ -13,6 +13,11 @@ pub fn to_rfc3339(t: OffsetDateTime) -> String {
         .unwrap_or_else(|_| t.unix_timestamp().to_string())
 }
 
+/// An RFC 3339 text (as [`to_rfc3339`] writes it) as a system time.
+pub fn parse_system_time(text: &str) -> Option<std::time::SystemTime> {
+    OffsetDateTime::parse(text, &Rfc3339).ok().map(Into::into)
+}
+
 pub fn parse_to_proto(text: &str) -> Option<prost_types::Timestamp> {
     let t = OffsetDateTime::parse(text, &Rfc3339).ok()?;
     Some(prost_types::Timestamp {

@@ -18,6 +18,8 @@ use mini_os::{MiniBoot, fake_loader};
 use servicing_support::{Clients, Fixture};
 use trident_cosi::writer::FixtureOutput;
 use trident_e2e::Daemon;
+use trident_proto::v1::ServicingKind;
+use trident_proto::v1preview::ServicingState;
 
 /// (label, `\EFI\...` path) of a `Boot####` load option, read from the
 /// UEFI spec layout: attributes, path length, UTF-16 description, path.
@@ -105,6 +107,17 @@ async fn a_grub_image_gets_a_directory_and_a_boot_option_per_volume() {
     assert_eq!(esp("EFI/BOOT/BOOTX64.EFI"), Some(fake_loader("shim", "v1")));
     assert_eq!(esp("EFI/BOOT/grub.cfg"), Some(config));
 
+    // The installer's commit service, before the reboot: nothing to
+    // check yet (the installer runs on no volume), nothing changed.
+    let early = c.commit().await;
+    early.assert_success();
+    assert_eq!(
+        early.completed().servicing_kind,
+        Some(ServicingKind::NoneRequired as i32)
+    );
+    assert_eq!(u16s(mini_os::global_var(dir, "BootNext")), vec![a]);
+    assert_eq!(c.state().await, ServicingState::InstallFinalized);
+
     // The firmware booted A (and consumed BootNext).
     mini_os::set_boot_current(dir, a);
     std::fs::remove_file(dir.join("efivars/BootNext-8be4df61-93ca-11d2-aa0d-00e098032b8c"))
@@ -142,6 +155,7 @@ async fn a_grub_image_gets_a_directory_and_a_boot_option_per_volume() {
     assert_eq!(u16s(mini_os::global_var(dir, "BootNext")), vec![a]);
     std::fs::remove_file(dir.join("efivars/BootNext-8be4df61-93ca-11d2-aa0d-00e098032b8c"))
         .unwrap();
+    mini_os::reboot(dir);
     let failed = c.commit().await;
     assert!(!failed.succeeded(), "booted B, expected A");
     assert_eq!(u16s(mini_os::global_var(dir, "BootOrder")), vec![b, a]);

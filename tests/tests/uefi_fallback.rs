@@ -11,6 +11,7 @@ mod mini_os;
 mod servicing_support;
 
 use servicing_support::{Clients, Fixture};
+use trident_proto::v1::ServicingKind;
 
 /// What the ESP and the EFI variables say at one moment.
 #[derive(Debug, PartialEq, Eq)]
@@ -148,7 +149,20 @@ async fn a_failed_optimistic_commit_points_the_fallback_back() {
         state(Some("v2"), "volume-b", Some("volume-a"), true)
     );
 
-    // Still on volume A after the "reboot".
+    // Before the reboot, a commit has nothing to check yet.
+    let early = c.commit().await;
+    early.assert_success();
+    assert_eq!(
+        early.completed().servicing_kind,
+        Some(ServicingKind::NoneRequired as i32)
+    );
+    assert_eq!(
+        boot_state(&f),
+        state(Some("v2"), "volume-b", Some("volume-a"), true),
+        "nothing pointed back"
+    );
+    // Still on volume A after the reboot.
+    mini_os::reboot(f.dir.path());
     let failed = c.commit().await;
     assert!(!failed.succeeded());
     assert_eq!(failed.error().subkind, "booted-wrong-volume");

@@ -50,6 +50,8 @@ pub struct EngineSettings {
     pub boot_control: BootControlMode,
     /// efivarfs, where `BootControlMode::Uefi` sets EFI variables.
     pub efivars: PathBuf,
+    /// `/proc/stat`: when the kernel booted (`BootControlMode::Uefi`).
+    pub kernel_stat: PathBuf,
     pub reboot: RebootMode,
     /// Log of reboot requests (`RebootMode::Record`).
     pub reboot_requests_path: PathBuf,

@@ -287,10 +287,28 @@ pub fn loop_devices_on(disk: &Path) -> String {
     sh(Command::new("losetup").arg("-j").arg(disk))
 }
 
-/// Says, as systemd-boot does in `LoaderEntrySelected`, which entry the
-/// "firmware" booted: the uefi backend's booted volume where the root is
-/// on no partition (this test machine).
+/// The `/proc/stat` stand-in of [`uefi_daemon`] (its `btime`).
+const KERNEL_STAT: &str = "kernel-stat";
+
+/// The host "rebooted": the kernel's boot time (whole seconds, as
+/// `/proc/stat` has it) is the next second, which this waits for, so it
+/// is after everything recorded before and before everything after.
+pub fn reboot(dir: &Path) {
+    let since_epoch = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+    };
+    let booted = since_epoch().as_secs() + 1;
+    std::thread::sleep(std::time::Duration::from_secs(booted) - since_epoch());
+    std::fs::write(dir.join(KERNEL_STAT), format!("btime {booted}\n")).unwrap();
+}
+
+/// The host rebooted and, as systemd-boot says in `LoaderEntrySelected`,
+/// booted `entry`: the uefi backend's booted volume where the root is on
+/// no partition (this test machine).
 pub fn set_booted_entry(dir: &Path, entry: &str) {
+    reboot(dir);
     let mut data = 7u32.to_le_bytes().to_vec();
     for unit in entry.encode_utf16().chain(std::iter::once(0)) {
         data.extend_from_slice(&unit.to_le_bytes());
@@ -312,8 +330,10 @@ pub fn global_var(dir: &Path, name: &str) -> Option<Vec<u8>> {
     Some(bytes[4..].to_vec())
 }
 
-/// Says, as the firmware does in `BootCurrent`, which boot option booted.
+/// The host rebooted and, as the firmware says in `BootCurrent`, booted
+/// option `number`.
 pub fn set_boot_current(dir: &Path, number: u16) {
+    reboot(dir);
     let mut data = 7u32.to_le_bytes().to_vec();
     data.extend_from_slice(&number.to_le_bytes());
     std::fs::write(
@@ -342,6 +362,8 @@ pub fn loader_var(dir: &Path, name: &str) -> Option<String> {
 pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
     let efivars = dir.join("efivars");
     std::fs::create_dir_all(&efivars).unwrap();
+    // The kernel "booted" long before anything is serviced.
+    std::fs::write(dir.join(KERNEL_STAT), "btime 1\n").unwrap();
     trident_e2e::Daemon::builder()
         .args([
             "--inactivity-timeout",
@@ -351,6 +373,8 @@ pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
             "--efivars",
         ])
         .arg(&efivars)
+        .arg("--kernel-stat-file")
+        .arg(dir.join(KERNEL_STAT))
         .spawn()
         .await
         .unwrap()

@@ -1,6 +1,7 @@
 //! The partition the running root filesystem is on, read from the running
 //! system: `/proc/self/mountinfo` gives the root's device number, sysfs
-//! its disk and partition number.
+//! its disk and partition number. And when the running kernel booted
+//! (`/proc/stat`), to tell a host that rebooted from one that has not yet.
 
 use std::path::{Path, PathBuf};
 
@@ -62,6 +63,18 @@ pub fn mount_point_of(mountinfo: &str, dev: &str) -> Option<PathBuf> {
     })
 }
 
+/// When the running kernel booted: `btime` (seconds since the epoch) of
+/// a `/proc/stat` text.
+pub fn boot_time(proc_stat: &str) -> Option<std::time::SystemTime> {
+    let seconds: u64 = proc_stat
+        .lines()
+        .find_map(|line| line.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -72,6 +85,19 @@ mod tests {
 23 22 0:5 / /dev rw shared:2 - devtmpfs udev rw
 30 22 254:1 / /boot/efi rw shared:9 - vfat /dev/vda1 rw,umask=0077
 ";
+
+    #[test]
+    fn the_boot_time_is_procs_btime() {
+        let stat = "cpu  1 2 3\nintr 5\nbtime 1764201600\nprocesses 7\n";
+        assert_eq!(
+            boot_time(stat),
+            Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_764_201_600))
+        );
+        assert_eq!(boot_time("cpu 1 2 3\n"), None);
+        // This machine's own is in the past.
+        let own = std::fs::read_to_string("/proc/stat").unwrap();
+        assert!(boot_time(&own).unwrap() < std::time::SystemTime::now());
+    }
 
     #[test]
     fn root_and_esp_are_found_by_device_number() {

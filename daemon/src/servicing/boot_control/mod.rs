@@ -84,6 +84,12 @@ pub trait BootControl: Send + Sync + std::fmt::Debug {
     fn booted(&self, status: &HostStatus) -> Result<Option<AbVolume>, TridentError>;
     /// Commit: `volume` becomes the default boot.
     fn commit(&self, status: &HostStatus, volume: AbVolume) -> Result<(), TridentError>;
+    /// Whether the host has rebooted since `instant` (a finalize). The
+    /// record backend's reboots are simulated within one kernel's life,
+    /// so for it always; a real host compares its kernel's boot time.
+    fn rebooted_since(&self, _instant: std::time::SystemTime) -> bool {
+        true
+    }
     /// Daemon start (the record backend simulates a pending reboot here).
     fn on_start(&self) -> Result<(), TridentError> {
         Ok(())

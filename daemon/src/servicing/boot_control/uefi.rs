@@ -38,6 +38,8 @@ use crate::servicing::new_root::volume::VolumeRoot;
 pub struct UefiBootControl {
     /// efivarfs (`/sys/firmware/efi/efivars`).
     pub efivars: PathBuf,
+    /// `/proc/stat`, whose `btime` says when the kernel booted.
+    pub kernel_stat: PathBuf,
 }
 
 /// The host's ESP: where to write, and its partition (`HD()`).
@@ -50,7 +52,15 @@ impl UefiBootControl {
     pub fn new(efivars: &Path) -> Self {
         Self {
             efivars: efivars.to_path_buf(),
+            kernel_stat: PathBuf::from("/proc/stat"),
         }
+    }
+
+    /// Reads when the kernel booted from `kernel_stat` (tests simulate a
+    /// reboot with a file of their own).
+    pub fn with_kernel_stat(mut self, kernel_stat: &Path) -> Self {
+        self.kernel_stat = kernel_stat.to_path_buf();
+        self
     }
 
     /// Applies `os.uefiFallback`'s plan for `moment` (see `fallback`).
@@ -188,6 +198,14 @@ fn same_family(grub_active: bool, kind: &BootKind) -> bool {
 impl BootControl for UefiBootControl {
     fn wants_image_esp(&self) -> bool {
         true
+    }
+
+    fn rebooted_since(&self, instant: std::time::SystemTime) -> bool {
+        // Unknown boot time: as before, as if rebooted.
+        std::fs::read_to_string(&self.kernel_stat)
+            .ok()
+            .and_then(|stat| super::booted::boot_time(&stat))
+            .is_none_or(|booted| booted > instant)
     }
 
     fn check_image(&self, status: &HostStatus, kind: &BootKind) -> Result<(), TridentError> {

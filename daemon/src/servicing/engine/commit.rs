@@ -72,6 +72,9 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
     let Some(exp) = expectation(&current)? else {
         return Ok(nothing_expected(&current, booted));
     };
+    if booted != Some(exp.volume) && awaiting_reboot(&ctx) {
+        return Ok(before_the_reboot(&current));
+    }
     StepPlan::commit().declare();
     if let Err(error) = check_booted(booted, &exp) {
         return Err(roll_back(&ctx, &current, error, handling).await);
@@ -82,6 +85,31 @@ pub async fn commit_step(ctx: StepContext, handling: RebootHandling) -> StepResu
     // Only now does the new volume become the default boot.
     ctx.engine.boot.commit(&current, exp.volume)?;
     Ok(committed(&current, &exp))
+}
+
+/// Whether the host has not rebooted since the finalize that recorded the
+/// current state: the commit service of installer media that has just
+/// installed, or an orchestrator committing before the reboot. The host
+/// then runs the old system, which says nothing about the new one: no
+/// check fails the install or rolls the update back before its reboot.
+fn awaiting_reboot(ctx: &StepContext) -> bool {
+    let finalized = ctx
+        .engine
+        .with_datastore(|ds| ds.status_operation())
+        .ok()
+        .flatten()
+        .and_then(|row| trident_host::time_util::parse_system_time(&row.started_at));
+    finalized.is_some_and(|at| !ctx.engine.boot.rebooted_since(at))
+}
+
+/// The outcome of a commit before the finalize's reboot: nothing yet.
+fn before_the_reboot(current: &HostStatus) -> StepOutcome {
+    tracing::info!(state = %current.servicing_state,
+        "the host has not rebooted since the finalize: nothing to commit before that reboot");
+    StepOutcome {
+        servicing_kind: Some(ServicingKind::NoneRequired),
+        ..StepOutcome::default()
+    }
 }
 
 /// The quick check of a commit (under the servicing lock, before the

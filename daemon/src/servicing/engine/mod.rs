@@ -68,13 +68,14 @@ impl Engine {
     /// Builds the engine and opens the datastore; operations left running
     /// by a previous daemon (crash, SIGKILL) are marked interrupted now.
     pub fn new(settings: EngineSettings, bus: Bus, keep_alive: Arc<dyn KeepAlive>) -> Engine {
+        let boot = boot_control_of(&settings);
         let state_dir = settings.state_dir;
         let redirect = std::fs::read_to_string(state_dir.join(DATASTORE_REDIRECT_FILE))
             .ok()
             .map(|s| PathBuf::from(s.trim()))
             .filter(|p| !p.as_os_str().is_empty());
         let engine = Engine {
-            boot: boot_control_of(settings.boot_control, &state_dir, &settings.efivars),
+            boot,
             reboot: reboot::from_mode(settings.reboot, settings.reboot_requests_path),
             datastore_path: Mutex::new(redirect.unwrap_or(settings.datastore_path)),
             datastore: Mutex::new(None),
@@ -236,13 +237,11 @@ impl Engine {
 }
 
 /// The boot-control backend selected by `--boot-control`.
-fn boot_control_of(
-    mode: BootControlMode,
-    state_dir: &Path,
-    efivars: &Path,
-) -> Box<dyn BootControl> {
-    match mode {
-        BootControlMode::Record => Box::new(RecordBootControl::new(state_dir)),
-        BootControlMode::Uefi => Box::new(UefiBootControl::new(efivars)),
+fn boot_control_of(settings: &EngineSettings) -> Box<dyn BootControl> {
+    match settings.boot_control {
+        BootControlMode::Record => Box::new(RecordBootControl::new(&settings.state_dir)),
+        BootControlMode::Uefi => Box::new(
+            UefiBootControl::new(&settings.efivars).with_kernel_stat(&settings.kernel_stat),
+        ),
     }
 }
