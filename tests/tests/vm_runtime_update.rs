@@ -18,11 +18,16 @@
 //!    extension's file on the running guest prints its content to the
 //!    servicing stream;
 //! 3. a second `Update` without the extensions removes them: the same
-//!    script finds both files gone.
+//!    script finds both files gone;
+//! 4. a third `Update` adds `os.netplan` (DHCP as before, plus a static
+//!    address): tridentd writes `/etc/netplan/99-trident.yaml` on the
+//!    running guest and runs `netplan apply`; a script run after it
+//!    shows the address on the guest's interface, still no reboot.
 //!
 //! The test OS takes systemd 254 from bookworm-backports
 //! (`build-image.sh --systemd-backports`): bookworm's own 252 has
-//! `systemd-sysext` but not `systemd-confext`.
+//! `systemd-sysext` but not `systemd-confext`; and it has netplan
+//! (`--netplan`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -57,6 +62,9 @@ const CONFEXT_FILE: &str = "etc/trident-test/confext";
 const CONFEXT_TEXT: &str = "hello from the runtime configuration extension";
 /// What the postConfigure script prints when a file is not there.
 const ABSENT: &str = "extension file absent";
+/// The static address the netplan step adds (QEMU's user network is
+/// 10.0.2.0/24; DHCP gives 10.0.2.15).
+const STATIC_ADDRESS: &str = "10.0.2.50/24";
 
 /// v1's configuration as the guest's datastore records it, plus `extra`.
 fn guest_config(os: &TestOs, http: &HttpServer, extra: &str) -> String {
@@ -155,9 +163,23 @@ fn provision_datastore(disk: &Path, config: &str, work: &Path) {
 
 /// The log target of [`show_script`]'s output lines.
 const SCRIPT_TARGET: &str = "script::show-extension-file";
+/// The log target of [`netplan_step`]'s script.
+const ADDRESSES_TARGET: &str = "script::show-addresses";
 
-/// Update to `config` through `guest` (following the live progress).
-async fn runtime_update(guest: &Path, what: &str, config: String) -> Followed {
+/// `os.netplan` with DHCP as the test OS has it plus [`STATIC_ADDRESS`],
+/// and a script that prints the guest's IPv4 addresses after the apply.
+fn netplan_step() -> String {
+    format!(
+        "scripts:\n  postConfigure:\n  - name: show-addresses\n    runOn: [runtime-update]\n    \
+         content: 'ip -4 -o addr show scope global | tr -s \" \" | cut -d \" \" -f 4'\n\
+         os:\n  netplan:\n    version: 2\n    ethernets:\n      wired:\n        \
+         match: {{ name: \"en*\" }}\n        dhcp4: true\n        addresses: [{STATIC_ADDRESS}]\n"
+    )
+}
+
+/// Update to `config` through `guest` (following the live progress and
+/// the log lines of `target`).
+async fn runtime_update(guest: &Path, what: &str, config: String, target: &str) -> Followed {
     let channel = trident_e2e::uds_channel(guest).await.unwrap();
     let client = UpdateServiceClient::new(channel);
     let request = UpdateRequest {
@@ -171,7 +193,7 @@ async fn runtime_update(guest: &Path, what: &str, config: String) -> Followed {
         async move { client.update(request).await }
     })
     .await;
-    follow_logging(what, stream, Some(SCRIPT_TARGET)).await
+    follow_logging(what, stream, Some(target)).await
 }
 
 async fn boot_id(guest: &Path) -> String {
@@ -195,7 +217,7 @@ async fn a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and
         TestBootloader::SystemdBoot,
         &sysext,
         work.path(),
-        &["--systemd-backports"],
+        &["--systemd-backports", "--netplan"],
     )
     .unwrap();
     let served: PathBuf = work.path().join("served");
@@ -241,7 +263,13 @@ async fn a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and
         v1preview::ServicingType::RuntimeUpdate
     );
 
-    let added = runtime_update(guest.path(), "runtime update (add)", with_hello).await;
+    let added = runtime_update(
+        guest.path(),
+        "runtime update (add)",
+        with_hello,
+        SCRIPT_TARGET,
+    )
+    .await;
     assert_eq!(
         added.completed.servicing_kind,
         Some(ServicingKind::RuntimeUpdate as i32)
@@ -265,7 +293,13 @@ async fn a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and
     assert_eq!(boot_id(guest.path()).await, boot, "no reboot");
 
     let without = guest_config(&v1, &http, &show_script());
-    let removed = runtime_update(guest.path(), "runtime update (remove)", without).await;
+    let removed = runtime_update(
+        guest.path(),
+        "runtime update (remove)",
+        without,
+        SCRIPT_TARGET,
+    )
+    .await;
     assert_eq!(
         removed.completed.servicing_kind,
         Some(ServicingKind::RuntimeUpdate as i32)
@@ -274,6 +308,24 @@ async fn a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and
         removed.logs,
         [ABSENT, ABSENT],
         "both unmerged on the running guest"
+    );
+    assert_eq!(boot_id(guest.path()).await, boot, "no reboot");
+
+    let networked = runtime_update(
+        guest.path(),
+        "runtime update (netplan)",
+        guest_config(&v1, &http, &netplan_step()),
+        ADDRESSES_TARGET,
+    )
+    .await;
+    assert_eq!(
+        networked.completed.servicing_kind,
+        Some(ServicingKind::RuntimeUpdate as i32)
+    );
+    assert!(
+        networked.logs.iter().any(|a| a == STATIC_ADDRESS),
+        "netplan applied on the running guest: {:?}",
+        networked.logs
     );
     assert_eq!(boot_id(guest.path()).await, boot, "no reboot");
     vm.stop();

@@ -17,7 +17,8 @@
 #                    config|uki-standalone, BOOT_ENTRY, KERNEL_RELEASE, CMDLINE)
 #
 #   tests/vm/build-image.sh [--sysext FILE] [--rcp DIR]
-#       [--bootloader systemd-boot|grub|uki] [--systemd-backports] VERSION OUTDIR
+#       [--bootloader systemd-boot|grub|uki] [--systemd-backports] [--netplan]
+#       VERSION OUTDIR
 #
 # One package list serves every bootloader (systemd-boot-efi, shim-signed,
 # grub-efi-amd64-signed, efibootmgr), so one cached tree serves them all.
@@ -39,6 +40,9 @@
 # bookworm-backports (254 instead of 252): systemd-confext, which merges
 # configuration extensions, is new in 254. A tree of its own in the cache.
 #
+# --netplan adds netplan (netplan.io), which applies `os.netplan` on the
+# running system (a runtime update, `trident start-network`).
+#
 # --rcp DIR provisions the reverse-connect proxy agent (trident-rcp, from the
 # sysext): DIR is what `trident-e2e-pki DIR trident-test` writes (ca.pem,
 # trident-test.pem, trident-test.key; trident-test is the OS's hostname and
@@ -58,17 +62,19 @@ SYSEXT=""
 RCP=""
 BOOTLOADER=systemd-boot
 BACKPORTS=""
+NETPLAN=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --sysext) SYSEXT="$(realpath "$2")"; shift 2 ;;
     --bootloader) BOOTLOADER="$2"; shift 2 ;;
     --rcp) RCP="$(realpath "$2")"; shift 2 ;;
     --systemd-backports) BACKPORTS=1; shift ;;
+    --netplan) NETPLAN=1; shift ;;
     -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) break ;;
     esac
 done
-[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] [--bootloader systemd-boot|grub|uki] [--systemd-backports] VERSION OUTDIR" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] [--bootloader systemd-boot|grub|uki] [--systemd-backports] [--netplan] VERSION OUTDIR" >&2; exit 2; }
 case "$BOOTLOADER" in
 systemd-boot | grub | uki) ;;
 *) echo "--bootloader is systemd-boot, grub or uki (not $BOOTLOADER)" >&2; exit 2 ;;
@@ -104,6 +110,7 @@ PACKAGES="systemd-sysv,linux-image-cloud-amd64,systemd-boot-efi,udev,kmod,e2fspr
 # The GRUB test OS: Debian's signed shim and GRUB; efibootmgr shows the
 # UEFI boot options on the console.
 PACKAGES="$PACKAGES,shim-signed,grub-efi-amd64-signed,efibootmgr"
+[ -z "$NETPLAN" ] || PACKAGES="$PACKAGES,netplan.io"
 # Further apt sources after the main mirror (mmdebstrap's MIRROR...).
 EXTRA_SOURCES=()
 if [ -n "$BACKPORTS" ]; then
