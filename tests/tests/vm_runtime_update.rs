@@ -22,7 +22,10 @@
 //! 4. a third `Update` adds `os.netplan` (DHCP as before, plus a static
 //!    address): tridentd writes `/etc/netplan/99-trident.yaml` on the
 //!    running guest and runs `netplan apply`; a script run after it
-//!    shows the address on the guest's interface, still no reboot.
+//!    shows the address on the guest's interface, then runs the guest's
+//!    `trident start-network` (the CLI alone, as upstream's installer
+//!    media run it) with a `managementOs.netplan` of another address,
+//!    which then shows; still no reboot.
 //!
 //! The test OS takes systemd 254 from bookworm-backports
 //! (`build-image.sh --systemd-backports`): bookworm's own 252 has
@@ -65,6 +68,10 @@ const ABSENT: &str = "extension file absent";
 /// The static address the netplan step adds (QEMU's user network is
 /// 10.0.2.0/24; DHCP gives 10.0.2.15).
 const STATIC_ADDRESS: &str = "10.0.2.50/24";
+/// The address `trident start-network` gives instead, and what the script
+/// prints when it succeeded.
+const START_NETWORK_ADDRESS: &str = "10.0.2.51/24";
+const START_NETWORK_OK: &str = "start-network succeeded";
 
 /// v1's configuration as the guest's datastore records it, plus `extra`.
 fn guest_config(os: &TestOs, http: &HttpServer, extra: &str) -> String {
@@ -167,13 +174,44 @@ const SCRIPT_TARGET: &str = "script::show-extension-file";
 const ADDRESSES_TARGET: &str = "script::show-addresses";
 
 /// `os.netplan` with DHCP as the test OS has it plus [`STATIC_ADDRESS`],
-/// and a script that prints the guest's IPv4 addresses after the apply.
+/// and a script that, after the apply, prints the guest's IPv4 addresses,
+/// then runs the guest's own `trident start-network` on a configuration
+/// whose `managementOs.netplan` has [`START_NETWORK_ADDRESS`] instead
+/// (upstream's provisioning network: the CLI, no daemon), and prints them
+/// again.
 fn netplan_step() -> String {
+    const ADDRESSES: &str = "ip -4 -o addr show scope global | tr -s ' ' | cut -d ' ' -f 4";
     format!(
-        "scripts:\n  postConfigure:\n  - name: show-addresses\n    runOn: [runtime-update]\n    \
-         content: 'ip -4 -o addr show scope global | tr -s \" \" | cut -d \" \" -f 4'\n\
-         os:\n  netplan:\n    version: 2\n    ethernets:\n      wired:\n        \
-         match: {{ name: \"en*\" }}\n        dhcp4: true\n        addresses: [{STATIC_ADDRESS}]\n"
+        r#"scripts:
+  postConfigure:
+  - name: show-addresses
+    runOn: [runtime-update]
+    content: |
+      {ADDRESSES}
+      cat > /run/start-network.yaml <<'END'
+      image: {{ url: 'file:///unused.cosi', sha384: ignored }}
+      storage:
+        disks:
+        - {{ id: os, device: /dev/vda, partitions: [{{ id: root, type: root, size: 1G }}] }}
+        filesystems:
+        - {{ deviceId: root, mountPoint: / }}
+      managementOs:
+        netplan:
+          version: 2
+          ethernets:
+            wired: {{ match: {{ name: "en*" }}, dhcp4: true, addresses: [{START_NETWORK_ADDRESS}] }}
+      END
+      trident start-network /run/start-network.yaml && echo "{START_NETWORK_OK}"
+      {ADDRESSES}
+os:
+  netplan:
+    version: 2
+    ethernets:
+      wired:
+        match: {{ name: "en*" }}
+        dhcp4: true
+        addresses: [{STATIC_ADDRESS}]
+"#
     )
 }
 
@@ -322,12 +360,48 @@ async fn a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and
         networked.completed.servicing_kind,
         Some(ServicingKind::RuntimeUpdate as i32)
     );
+    // The runtime update's netplan, then start-network's, each applied.
+    let logs = &networked.logs;
+    let ok = logs.iter().position(|l| l == START_NETWORK_OK);
+    let before = logs.iter().position(|l| l == STATIC_ADDRESS);
+    let after = logs.iter().rposition(|l| l == START_NETWORK_ADDRESS);
     assert!(
-        networked.logs.iter().any(|a| a == STATIC_ADDRESS),
-        "netplan applied on the running guest: {:?}",
-        networked.logs
+        matches!((before, ok, after), (Some(b), Some(o), Some(a)) if b < o && o < a),
+        "os.netplan applied by the runtime update, then managementOs.netplan by trident \
+         start-network, on the running guest: {logs:?}"
     );
     assert_eq!(boot_id(guest.path()).await, boot, "no reboot");
     vm.stop();
     println!("serial log kept at {}", vm.serial_log().display());
+}
+
+/// The netplan step's configuration (and the one its script hands to
+/// `trident start-network`) parse, before a VM is spent on them.
+#[test]
+fn the_netplan_steps_configurations_parse() {
+    let config = AbHostConfig::new("http://10.0.2.2:1/v1.cosi".to_owned(), "/dev/vda")
+        .sha384(&"0".repeat(96))
+        .sizes("160M", "700M")
+        .extra(&netplan_step())
+        .yaml();
+    let hc = trident_host::config::parse(&config).unwrap();
+    let netplan = hc.os.netplan.as_ref().unwrap();
+    assert!(
+        trident_host::config::netplan_file_text(netplan)
+            .unwrap()
+            .contains(STATIC_ADDRESS)
+    );
+    let script = hc.scripts.post_configure[0].content.as_deref().unwrap();
+    let inner = script
+        .split("<<'END'\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\nEND\n").next())
+        .unwrap();
+    let start_network = trident_host::config::parse(inner).unwrap();
+    let netplan = start_network.management_os.netplan.as_ref().unwrap();
+    assert!(
+        trident_host::config::netplan_file_text(netplan)
+            .unwrap()
+            .contains(START_NETWORK_ADDRESS)
+    );
 }
