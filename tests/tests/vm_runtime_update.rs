@@ -380,7 +380,7 @@ async fn a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and
 #[test]
 fn the_netplan_steps_configurations_parse() {
     let config = AbHostConfig::new("http://10.0.2.2:1/v1.cosi".to_owned(), "/dev/vda")
-        .sha384(&"0".repeat(96))
+        .sha384("0".repeat(96))
         .sizes("160M", "700M")
         .extra(&netplan_step())
         .yaml();
