@@ -1,7 +1,9 @@
 //! Our COSI metadata vectors (tests/vectors/README.md): every valid one is
 //! accepted, every invalid one refused as invalid metadata naming the field
-//! it breaks. `COSI_EXTRA_VECTORS=DIR` also checks `DIR/valid/*.json` and
-//! `DIR/invalid/*.json` (any other vector set laid out the same way).
+//! it breaks. Upstream's own vectors (tests/vectors/upstream/, verbatim):
+//! accepted and refused as upstream says. `COSI_EXTRA_VECTORS=DIR` also
+//! checks `DIR/valid/*.json` and `DIR/invalid/*.json` (any other vector set
+//! laid out the same way).
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
@@ -88,16 +90,13 @@ fn valid_vectors_are_accepted_with_typed_os_and_boot_data() {
     assert!(sd.images[1].verity.is_some());
 }
 
-#[test]
-fn extra_vector_sets_agree_when_given() {
-    let Some(extra) = std::env::var_os("COSI_EXTRA_VECTORS") else {
-        return;
-    };
-    let extra = PathBuf::from(extra);
-    let mut agree = 0;
+/// Every vector of a set laid out as `DIR/valid/*.json`, `DIR/invalid/*.json`
+/// is accepted or refused as its directory says; returns how many.
+fn assert_set_agrees(set: &Path) -> usize {
+    let mut disagree = Vec::new();
     let mut total = 0;
     for (kind, want_ok) in [("valid", true), ("invalid", false)] {
-        let mut entries: Vec<_> = std::fs::read_dir(extra.join(kind))
+        let mut entries: Vec<_> = std::fs::read_dir(set.join(kind))
             .unwrap()
             .map(|e| e.unwrap().path())
             .collect();
@@ -105,12 +104,43 @@ fn extra_vector_sets_agree_when_given() {
         for path in entries {
             total += 1;
             let got = check(&read(&path));
-            println!("{kind} {}: {got:?}", path.display());
-            if got.is_ok() == want_ok {
-                agree += 1;
+            if got.is_ok() != want_ok {
+                disagree.push(format!("{kind} {}: {got:?}", path.display()));
             }
         }
     }
-    println!("{agree} of {total} vectors agree");
-    assert_eq!(agree, total);
+    assert!(disagree.is_empty(), "{}", disagree.join("\n"));
+    total
+}
+
+#[test]
+fn upstreams_own_vectors_are_accepted_and_refused_as_upstream_says() {
+    let upstream = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/upstream/v1.2");
+    assert_eq!(assert_set_agrees(&upstream), 14, "2 valid and 12 invalid");
+    // Every field of the valid ones is read as written.
+    let grub = check(&read(&upstream.join("valid/grub-simple.json"))).unwrap();
+    assert_eq!(grub.bootloader.bootloader_type, BootloaderType::Grub);
+    assert!(grub.bootloader.systemd_boot.is_none());
+    assert_eq!(grub.images[0].fs_uuid, "C3D4-250D");
+    let uki = check(&read(&upstream.join("valid/verity-uki-systemd-boot.json"))).unwrap();
+    let entry = &uki.bootloader.systemd_boot.as_ref().unwrap().entries[0];
+    assert_eq!(entry.path, "/boot/efi/EFI/Linux/azurelinux-uki.efi");
+    assert_eq!(entry.kernel, "6.6.78.1-3.azl3");
+    assert_eq!(
+        entry.cmdline,
+        "root=/dev/disk/by-partuuid/88d2fa9b-7a32-450a-a9f8-aa9c3de79298 ro"
+    );
+    let verity = uki.images[1].verity.as_ref().unwrap();
+    assert_eq!(
+        verity.roothash,
+        "646c82fa4c3f97e6cddc3996315c7f04b2beb721fb24fa38835136492a84eb19"
+    );
+}
+
+#[test]
+fn extra_vector_sets_agree_when_given() {
+    let Some(extra) = std::env::var_os("COSI_EXTRA_VECTORS") else {
+        return;
+    };
+    println!("{} vectors agree", assert_set_agrees(Path::new(&extra)));
 }

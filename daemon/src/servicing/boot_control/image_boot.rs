@@ -142,6 +142,28 @@ mod tests {
     }
 
     #[test]
+    fn upstreams_own_vectors_reach_the_grub_and_uki_backends_whole() {
+        let grub =
+            include_str!("../../../../cosi/tests/vectors/upstream/v1.2/valid/grub-simple.json");
+        let grub = Metadata::from_json(grub.as_bytes()).unwrap();
+        assert_eq!(boot_kind(&grub).unwrap(), BootKind::Grub);
+        let uki = include_str!(
+            "../../../../cosi/tests/vectors/upstream/v1.2/valid/verity-uki-systemd-boot.json"
+        );
+        let uki = Metadata::from_json(uki.as_bytes()).unwrap();
+        assert_eq!(
+            boot_kind(&uki).unwrap(),
+            BootKind::Uki {
+                // The entry's path, relative to the ESP it is copied to.
+                esp_path: "EFI/Linux/azurelinux-uki.efi".to_owned(),
+                cmdline: "root=/dev/disk/by-partuuid/88d2fa9b-7a32-450a-a9f8-aa9c3de79298 ro"
+                    .to_owned(),
+                kernel: "6.6.78.1-3.azl3".to_owned(),
+            }
+        );
+    }
+
+    #[test]
     fn the_vectors_mirroring_upstreams_choose_grub_and_the_uki() {
         assert_eq!(
             boot_kind(&metadata(r#"{"type": "grub"}"#)).unwrap(),
