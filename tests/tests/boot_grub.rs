@@ -70,7 +70,15 @@ async fn a_grub_image_gets_a_directory_and_a_boot_option_per_volume() {
     let dir = f.dir.path();
     let mut c = Clients::new(&d).await;
     let os = "os:\n  kernelCommandLine:\n    extraCommandLine: [quiet]\n";
-    c.install(&f.config(&v1, os)).await.assert_success();
+    let installed = c.install(&f.config(&v1, os)).await;
+    installed.assert_success();
+    // The boot-files phase counts what was written: shim, GRUB, grub.cfg.
+    let boot_files = installed
+        .progress
+        .iter()
+        .rfind(|p| p.phase_id == "boot-files")
+        .unwrap();
+    assert_eq!((boot_files.current, boot_files.total), (3, None));
 
     let esp = |path: &str| mini_os::esp_file(&f.disk, path);
     assert_eq!(esp("EFI/AZLA/bootx64.efi"), Some(fake_loader("shim", "v1")));

@@ -58,13 +58,14 @@ pub trait BootControl: Send + Sync + std::fmt::Debug {
         Ok(())
     }
     /// While a written volume's new root is mounted: put its boot files in
-    /// place (`install`: the bootloader too), as `image` boots.
+    /// place (`install`: the bootloader too), as `image` boots. Returns
+    /// the files written (paths on the ESP), for the boot-files phase.
     fn prepare_volume(
         &self,
         root: &VolumeRoot<'_>,
         install: bool,
         image: &ImageBoot,
-    ) -> Result<(), TridentError>;
+    ) -> Result<Vec<String>, TridentError>;
     /// Finalize: the next boot starts `volume` (a one-shot trial where an
     /// old volume stays the default).
     fn set_next_boot(

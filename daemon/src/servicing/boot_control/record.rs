@@ -30,9 +30,9 @@ impl BootControl for RecordBootControl {
         _root: &VolumeRoot<'_>,
         _install: bool,
         _image: &ImageBoot,
-    ) -> Result<(), TridentError> {
+    ) -> Result<Vec<String>, TridentError> {
         // Nothing boots from a disk-image file: no boot files needed.
-        Ok(())
+        Ok(Vec::new())
     }
 
     fn set_next_boot(

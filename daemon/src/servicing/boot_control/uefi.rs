@@ -233,7 +233,7 @@ impl BootControl for UefiBootControl {
         root: &VolumeRoot<'_>,
         install: bool,
         image: &ImageBoot,
-    ) -> Result<(), TridentError> {
+    ) -> Result<Vec<String>, TridentError> {
         let device = esp_device_id(root.hc)
             .and_then(|id| root.devices.device_of(&id, AbVolume::VolumeA).ok())
             .filter(|device| root.partitions.contains_key(device.id()))
@@ -256,7 +256,7 @@ impl BootControl for UefiBootControl {
         esp.remove(&other_marker)?;
         tracing::info!(volume = %root.volume, backend = image.kind.name(),
             files = %written.join(" "), "boot files written");
-        Ok(())
+        Ok(written)
     }
 
     fn set_next_boot(

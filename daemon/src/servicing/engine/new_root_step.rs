@@ -186,7 +186,8 @@ async fn post_configure(scripts: &[Script], env: &ScriptEnv) -> Result<(), Tride
 }
 
 /// The boot-control phase: the volume's boot files (and, on install, the
-/// bootloader) from the mounted new root.
+/// bootloader) from the mounted new root; its count is the files written
+/// (each named in the backend's "boot files written" record).
 fn boot_files(
     boot: &dyn BootControl,
     root: &VolumeRoot<'_>,
@@ -197,10 +198,10 @@ fn boot_files(
         BOOT_FILES,
         format!("Write boot files ({})", image.kind.name()),
         Unit::Items,
-        Some(1),
+        None,
     );
-    boot.prepare_volume(root, install, image)?;
-    phase.set(1);
+    let written = boot.prepare_volume(root, install, image)?;
+    phase.set(written.len() as u64);
     phase.done();
     Ok(())
 }
