@@ -1,0 +1,235 @@
+//! A verity root written from a real COSI onto a disk-image file through
+//! the block-device stack: the filesystem goes to the verity device's data
+//! device, the image's hash tree to its hash device (the serviced member
+//! of each A/B pair), and `veritysetup verify` (userspace) accepts the two
+//! with the root hash the write step returns. An image without the tree is
+//! refused before a byte is written.
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::Path;
+use std::process::Command;
+
+use trident_cosi::metadata::{Bootloader, BootloaderType, PART_TYPE_ESP, PART_TYPE_ROOT_X86_64};
+use trident_cosi::writer::{self, ImagePartition, ImagesSpec};
+use trident_host::Subkind;
+use trident_host::config::HostConfiguration;
+use trident_host::status::{AbVolume, HostStatus};
+use uuid::Uuid;
+
+use super::write::{BootCheck, ImageTargets, write_image};
+use crate::servicing::block_device::{BlockDevices, ResolvedDevice, Targets, create_all};
+
+const ROOT_UUID: &str = "0d5c4e2a-0000-4000-8000-00000000beef";
+
+/// A host with the root's data and hash devices on A/B pairs. Read with
+/// serde alone: `parse` still refuses `storage.verity` as not applied.
+fn hc(disk: &Path) -> HostConfiguration {
+    let yaml = format!(
+        r#"
+image: {{ url: "file:///img.cosi", sha384: ignored }}
+storage:
+  disks:
+  - id: os
+    device: {}
+    partitionTableType: gpt
+    partitions:
+    - {{ id: esp, type: esp, size: 4M }}
+    - {{ id: data-a, type: root, size: 12M }}
+    - {{ id: data-b, type: root, size: 12M }}
+    - {{ id: hash-a, type: root-verity, size: 2M }}
+    - {{ id: hash-b, type: root-verity, size: 2M }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root-data, volumeAId: data-a, volumeBId: data-b }}
+    - {{ id: root-hash, volumeAId: hash-a, volumeBId: hash-b }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: /boot/efi }}
+  - {{ deviceId: root, mountPoint: {{ path: /, options: ro }} }}
+  verity:
+  - {{ id: root, name: root, dataDeviceId: root-data, hashDeviceId: root-hash }}
+"#,
+        disk.display()
+    );
+    serde_saphyr::from_str(&yaml).unwrap()
+}
+
+/// A COSI of an ESP and a real ext4 root, with its hash tree if `verity`.
+fn cosi(dir: &Path, verity: bool) -> (String, String) {
+    let esp = dir.join("esp.img");
+    fs::write(&esp, vec![0x5a; 1 << 20]).unwrap();
+    let root = dir.join("root.img");
+    fs::write(&root, vec![0u8; 8 << 20]).unwrap();
+    let made = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-U", ROOT_UUID])
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let part =
+        |image, name: &str, t: &str, fs: &str, uuid: &str, mp: &str, verity| ImagePartition {
+            image,
+            name: name.to_owned(),
+            part_type: Uuid::parse_str(t).unwrap(),
+            fs_type: fs.to_owned(),
+            fs_uuid: uuid.to_owned(),
+            mount_point: mp.to_owned(),
+            size: None,
+            verity,
+        };
+    let spec = ImagesSpec {
+        partitions: vec![
+            part(
+                esp,
+                "esp",
+                PART_TYPE_ESP,
+                "vfat",
+                "ABCD-0001",
+                "/boot/efi",
+                false,
+            ),
+            part(
+                root,
+                "root",
+                PART_TYPE_ROOT_X86_64,
+                "ext4",
+                ROOT_UUID,
+                "/",
+                verity,
+            ),
+        ],
+        disk_size: None,
+        lba_size: 512,
+        zstd_level: 1,
+        os_release: "ID=debian\n".to_owned(),
+        bootloader: Bootloader {
+            bootloader_type: BootloaderType::Grub,
+            systemd_boot: None,
+        },
+    };
+    let out = writer::pack_images(&spec, &dir.join(format!("verity-{verity}.cosi"))).unwrap();
+    (
+        format!("file://{}", out.path.display()),
+        out.metadata_sha384,
+    )
+}
+
+fn bytes_of(device: &ResolvedDevice, dir: &Path, name: &str) -> std::path::PathBuf {
+    let extent = device.extent();
+    let disk = fs::read(extent.backing).unwrap();
+    let path = dir.join(name);
+    let (at, len) = (extent.offset as usize, extent.size as usize);
+    fs::write(&path, &disk[at..at + len]).unwrap();
+    path
+}
+
+fn installed(dir: &Path) -> BlockDevices {
+    let disk = dir.join("disk.img");
+    File::create(&disk).unwrap().set_len(48 << 20).unwrap();
+    let hc = hc(&disk);
+    let mut status = HostStatus::default();
+    create_all(&hc, &HostStatus::default(), &mut status).unwrap();
+    BlockDevices::new(&hc, &status).unwrap()
+}
+
+fn ids(map: &BTreeMap<String, ResolvedDevice>) -> Vec<(&str, &str)> {
+    map.iter().map(|(m, d)| (m.as_str(), d.id())).collect()
+}
+
+#[test]
+fn the_root_goes_to_the_data_device_and_its_tree_to_the_hash_device_of_the_serviced_volume() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = installed(dir.path());
+    let install = Targets::Install;
+    let update = Targets::AbUpdate {
+        volume: AbVolume::VolumeB,
+    };
+    let fs = devices.write_targets(install).unwrap();
+    assert_eq!(ids(&fs), [("/", "data-a"), ("/boot/efi", "esp")]);
+    assert_eq!(
+        ids(&devices.verity_hash_targets(install).unwrap()),
+        [("/", "hash-a")]
+    );
+    // An A/B update writes the verity root (its data is a pair) into B.
+    assert_eq!(
+        ids(&devices.write_targets(update).unwrap()),
+        [("/", "data-b")]
+    );
+    assert_eq!(
+        ids(&devices.verity_hash_targets(update).unwrap()),
+        [("/", "hash-b")]
+    );
+}
+
+#[test]
+fn a_written_verity_root_verifies_against_the_root_hash_the_write_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = installed(dir.path());
+    let (url, sha) = cosi(dir.path(), true);
+    let update = Targets::AbUpdate {
+        volume: AbVolume::VolumeB,
+    };
+    let filesystems = devices.write_targets(update).unwrap();
+    let hash_trees = devices.verity_hash_targets(update).unwrap();
+    let targets = ImageTargets {
+        filesystems: &filesystems,
+        hash_trees: &hash_trees,
+    };
+    let boot = BootCheck {
+        esp_copy: None,
+        check: &|_| Ok(()),
+    };
+    let written = write_image(&url, &sha, &targets, &boot).unwrap();
+    let root_hash = &written.verity_root_hashes["/"];
+    assert_eq!(root_hash.len(), 64);
+
+    let data = bytes_of(&filesystems["/"], dir.path(), "data");
+    let tree = bytes_of(&hash_trees["/"], dir.path(), "tree");
+    let verify = |data: &Path| {
+        Command::new("veritysetup")
+            .arg("verify")
+            .arg(data)
+            .arg(&tree)
+            .arg(root_hash)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(verify(&data), "data-b and hash-b verify with the root hash");
+    // Volume A was not written: its data does not verify.
+    let other = bytes_of(
+        &devices.device_of("data-a", AbVolume::VolumeA).unwrap(),
+        dir.path(),
+        "data-a",
+    );
+    assert!(!verify(&other));
+}
+
+#[test]
+fn an_image_without_the_tree_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = installed(dir.path());
+    let (url, sha) = cosi(dir.path(), false);
+    let filesystems = devices.write_targets(Targets::Install).unwrap();
+    let hash_trees = devices.verity_hash_targets(Targets::Install).unwrap();
+    let disk = filesystems["/"].extent().backing.to_owned();
+    let before = fs::read(&disk).unwrap();
+    let targets = ImageTargets {
+        filesystems: &filesystems,
+        hash_trees: &hash_trees,
+    };
+    let boot = BootCheck {
+        esp_copy: None,
+        check: &|_| Ok(()),
+    };
+    let err = write_image(&url, &sha, &targets, &boot).unwrap_err();
+    assert_eq!(err.subkind(), Subkind::ImageDoesNotMatchConfiguration);
+    assert!(
+        err.message().contains("no verity hash tree"),
+        "{}",
+        err.message()
+    );
+    assert!(fs::read(&disk).unwrap() == before, "nothing written");
+}
