@@ -3,7 +3,9 @@
 //! device, the image's hash tree to its hash device (the serviced member
 //! of each A/B pair), and `veritysetup verify` (userspace) accepts the two
 //! with the root hash the write step returns. An image without the tree is
-//! refused before a byte is written.
+//! refused before a byte is written. Mounted as the new root, the verity
+//! root is read-only and its `/etc` an overlay on the overlay filesystem:
+//! configuring it leaves the data verifying.
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
 use std::collections::BTreeMap;
@@ -20,6 +22,8 @@ use uuid::Uuid;
 
 use super::write::{BootCheck, ImageTargets, write_image};
 use crate::servicing::block_device::{BlockDevices, ResolvedDevice, Targets, create_all};
+use crate::servicing::new_root::NewRoot;
+use crate::servicing::new_storage;
 
 const ROOT_UUID: &str = "0d5c4e2a-0000-4000-8000-00000000beef";
 
@@ -40,6 +44,7 @@ storage:
     - {{ id: data-b, type: root, size: 12M }}
     - {{ id: hash-a, type: root-verity, size: 2M }}
     - {{ id: hash-b, type: root-verity, size: 2M }}
+    - {{ id: overlay, type: linux-generic, size: 8M }}
   abUpdate:
     volumePairs:
     - {{ id: root-data, volumeAId: data-a, volumeBId: data-b }}
@@ -47,6 +52,7 @@ storage:
   filesystems:
   - {{ deviceId: esp, mountPoint: /boot/efi }}
   - {{ deviceId: root, mountPoint: {{ path: /, options: ro }} }}
+  - {{ deviceId: overlay, source: new, type: ext4, mountPoint: /var/lib/trident-overlay }}
   verity:
   - {{ id: root, name: root, dataDeviceId: root-data, hashDeviceId: root-hash }}
 "#,
@@ -59,10 +65,16 @@ storage:
 fn cosi(dir: &Path, verity: bool) -> (String, String) {
     let esp = dir.join("esp.img");
     fs::write(&esp, vec![0x5a; 1 << 20]).unwrap();
+    let tree = dir.join("tree");
+    fs::create_dir_all(tree.join("var/lib/trident-overlay")).unwrap();
+    fs::create_dir_all(tree.join("boot/efi")).unwrap();
+    fs::create_dir_all(tree.join("etc")).unwrap();
+    fs::write(tree.join("etc/hostname"), "image\n").unwrap();
     let root = dir.join("root.img");
     fs::write(&root, vec![0u8; 8 << 20]).unwrap();
     let made = Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-U", ROOT_UUID])
+        .args(["-q", "-F", "-U", ROOT_UUID, "-d"])
+        .arg(&tree)
         .arg(&root)
         .status()
         .unwrap();
@@ -146,7 +158,14 @@ fn the_root_goes_to_the_data_device_and_its_tree_to_the_hash_device_of_the_servi
         volume: AbVolume::VolumeB,
     };
     let fs = devices.write_targets(install).unwrap();
-    assert_eq!(ids(&fs), [("/", "data-a"), ("/boot/efi", "esp")]);
+    assert_eq!(
+        ids(&fs),
+        [
+            ("/", "data-a"),
+            ("/boot/efi", "esp"),
+            ("/var/lib/trident-overlay", "overlay")
+        ]
+    );
     assert_eq!(
         ids(&devices.verity_hash_targets(install).unwrap()),
         [("/", "hash-a")]
@@ -185,7 +204,7 @@ fn a_written_verity_root_verifies_against_the_root_hash_the_write_returns() {
     assert_eq!(root_hash.len(), 64);
 
     let data = bytes_of(&filesystems["/"], dir.path(), "data");
-    let tree = bytes_of(&hash_trees["/"], dir.path(), "tree");
+    let tree = bytes_of(&hash_trees["/"], dir.path(), "hash-tree");
     let verify = |data: &Path| {
         Command::new("veritysetup")
             .arg("verify")
@@ -212,7 +231,8 @@ fn an_image_without_the_tree_is_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let devices = installed(dir.path());
     let (url, sha) = cosi(dir.path(), false);
-    let filesystems = devices.write_targets(Targets::Install).unwrap();
+    let all = devices.write_targets(Targets::Install).unwrap();
+    let filesystems = new_storage::image_targets(&hc(Path::new("unused")), &all);
     let hash_trees = devices.verity_hash_targets(Targets::Install).unwrap();
     let disk = filesystems["/"].extent().backing.to_owned();
     let before = fs::read(&disk).unwrap();
@@ -232,4 +252,79 @@ fn an_image_without_the_tree_is_refused_before_anything_is_written() {
         err.message()
     );
     assert!(fs::read(&disk).unwrap() == before, "nothing written");
+}
+
+#[test]
+fn the_mounted_verity_root_is_read_only_with_a_writable_etc_that_leaves_the_data_verifying() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = installed(dir.path());
+    let hc = hc(Path::new(
+        devices.write_targets(Targets::Install).unwrap()["/"]
+            .extent()
+            .backing,
+    ));
+    let (url, sha) = cosi(dir.path(), true);
+    let all = devices.write_targets(Targets::Install).unwrap();
+    let filesystems = new_storage::image_targets(&hc, &all);
+    let hash_trees = devices.verity_hash_targets(Targets::Install).unwrap();
+    let targets = ImageTargets {
+        filesystems: &filesystems,
+        hash_trees: &hash_trees,
+    };
+    let boot = BootCheck {
+        esp_copy: None,
+        check: &|_| Ok(()),
+    };
+    let written = write_image(&url, &sha, &targets, &boot).unwrap();
+    new_storage::create(&hc, &devices, &all, true).unwrap();
+
+    let path = dir.path().join("new-root");
+    let root = NewRoot::mount(&hc, &devices, &all, AbVolume::VolumeA, &path)
+        .unwrap()
+        .expect("an ext4 root");
+    // /etc takes writes (into the overlay's upper directory) ...
+    fs::write(path.join("etc/hostname"), "configured\n").unwrap();
+    fs::write(path.join("etc/added"), "x").unwrap();
+    assert_eq!(
+        fs::read_to_string(path.join("etc/hostname")).unwrap(),
+        "configured\n"
+    );
+    // ... the rest of the root does not.
+    let err = fs::write(path.join("boot/written"), "x").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(30), "EROFS: {err}");
+    root.unmount().unwrap();
+
+    let data = bytes_of(&all["/"], dir.path(), "data");
+    let tree = bytes_of(&hash_trees["/"], dir.path(), "hash-tree");
+    let verified = Command::new("veritysetup")
+        .arg("verify")
+        .arg(&data)
+        .arg(&tree)
+        .arg(&written.verity_root_hashes["/"])
+        .status()
+        .unwrap();
+    assert!(
+        verified.success(),
+        "mounting and configuring changed no data byte"
+    );
+
+    // What was configured is on the overlay filesystem.
+    let overlay = dir.path().join("overlay-fs");
+    fs::create_dir_all(&overlay).unwrap();
+    let extent = all["/var/lib/trident-overlay"].extent();
+    let device = crate::servicing::new_root::tools::LoopDevice::attach(
+        extent.backing,
+        extent.offset,
+        extent.size,
+    )
+    .unwrap();
+    let guard =
+        crate::servicing::new_root::tools::MountGuard::mount(device, "ext4", &overlay).unwrap();
+    assert_eq!(
+        fs::read_to_string(overlay.join("etc/upper/hostname")).unwrap(),
+        "configured\n"
+    );
+    assert!(overlay.join("etc/upper/added").exists());
+    assert!(overlay.join("etc/work").is_dir());
+    guard.unmount().unwrap();
 }
