@@ -62,6 +62,7 @@ pub fn is_verity_arg(arg: &str) -> bool {
             | "systemd.verity_root_data"
             | "systemd.verity_root_hash"
             | "systemd.verity_root_options"
+            | "rd.overlayfs"
     )
 }
 

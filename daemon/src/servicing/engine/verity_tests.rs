@@ -328,3 +328,64 @@ fn the_mounted_verity_root_is_read_only_with_a_writable_etc_that_leaves_the_data
     assert!(overlay.join("etc/work").is_dir());
     guard.unmount().unwrap();
 }
+
+#[test]
+fn the_volume_boots_its_verity_root_by_the_root_hash_and_its_own_data_and_hash_partitions() {
+    use crate::servicing::boot_control::uefi_entry::{command_line, root_args};
+    use crate::servicing::new_root::{fstab, partitions, volume::VolumeRoot};
+
+    let dir = tempfile::tempdir().unwrap();
+    let devices = installed(dir.path());
+    let disk = devices.write_targets(Targets::Install).unwrap()["/"]
+        .extent()
+        .backing
+        .to_owned();
+    let mut hc = hc(Path::new(&disk));
+    hc.storage.verity[0].corruption_option = trident_host::config::VerityCorruptionOption::Panic;
+    let parts = partitions::read_partitions(devices.partitions()).unwrap();
+    let uuid = |id: &str| parts[id].part_uuid.clone();
+    for (volume, data, hash) in [
+        (AbVolume::VolumeA, "data-a", "hash-a"),
+        (AbVolume::VolumeB, "data-b", "hash-b"),
+    ] {
+        let root = VolumeRoot {
+            path: dir.path(),
+            hc: &hc,
+            volume,
+            devices: &devices,
+            partitions: &parts,
+        };
+        let args = root_args(&root, Some("ab12")).unwrap();
+        assert_eq!(
+            args,
+            [
+                "root=/dev/mapper/root".to_owned(),
+                "ro".to_owned(),
+                "rd.systemd.verity=1".to_owned(),
+                "roothash=ab12".to_owned(),
+                format!("systemd.verity_root_data=PARTUUID={}", uuid(data)),
+                format!("systemd.verity_root_hash=PARTUUID={}", uuid(hash)),
+                "systemd.verity_root_options=panic-on-corruption".to_owned(),
+                format!(
+                    "rd.overlayfs=etc,etc/upper,etc/work,/dev/disk/by-partuuid/{}",
+                    uuid("overlay")
+                ),
+            ]
+        );
+        // The image's own root and verity arguments give way.
+        let line = command_line(&hc, &args, "root=UUID=x rw roothash=ff console=ttyS0");
+        assert!(line.ends_with(" console=ttyS0"), "{line}");
+        assert_eq!(line.matches("roothash=").count(), 1, "{line}");
+        assert!(!line.contains(" rw"), "{line}");
+
+        let err = root_args(&root, None).unwrap_err();
+        assert_eq!(err.subkind(), Subkind::BootControl);
+
+        let table = fstab::render(&root).unwrap();
+        assert!(
+            table.contains("\n/dev/mapper/root / auto ro 0 1\n")
+                || table.contains("\n/dev/mapper/root / ext4 ro 0 1\n"),
+            "{table}"
+        );
+    }
+}

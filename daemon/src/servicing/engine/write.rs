@@ -261,6 +261,7 @@ pub fn write_image(
         boot: ImageBoot {
             kind,
             esp_copy: esp_copy.map(|(_, path)| path),
+            verity_root_hash: verity_root_hashes.get("/").cloned(),
         },
         verity_root_hashes,
     })
