@@ -45,6 +45,31 @@ pub struct ImagePartition {
     pub verity: bool,
 }
 
+impl ImagePartition {
+    /// The image of the filesystem `fs_type` (UUID `fs_uuid`) mounted at
+    /// `mount_point`, as partition `name` of type `part_type`, sized to the
+    /// image, without verity.
+    pub fn new(
+        image: PathBuf,
+        name: &str,
+        part_type: Uuid,
+        fs_type: &str,
+        fs_uuid: &str,
+        mount_point: &str,
+    ) -> Self {
+        ImagePartition {
+            image,
+            name: name.to_owned(),
+            part_type,
+            fs_type: fs_type.to_owned(),
+            fs_uuid: fs_uuid.to_owned(),
+            mount_point: mount_point.to_owned(),
+            size: None,
+            verity: false,
+        }
+    }
+}
+
 /// One partition of the packed disk: a filesystem image, or the hash tree
 /// of the filesystem before it.
 #[derive(Debug)]
@@ -109,6 +134,42 @@ pub struct ImagesSpec {
     pub os_release: String,
     /// The metadata's bootloader section (for systemd-boot: its entries).
     pub bootloader: Bootloader,
+}
+
+impl ImagesSpec {
+    /// A grub image of two filesystems: the vfat ESP `esp` and the ext4
+    /// root `root` (filesystem UUID `root_uuid`), partitions sized to them.
+    pub fn esp_and_root(esp: PathBuf, root: PathBuf, root_uuid: &str, os_release: &str) -> Self {
+        let guid = |g: &str| Uuid::parse_str(g).unwrap_or_default();
+        ImagesSpec {
+            partitions: vec![
+                ImagePartition::new(
+                    esp,
+                    "esp",
+                    guid(crate::metadata::PART_TYPE_ESP),
+                    "vfat",
+                    "ABCD-1234",
+                    "/boot/efi",
+                ),
+                ImagePartition::new(
+                    root,
+                    "root",
+                    guid(crate::metadata::PART_TYPE_ROOT_X86_64),
+                    "ext4",
+                    root_uuid,
+                    "/",
+                ),
+            ],
+            disk_size: None,
+            lba_size: 512,
+            zstd_level: super::DEFAULT_ZSTD_LEVEL,
+            os_release: os_release.to_owned(),
+            bootloader: Bootloader {
+                bootloader_type: crate::metadata::BootloaderType::Grub,
+                systemd_boot: None,
+            },
+        }
+    }
 }
 
 /// A GUID derived from `parts`: the same inputs give the same disk.

@@ -13,14 +13,12 @@ use std::fs::{self, File};
 use std::path::Path;
 use std::process::Command;
 
-use trident_cosi::metadata::{Bootloader, BootloaderType, PART_TYPE_ESP, PART_TYPE_ROOT_X86_64};
-use trident_cosi::writer::{self, ImagePartition, ImagesSpec};
+use trident_cosi::writer::{self, ImagesSpec};
 use trident_host::Subkind;
 use trident_host::config::HostConfiguration;
 use trident_host::status::{AbVolume, HostStatus};
-use uuid::Uuid;
 
-use super::write::{BootCheck, ImageTargets, write_image};
+use super::write::{BootCheck, ImageTargets, WrittenImage, write_image};
 use crate::servicing::block_device::{BlockDevices, ResolvedDevice, Targets, create_all};
 use crate::servicing::new_root::NewRoot;
 use crate::servicing::new_storage;
@@ -79,47 +77,8 @@ fn cosi(dir: &Path, verity: bool) -> (String, String) {
         .status()
         .unwrap();
     assert!(made.success());
-    let part =
-        |image, name: &str, t: &str, fs: &str, uuid: &str, mp: &str, verity| ImagePartition {
-            image,
-            name: name.to_owned(),
-            part_type: Uuid::parse_str(t).unwrap(),
-            fs_type: fs.to_owned(),
-            fs_uuid: uuid.to_owned(),
-            mount_point: mp.to_owned(),
-            size: None,
-            verity,
-        };
-    let spec = ImagesSpec {
-        partitions: vec![
-            part(
-                esp,
-                "esp",
-                PART_TYPE_ESP,
-                "vfat",
-                "ABCD-0001",
-                "/boot/efi",
-                false,
-            ),
-            part(
-                root,
-                "root",
-                PART_TYPE_ROOT_X86_64,
-                "ext4",
-                ROOT_UUID,
-                "/",
-                verity,
-            ),
-        ],
-        disk_size: None,
-        lba_size: 512,
-        zstd_level: 1,
-        os_release: "ID=debian\n".to_owned(),
-        bootloader: Bootloader {
-            bootloader_type: BootloaderType::Grub,
-            systemd_boot: None,
-        },
-    };
+    let mut spec = ImagesSpec::esp_and_root(esp, root, ROOT_UUID, "ID=debian\n");
+    spec.partitions[1].verity = verity;
     let out = writer::pack_images(&spec, &dir.join(format!("verity-{verity}.cosi"))).unwrap();
     (
         format!("file://{}", out.path.display()),
@@ -143,6 +102,33 @@ fn installed(dir: &Path) -> BlockDevices {
     let mut status = HostStatus::default();
     create_all(&hc, &HostStatus::default(), &mut status).unwrap();
     BlockDevices::new(&hc, &status).unwrap()
+}
+
+/// Writes the COSI at `url` into the image filesystems and hash trees of
+/// `which`: (filesystem targets, hash-tree targets, the write's result).
+fn write(
+    devices: &BlockDevices,
+    hc: &HostConfiguration,
+    (url, sha): &(String, String),
+    which: Targets,
+) -> (
+    BTreeMap<String, ResolvedDevice>,
+    BTreeMap<String, ResolvedDevice>,
+    Result<WrittenImage, trident_host::TridentError>,
+) {
+    let all = devices.write_targets(which).unwrap();
+    let filesystems = new_storage::image_targets(hc, &all);
+    let hash_trees = devices.verity_hash_targets(which).unwrap();
+    let targets = ImageTargets {
+        filesystems: &filesystems,
+        hash_trees: &hash_trees,
+    };
+    let boot = BootCheck {
+        esp_copy: None,
+        check: &|_| Ok(()),
+    };
+    let written = write_image(url, sha, &targets, &boot);
+    (all, hash_trees, written)
 }
 
 fn ids(map: &BTreeMap<String, ResolvedDevice>) -> Vec<(&str, &str)> {
@@ -185,21 +171,12 @@ fn the_root_goes_to_the_data_device_and_its_tree_to_the_hash_device_of_the_servi
 fn a_written_verity_root_verifies_against_the_root_hash_the_write_returns() {
     let dir = tempfile::tempdir().unwrap();
     let devices = installed(dir.path());
-    let (url, sha) = cosi(dir.path(), true);
     let update = Targets::AbUpdate {
         volume: AbVolume::VolumeB,
     };
-    let filesystems = devices.write_targets(update).unwrap();
-    let hash_trees = devices.verity_hash_targets(update).unwrap();
-    let targets = ImageTargets {
-        filesystems: &filesystems,
-        hash_trees: &hash_trees,
-    };
-    let boot = BootCheck {
-        esp_copy: None,
-        check: &|_| Ok(()),
-    };
-    let written = write_image(&url, &sha, &targets, &boot).unwrap();
+    let hc = hc(Path::new("unused"));
+    let (filesystems, hash_trees, written) = write(&devices, &hc, &cosi(dir.path(), true), update);
+    let written = written.unwrap();
     let root_hash = &written.verity_root_hashes["/"];
     assert_eq!(root_hash.len(), 64);
 
@@ -230,21 +207,15 @@ fn a_written_verity_root_verifies_against_the_root_hash_the_write_returns() {
 fn an_image_without_the_tree_is_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let devices = installed(dir.path());
-    let (url, sha) = cosi(dir.path(), false);
-    let all = devices.write_targets(Targets::Install).unwrap();
-    let filesystems = new_storage::image_targets(&hc(Path::new("unused")), &all);
-    let hash_trees = devices.verity_hash_targets(Targets::Install).unwrap();
-    let disk = filesystems["/"].extent().backing.to_owned();
+    let image = cosi(dir.path(), false);
+    let hc = hc(Path::new("unused"));
+    let disk = devices.write_targets(Targets::Install).unwrap()["/"]
+        .extent()
+        .backing
+        .to_owned();
     let before = fs::read(&disk).unwrap();
-    let targets = ImageTargets {
-        filesystems: &filesystems,
-        hash_trees: &hash_trees,
-    };
-    let boot = BootCheck {
-        esp_copy: None,
-        check: &|_| Ok(()),
-    };
-    let err = write_image(&url, &sha, &targets, &boot).unwrap_err();
+    let (_, _, written) = write(&devices, &hc, &image, Targets::Install);
+    let err = written.unwrap_err();
     assert_eq!(err.subkind(), Subkind::ImageDoesNotMatchConfiguration);
     assert!(
         err.message().contains("no verity hash tree"),
@@ -263,19 +234,9 @@ fn the_mounted_verity_root_is_read_only_with_a_writable_etc_that_leaves_the_data
             .extent()
             .backing,
     ));
-    let (url, sha) = cosi(dir.path(), true);
-    let all = devices.write_targets(Targets::Install).unwrap();
-    let filesystems = new_storage::image_targets(&hc, &all);
-    let hash_trees = devices.verity_hash_targets(Targets::Install).unwrap();
-    let targets = ImageTargets {
-        filesystems: &filesystems,
-        hash_trees: &hash_trees,
-    };
-    let boot = BootCheck {
-        esp_copy: None,
-        check: &|_| Ok(()),
-    };
-    let written = write_image(&url, &sha, &targets, &boot).unwrap();
+    let (all, hash_trees, written) =
+        write(&devices, &hc, &cosi(dir.path(), true), Targets::Install);
+    let written = written.unwrap();
     new_storage::create(&hc, &devices, &all, true).unwrap();
 
     let path = dir.path().join("new-root");
