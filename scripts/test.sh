@@ -80,6 +80,7 @@ declare -A APT_FOR_COMMAND=(
     [mkfs.vfat]=dosfstools
     [mcopy]=mtools
     [objcopy]=binutils                  # VM test OS with a UKI (build-image.sh --bootloader uki)
+    [veritysetup]=cryptsetup-bin        # dm-verity hash trees (mkcosi --filesystem ...,verity=yes)
     [mksquashfs]=squashfs-tools
     [strip]=binutils
     [socat]=socat                       # QEMU guestfwd to the reverse-connect listener (tests/src/vm.rs)

@@ -24,6 +24,9 @@ mod storage_advanced;
 pub mod storage_graph;
 pub mod unsupported;
 mod validate;
+pub mod verity_rules;
+#[cfg(test)]
+mod verity_rules_tests;
 mod warnings;
 
 use schemars::JsonSchema;

@@ -11,6 +11,8 @@
 //! engine reads and writes it ([`ResolvedDevice`]). [`LAYERS`] lists them
 //! bottom-up. Today's only layer is the partition layer ([`partition`], which
 //! also keeps adopted partitions: [`adoption`]);
+//! verity devices resolve to their data device, their hash trees to their
+//! hash device ([`verity`]: nothing to create, the kernel opens them);
 //! RAID, encryption and verity are refused by validation
 //! (`trident_host::config::unsupported`) before any layer runs, and land
 //! as modules beside it with their issues.
@@ -28,6 +30,7 @@ mod layer;
 pub mod partition;
 mod resolver;
 mod stack;
+mod verity;
 
 #[cfg(test)]
 mod tests;

@@ -34,10 +34,14 @@ pub mod fallback;
 pub mod grub;
 pub mod image_boot;
 pub mod load_option;
+mod pe;
 pub mod record;
 pub mod systemd_boot;
 pub mod uefi;
 pub mod uefi_entry;
+pub mod verity;
+#[cfg(test)]
+mod verity_tests;
 
 use trident_host::TridentError;
 use trident_host::status::{AbVolume, HostStatus};

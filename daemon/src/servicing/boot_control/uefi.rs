@@ -245,11 +245,18 @@ impl BootControl for UefiBootControl {
         let image_esp = copied.as_ref().unwrap_or(&esp);
         let (written, other_marker) = match &image.kind {
             BootKind::Grub => (
-                grub::prepare(root, &esp, image_esp)?,
+                grub::prepare(root, &esp, image_esp, image.verity_root_hash.as_deref())?,
                 entry_path(root.volume),
             ),
             kind => (
-                super::systemd_boot::prepare(root, &esp, kind, image_esp, install)?,
+                super::systemd_boot::prepare(
+                    root,
+                    &esp,
+                    kind,
+                    image_esp,
+                    install,
+                    image.verity_root_hash.as_deref(),
+                )?,
                 format!("{}/{}", grub::esp_dir(root.volume), grub::GRUB_CFG),
             ),
         };

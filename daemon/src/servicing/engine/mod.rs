@@ -13,6 +13,9 @@ pub mod runtime_update;
 pub mod step;
 pub mod unrecorded;
 pub mod update;
+pub mod verity;
+#[cfg(test)]
+mod verity_tests;
 pub mod write;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,7 @@
 //! `/etc/fstab` of the new root, from the Host Configuration's
 //! filesystems: each by PARTUUID of the partition it lands on for the
-//! serviced volume (the block-device stack resolves its `deviceId`), with
+//! serviced volume (the block-device stack resolves its `deviceId`; one
+//! on a verity device by its `/dev/mapper/<name>`), with
 //! `mountPoint.options`; then `storage.swap`.
 
 use trident_host::config::FileSystemType;
@@ -57,10 +58,13 @@ pub fn render(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
         let path = fs.mount_point.path();
         let options = fs.mount_point.options().unwrap_or("defaults");
         let pass = if path == "/" { 1 } else { 2 };
-        out.push_str(&format!(
-            "PARTUUID={} {path} {fs_type} {options} 0 {pass}\n",
-            part.part_uuid
-        ));
+        // A filesystem on a verity device is mounted from the device the
+        // initrd opened (`/dev/mapper/<name>`), never from its data.
+        let source = match root.hc.storage.verity.iter().find(|v| v.id == fs.device_id) {
+            Some(verity) => format!("/dev/mapper/{}", verity.name),
+            None => format!("PARTUUID={}", part.part_uuid),
+        };
+        out.push_str(&format!("{source} {path} {fs_type} {options} 0 {pass}\n"));
     }
     for (i, swap) in root.hc.storage.swap.iter().enumerate() {
         let (_, part) = partition(root, &format!("storage.swap[{i}]"), &swap.device_id)?;
