@@ -104,7 +104,7 @@ pub fn prepare(
 /// root's) by UUID, boot the newest kernel with the volume's command line.
 fn volume_config(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
     let kernel = Kernel::find(root.path)?;
-    let Some(root_part) = root.partition_of("/") else {
+    let Some((_, root_source)) = root.mount_source("/") else {
         return Err(TridentError::new(
             Subkind::InvalidHostConfiguration,
             "The GRUB boot control needs a filesystem mounted at '/'",
@@ -137,7 +137,7 @@ fn volume_config(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
         path.file_name()
             .map(|n| format!("{prefix}/{}", n.to_string_lossy()))
     };
-    let options = command_line(root.hc, &root_part.part_uuid, &image_cmdline(root.path));
+    let options = command_line(root.hc, &root_source, &image_cmdline(root.path));
     Ok(render(&ConfigParts {
         title: format!("{} ({})", pretty_name(root.path), root.volume),
         boot_uuid: uuid,

@@ -60,7 +60,7 @@ pub fn prepare(
     image_esp: &Esp,
     install: bool,
 ) -> Result<Vec<String>, TridentError> {
-    let Some(root_part) = root.partition_of("/") else {
+    let Some((_, root_source)) = root.mount_source("/") else {
         return Err(TridentError::new(
             Subkind::InvalidHostConfiguration,
             "The UEFI boot control needs a filesystem mounted at '/'",
@@ -89,7 +89,7 @@ pub fn prepare(
                 version: kernel.clone(),
                 linux,
                 initrd: None,
-                options: command_line(root.hc, &root_part.part_uuid, cmdline),
+                options: command_line(root.hc, &root_source, cmdline),
             }
         }
         BootKind::Type1 | BootKind::Grub => {
@@ -110,7 +110,7 @@ pub fn prepare(
                 version: kernel.release,
                 linux,
                 initrd,
-                options: command_line(root.hc, &root_part.part_uuid, &image_cmdline(root.path)),
+                options: command_line(root.hc, &root_source, &image_cmdline(root.path)),
             }
         }
     };

@@ -22,7 +22,7 @@ use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{Subkind, TridentError};
 
 use super::boot_vars::{self, Position};
-use super::booted::root_partition;
+use super::booted::{root_md_array, root_partition};
 use super::esp::Esp;
 use super::fallback::{self, Moment};
 use super::image_boot::{BootKind, ImageBoot};
@@ -119,7 +119,12 @@ impl UefiBootControl {
         volume: AbVolume,
     ) -> Result<u16, TridentError> {
         let partitions = read_partitions(&status.layout)?;
-        let ResolvedDevice::Partition { layout, .. } = device;
+        let ResolvedDevice::Partition { layout, .. } = device else {
+            return Err(TridentError::new(
+                Subkind::BootControl,
+                "A GRUB boot option for an ESP on a RAID array is not written yet",
+            ));
+        };
         let part_uuid = partitions
             .get(device.id())
             .and_then(|p| p.part_uuid.parse().ok())
@@ -236,7 +241,7 @@ impl BootControl for UefiBootControl {
     ) -> Result<Vec<String>, TridentError> {
         let device = esp_device_id(root.hc)
             .and_then(|id| root.devices.device_of(&id, AbVolume::VolumeA).ok())
-            .filter(|device| root.partitions.contains_key(device.id()))
+            .filter(|device| root.source_of(device).is_some())
             .ok_or_else(no_esp)?;
         let esp = Esp::open(&device)?;
         // The image's ESP: copied out of the COSI, or (install) the one
@@ -319,8 +324,29 @@ impl BootControl for UefiBootControl {
         let Some(hc) = status.spec.as_ref() else {
             return Ok(None); // nothing installed
         };
+        let devices = BlockDevices::new(hc, status)?;
+        let on_root = |volume| {
+            let fs = hc
+                .storage
+                .filesystems
+                .iter()
+                .find(|f| f.mount_point.path() == "/")?;
+            devices.device_of(&fs.device_id, volume).ok()
+        };
+        // A root on a RAID array: the array whose device is the root's.
+        if let Some(md) = root_md_array()? {
+            for volume in [AbVolume::VolumeA, AbVolume::VolumeB] {
+                if let Some(ResolvedDevice::RaidArray { path, .. }) = on_root(volume)
+                    && std::fs::canonicalize(&path).is_ok_and(|p| p == md)
+                {
+                    return Ok(Some(volume));
+                }
+            }
+            tracing::warn!(root = %md.display(), "the running root is on no array of the Host Configuration");
+            return Ok(None);
+        }
         let Some(running) = root_partition()? else {
-            // The root is no partition (an array, a container, a test on a
+            // The root is no partition (a container, a test on a
             // disk-image file): the firmware's BootCurrent option, else
             // the entry systemd-boot says it booted.
             let by_option = boot_vars::booted_label(&self.efivars).and_then(|label| {
@@ -334,21 +360,11 @@ impl BootControl for UefiBootControl {
                     .and_then(volume_of_entry)
             }));
         };
-        let devices = BlockDevices::new(hc, status)?;
-        let on_root = |volume| {
-            let fs = hc
-                .storage
-                .filesystems
-                .iter()
-                .find(|f| f.mount_point.path() == "/")?;
-            devices.device_of(&fs.device_id, volume).ok()
-        };
         for volume in [AbVolume::VolumeA, AbVolume::VolumeB] {
-            let Some(device) = on_root(volume) else {
+            // Partitions are matched by disk and entry number (sysfs).
+            let Some(ResolvedDevice::Partition { layout: place, .. }) = on_root(volume) else {
                 continue;
             };
-            // Partitions are matched by disk and entry number (sysfs).
-            let ResolvedDevice::Partition { layout: place, .. } = device;
             let disk = std::fs::canonicalize(&place.device)
                 .unwrap_or_else(|_| place.device.clone().into());
             if disk == running.disk && place.number == running.number {

@@ -55,14 +55,16 @@ impl Kernel {
     }
 }
 
-/// The kernel command line: the root by PARTUUID, the image's arguments
+/// The kernel command line: the root (`root_source`: `PARTUUID=...` of a
+/// partition, `/dev/md/<name>` of a RAID array, which the image's
+/// initramfs assembles with mdadm), the image's arguments
 /// (`image_args`: its `/etc/kernel/cmdline`, or its UKI entry's cmdline;
 /// any `root=`, `rw`/`ro` of its own dropped), the SELinux arguments of
 /// `os.selinux.mode` (replacing the image's, as upstream's osmodifier
 /// does), then `os.kernelCommandLine.extraCommandLine`.
-pub fn command_line(hc: &HostConfiguration, part_uuid: &str, image_args: &str) -> String {
+pub fn command_line(hc: &HostConfiguration, root_source: &str, image_args: &str) -> String {
     let selinux = hc.os.selinux.mode.map(selinux_args);
-    let mut args = vec![format!("root=PARTUUID={part_uuid}"), "rw".to_owned()];
+    let mut args = vec![format!("root={root_source}"), "rw".to_owned()];
     args.extend(
         image_args
             .split_whitespace()
@@ -148,7 +150,7 @@ mod tests {
         hc.os.kernel_command_line.extra_command_line = vec!["quiet".to_owned()];
         let line = command_line(
             &hc,
-            "1234",
+            "PARTUUID=1234",
             "root=UUID=x ro console=ttyS0 selinux=0 security=apparmor\n",
         );
         assert_eq!(
@@ -157,8 +159,8 @@ mod tests {
         );
         hc.os.selinux.mode = None;
         assert_eq!(
-            command_line(&hc, "1234", "console=ttyS0 selinux=0"),
-            "root=PARTUUID=1234 rw console=ttyS0 selinux=0 quiet",
+            command_line(&hc, "/dev/md/root-a", "console=ttyS0 selinux=0"),
+            "root=/dev/md/root-a rw console=ttyS0 selinux=0 quiet",
             "without a mode the image's SELinux arguments stay"
         );
     }
