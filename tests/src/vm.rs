@@ -84,6 +84,13 @@ impl VmSpec {
         self
     }
 
+    /// The same VM under another name (its own serial and QEMU logs), e.g.
+    /// booted again after a disk was swapped.
+    pub fn renamed(mut self, name: &str) -> Self {
+        self.name = name.to_owned();
+        self
+    }
+
     pub fn memory_mib(mut self, mib: u32) -> Self {
         self.memory_mib = mib;
         self

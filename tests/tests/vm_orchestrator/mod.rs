@@ -207,9 +207,9 @@ pub fn assert_phases(phases: &[String], wanted: &[&str]) {
     }
 }
 
-/// `trident --socket SOCKET ARGS...` (the real CLI): its stdout, or a
-/// panic with stderr if it fails.
-pub async fn trident_cli(socket: &Path, args: &[&str]) -> String {
+/// `trident --socket SOCKET ARGS...` (the real CLI): its exit code,
+/// stdout and stderr.
+pub async fn trident_cli_output(socket: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     let socket = socket.to_owned();
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     let out = tokio::task::spawn_blocking(move || {
@@ -222,12 +222,18 @@ pub async fn trident_cli(socket: &Path, args: &[&str]) -> String {
     })
     .await
     .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `trident --socket SOCKET ARGS...` (the real CLI): its stdout, or a
+/// panic with stderr if it fails.
+pub async fn trident_cli(socket: &Path, args: &[&str]) -> String {
+    let (code, stdout, stderr) = trident_cli_output(socket, args).await;
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
     stdout
 }
 
