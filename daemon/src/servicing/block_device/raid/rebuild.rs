@@ -272,6 +272,18 @@ pub fn run(
             ],
         )?;
         tracing::info!(array = %add.array, member = %add.member, node = %node.display(), "member re-added");
+        // An array not written since it was assembled is auto-read-only
+        // (Debian's md_mod start_ro=1) and defers recovery until written.
+        let name = add.path.trim_start_matches("/dev/md/");
+        if kernel
+            .array(name)
+            .is_some_and(|s| s.array_state == "read-auto")
+        {
+            mdadm::run(
+                Subkind::RebuildRaid,
+                &["--readwrite".to_owned(), add.path.clone()],
+            )?;
+        }
         if !followed.iter().any(|(id, _, _)| id == &add.array) {
             let (name, size) = status
                 .raid_arrays
