@@ -33,7 +33,7 @@ use trident_proto::v1::{
     HostConfiguration, RebootHandling, RebootManagement, RebootStatus, ServicingResponse,
 };
 use vm_orchestrator::{
-    HttpServer, assert_phases, follow, start_servicing, stream_disk, trident_cli,
+    HttpServer, assert_phases, follow, installer_disk, start_servicing, trident_cli,
     trident_cli_output, wait_provisioned,
 };
 
@@ -273,12 +273,7 @@ impl RaidVm {
         let sysext = test_os::build_sysext(work.path()).unwrap();
         let v1 = test_os::build_test_os("v1", &sysext, work.path()).unwrap();
         let v2 = update.then(|| test_os::build_test_os("v2", &sysext, work.path()).unwrap());
-        let installer = work.path().join("installer.img");
-        fs::File::create(&installer)
-            .unwrap()
-            .set_len(v1.cosi.disk_size + (64 << 20))
-            .unwrap();
-        stream_disk(&v1, &installer).await;
+        let installer = installer_disk(work.path(), &v1).await;
         let disks = [work.path().join("disk1.img"), work.path().join("disk2.img")];
         for disk in &disks {
             fs::File::create(disk).unwrap().set_len(disk_bytes).unwrap();

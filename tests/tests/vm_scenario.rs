@@ -46,8 +46,8 @@ use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::TridentErrorKind;
 use trident_proto::v1preview::{GetLastErrorRequest, status_service_client::StatusServiceClient};
 use vm_orchestrator::{
-    GuestConfig, HttpServer, assert_phases, follow, part_uuid, ssh_key, start_servicing,
-    stream_disk, trident_cli, wait_provisioned,
+    GuestConfig, HttpServer, assert_phases, follow, installer_disk, part_uuid, ssh_key,
+    start_servicing, stream_disk, trident_cli, wait_provisioned,
 };
 
 /// Generous: TCG on a loaded 2-core machine.
@@ -284,12 +284,7 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
     let bootloader = TestBootloader::from_env().unwrap();
     let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
     let v2 = test_os::build_test_os("v2", bootloader, &sysext, work.path()).unwrap();
-    let installer = work.path().join("installer.img");
-    fs::File::create(&installer)
-        .unwrap()
-        .set_len(v1.cosi.disk_size + (64 << 20))
-        .unwrap();
-    stream_disk(&v1, &installer).await;
+    let installer = installer_disk(work.path(), &v1).await;
     let target = work.path().join("target.img");
     fs::File::create(&target).unwrap().set_len(2 << 30).unwrap();
 

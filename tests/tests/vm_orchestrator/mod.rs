@@ -261,3 +261,15 @@ pub async fn wait_provisioned(socket: &Path) -> String {
     }
     panic!("not provisioned after 10 minutes:\n{status}");
 }
+
+/// `work/installer.img`: installer media, `os` written by StreamDisk onto
+/// a disk-image file a little larger than the image.
+pub async fn installer_disk(work: &Path, os: &TestOs) -> PathBuf {
+    let installer = work.join("installer.img");
+    fs::File::create(&installer)
+        .unwrap()
+        .set_len(os.cosi.disk_size + (64 << 20))
+        .unwrap();
+    stream_disk(os, &installer).await;
+    installer
+}

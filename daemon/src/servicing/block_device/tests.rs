@@ -229,8 +229,6 @@ fn a_second_install_replaces_the_first_ones_record() {
 /// from offset 0 (its usable size), also as the member of an A/B pair.
 #[test]
 fn a_recorded_raid_array_resolves_to_its_md_device() {
-    use trident_host::config::RaidLevel;
-    use trident_host::status::RaidArrayStatus;
     let dir = tempfile::tempdir().unwrap();
     let disk = |n: u32| {
         let path = dir.path().join(format!("d{n}.img"));
@@ -266,19 +264,11 @@ storage:
     );
     let hc: HostConfiguration = trident_host::config::parse(&yaml).unwrap();
     let mut status = HostStatus::default();
-    for (id, members) in [("root-a", ["a1", "a2"]), ("root-b", ["b1", "b2"])] {
-        status.raid_arrays.insert(
-            id.to_owned(),
-            RaidArrayStatus {
-                name: id.to_owned(),
-                level: RaidLevel::Raid1,
-                members: members.map(str::to_owned).to_vec(),
-                uuid: "0:0:0:0".to_owned(),
-                size: 15 << 20,
-                state: "clean".to_owned(),
-            },
-        );
-    }
+    super::raid::tests::record_mirrors(
+        &mut status,
+        &[("root-a", ["a1", "a2"]), ("root-b", ["b1", "b2"])],
+        15 << 20,
+    );
     let devices = BlockDevices::new(&hc, &status).unwrap();
     let b = devices.device_of("root", AbVolume::VolumeB).unwrap();
     assert_eq!(

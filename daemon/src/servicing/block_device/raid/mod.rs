@@ -22,7 +22,7 @@ pub mod sysfs;
 pub use self::sysfs::Kernel;
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -19,6 +19,28 @@ use super::{Kernel, mdadm, rebuild, sync};
 
 const MIB: u64 = 1 << 20;
 
+/// Records, as the RAID layer would, RAID1 arrays `(id = name, members)`
+/// of `size` usable bytes, clean.
+pub(in crate::servicing::block_device) fn record_mirrors(
+    status: &mut HostStatus,
+    arrays: &[(&str, [&str; 2])],
+    size: u64,
+) {
+    for (id, members) in arrays {
+        status.raid_arrays.insert(
+            (*id).to_owned(),
+            RaidArrayStatus {
+                name: (*id).to_owned(),
+                level: RaidLevel::Raid1,
+                members: members.map(str::to_owned).to_vec(),
+                uuid: "0:0:0:0".to_owned(),
+                size,
+                state: "clean".to_owned(),
+            },
+        );
+    }
+}
+
 /// A copy of what sysfs and `/dev` say about one md array `md127` named
 /// `name`, with `members` (`vda2`, partitions of the disk before the
 /// digits) and the given md attributes.
@@ -293,19 +315,11 @@ storage:
     let hc = trident_host::config::parse(&yaml).unwrap();
     let mut status = HostStatus::default();
     PartitionLayer.create(&hc, &mut status).unwrap();
-    for (id, members) in [("esp", ["esp1", "esp2"]), ("root", ["r1", "r2"])] {
-        status.raid_arrays.insert(
-            id.to_owned(),
-            RaidArrayStatus {
-                name: id.to_owned(),
-                level: RaidLevel::Raid1,
-                members: members.map(str::to_owned).to_vec(),
-                uuid: "0:0:0:0".to_owned(),
-                size: 8 * MIB,
-                state: "clean".to_owned(),
-            },
-        );
-    }
+    record_mirrors(
+        &mut status,
+        &[("esp", ["esp1", "esp2"]), ("root", ["r1", "r2"])],
+        8 * MIB,
+    );
     status.spec = Some(hc.clone());
     status.servicing_state = ServicingState::Provisioned;
     let fake = FakeKernel::new();
