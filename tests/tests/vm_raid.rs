@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use trident_e2e::test_os::{self, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
+use trident_e2e::vm_rcp::GuestSocket;
 use trident_proto::v1::{
     HostConfiguration, RebootHandling, RebootManagement, RebootStatus, ServicingResponse,
 };
@@ -306,11 +307,12 @@ impl RaidVm {
         }
     }
 
-    /// The guest's tridentd, answering.
-    async fn socket(&self) -> PathBuf {
+    /// The guest's tridentd, answering (a local socket while the value
+    /// lives).
+    async fn socket(&self) -> GuestSocket {
         let guest = self.vm.forward_tridentd().unwrap();
         guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
-        guest.path().to_owned()
+        guest
     }
 
     /// Installs `config` (TRIDENT_HANDLES_REBOOT) following its progress;
@@ -321,8 +323,9 @@ impl RaidVm {
             install_service_client::InstallServiceClient,
         };
         println!("Host Configuration of the install:\n{config}");
-        let socket = self.socket().await;
-        let client = InstallServiceClient::new(trident_e2e::uds_channel(&socket).await.unwrap());
+        let guest = self.socket().await;
+        let socket = guest.path();
+        let client = InstallServiceClient::new(trident_e2e::uds_channel(socket).await.unwrap());
         let request = InstallRequest {
             stage: Some(StageInstallRequest {
                 config: Some(HostConfiguration { config }),
@@ -362,8 +365,9 @@ impl RaidVm {
             serial.contains("TRIDENT-TEST-OS-MDSTAT md") && serial.contains("active raid1"),
             "/proc/mdstat on the serial console"
         );
-        let socket = self.socket().await;
-        let status = wait_provisioned(&socket).await;
+        let guest = self.socket().await;
+        let socket = guest.path();
+        let status = wait_provisioned(socket).await;
         assert!(status.contains("abActiveVolume: volume-a"), "{status}");
         assert!(status.contains("raidArrays:"), "{status}");
         assert_eq!(array_states(&status), ["clean"; 4], "{status}");
@@ -374,7 +378,7 @@ impl RaidVm {
 
         let step = Instant::now();
         let v2 = self.v2.as_ref().expect("built for the update");
-        let client = UpdateServiceClient::new(trident_e2e::uds_channel(&socket).await.unwrap());
+        let client = UpdateServiceClient::new(trident_e2e::uds_channel(socket).await.unwrap());
         let request = UpdateRequest {
             stage: Some(StageUpdateRequest {
                 config: Some(HostConfiguration {
@@ -397,18 +401,19 @@ impl RaidVm {
             "{phases:?}"
         );
         expect_boot(&mut self.vm, "v2", "b").await;
-        let socket = self.socket().await;
-        let status = wait_provisioned(&socket).await;
+        let guest = self.socket().await;
+        let socket = guest.path();
+        let status = wait_provisioned(socket).await;
         assert!(status.contains("abActiveVolume: volume-b"), "{status}");
         // Nothing to rebuild on a healthy host: refused, nothing touched.
         let (code, out, err) =
-            trident_cli_output(&socket, &["rebuild-raid", "--progress", "plain"]).await;
+            trident_cli_output(socket, &["rebuild-raid", "--progress", "plain"]).await;
         let all = format!("{out}{err}");
         assert_ne!(code, Some(0), "{all}");
         assert!(all.contains("validate-rebuild-raid"), "{all}");
         assert!(all.contains("No disk was replaced"), "{all}");
         assert_eq!(
-            array_states(&trident_cli(&socket, &["get", "status"]).await),
+            array_states(&trident_cli(socket, &["get", "status"]).await),
             ["clean"; 4]
         );
         println!(
@@ -431,22 +436,23 @@ impl RaidVm {
         self.vm = Vm::start(self.spec.clone().renamed("raid-degraded")).unwrap();
         let line = expect_boot(&mut self.vm, "v2", "b").await;
         assert_arrays(&line, &ARRAYS, 1);
-        let socket = self.socket().await;
-        let status = trident_cli(&socket, &["get", "status"]).await;
+        let guest = self.socket().await;
+        let socket = guest.path();
+        let status = trident_cli(socket, &["get", "status"]).await;
         assert_eq!(
             array_states(&status),
             ["degraded (1 missing)"; 4],
             "{status}"
         );
         let (code, out, err) =
-            trident_cli_output(&socket, &["rebuild-raid", "--progress", "plain"]).await;
+            trident_cli_output(socket, &["rebuild-raid", "--progress", "plain"]).await;
         println!("trident rebuild-raid:\n{out}{err}");
         assert_eq!(code, Some(0), "{out}{err}");
         assert!(
             format!("{out}{err}").contains("raid-recovery"),
             "live progress of the recovery: {out}{err}"
         );
-        let status = trident_cli(&socket, &["get", "status"]).await;
+        let status = trident_cli(socket, &["get", "status"]).await;
         println!("Host Status after rebuild-raid:\n{status}");
         assert_eq!(array_states(&status), ["clean"; 4], "{status}");
         let new_guid = {
@@ -567,7 +573,7 @@ async fn matrix_raid_sample_installs_and_boots_with_root_on_a_mirror() {
         assert!(boot.line.contains(wanted), "{wanted} in {}", boot.line);
     }
     assert_arrays(&boot.line, &["md-root"], 0);
-    let status = wait_provisioned(&s.socket().await).await;
+    let status = wait_provisioned(s.socket().await.path()).await;
     assert_eq!(array_states(&status), ["clean"], "{status}");
     s.stop();
 }
