@@ -159,9 +159,9 @@ pub fn plan(
         }
     }
     // Last, so every refusal above can be checked on disk-image files.
-    if let Some(disk) = replaced
+    if let Some((_, disk)) = replaced
         .iter()
-        .find(|d| !members::is_block_device(&d.device))
+        .find(|(_, d)| !members::is_block_device(&d.device))
     {
         return Err(refuse(format!(
             "Disk '{}' ({}) is not a block device: md arrays cannot be rebuilt on it",
@@ -169,7 +169,10 @@ pub fn plan(
         )));
     }
     Ok(RebuildPlan {
-        disks: replaced.into_iter().map(|(d, disk)| (d, disk.clone())).collect(),
+        disks: replaced
+            .into_iter()
+            .map(|(d, disk)| (d, disk.clone()))
+            .collect(),
         re_adds,
     })
 }

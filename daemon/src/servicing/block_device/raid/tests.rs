@@ -467,8 +467,7 @@ fn a_partition_that_holds_something_else_than_a_member_cannot_be_rebuilt() {
 fn the_partition_layer_records_each_disks_guid_as_written() {
     let host = installed(CLEAN, &[]);
     for (id, n) in [("disk1", 1), ("disk2", 2)] {
-        let on_disk =
-            super::super::disk_guids::disk_guid(host.disk(n).to_str().unwrap()).unwrap();
+        let on_disk = super::super::disk_guids::disk_guid(host.disk(n).to_str().unwrap()).unwrap();
         assert_eq!(host.status.disk_uuids[id], on_disk);
     }
     assert!(Path::new(&host.disk(1)).exists());
