@@ -21,7 +21,7 @@ const MIB: u64 = 1 << 20;
 
 /// Records, as the RAID layer would, RAID1 arrays `(id = name, members)`
 /// of `size` usable bytes, clean.
-pub(in crate::servicing::block_device) fn record_mirrors(
+pub(crate) fn record_mirrors(
     status: &mut HostStatus,
     arrays: &[(&str, [&str; 2])],
     size: u64,
