@@ -681,3 +681,26 @@ fn a_mirror_with_two_members_on_one_disk_is_valid_with_a_warning() {
     let yaml = raid_doc("raid0", "r1a, r1c", "r1b, r2b");
     assert!(warnings(&parse(&yaml).unwrap(), &yaml).is_empty());
 }
+
+/// The Host Status keeps the configuration as `spec` (YAML): RAID arrays
+/// and swap survive the round trip, or an installed host could neither
+/// resolve its arrays nor rebuild them.
+#[test]
+fn raid_and_swap_survive_the_round_trip_through_the_host_status() {
+    let yaml = raid_doc("raid1", "r1a, r2a", "r1b, r2b")
+        .replace(
+            "  filesystems:\n",
+            "  swap:\n  - { deviceId: r1c }\n  filesystems:\n",
+        )
+        .replace(
+            "    - { id: r1c, type: root, size: 1G }",
+            "    - { id: r1c, type: swap, size: 1G }",
+        );
+    let hc = parse(&yaml).unwrap_or_else(|e| panic!("{}", e.report()));
+    let again = parse(&to_yaml(&hc).unwrap()).unwrap();
+    assert_eq!(again.storage.raid, hc.storage.raid);
+    assert_eq!(again.storage.raid.software.len(), 3);
+    assert_eq!(again.storage.raid.sync_timeout, Some(120));
+    assert_eq!(again.storage.swap.len(), 1);
+    assert_eq!(again.storage.swap[0].device_id, "r1c");
+}
