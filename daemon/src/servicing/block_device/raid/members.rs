@@ -21,6 +21,8 @@ use super::sysfs;
 
 /// Bytes zeroed at each end of a member before it is shown to the kernel.
 const WIPE_BYTES: u64 = 1 << 20;
+/// Rereads asked before leaving it to udev's.
+const REREAD_ATTEMPTS: u32 = 6;
 /// How long the kernel may take to show a reread partition.
 const NODE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -51,26 +53,33 @@ pub fn wipe_signatures(layout: &PartitionLayout) -> Result<(), TridentError> {
     file.sync_all().structured(Subkind::CreateRaid)
 }
 
-/// Asks the kernel to reread the partition table of `device`.
+/// Asks the kernel to reread the partition table of `device`. udev does
+/// the same on its own when a writer of the disk closes it, and the
+/// kernel refuses a second reread while one runs (EBUSY): retried a few
+/// times, then left to [`node_of`], which waits until the kernel shows
+/// each partition where the new table puts it.
 pub fn reread_partition_table(device: &str, subkind: Subkind) -> Result<(), TridentError> {
-    let output = Command::new("blockdev")
-        .args(["--rereadpt", device])
-        .output()
-        .structured_msg(subkind, "Cannot run blockdev (util-linux)")?;
-    if !output.status.success() {
-        return Err(TridentError::new(
-            subkind,
-            format!(
-                "The kernel did not reread the partition table of {device} (a partition of it is in use?): {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        ));
+    let mut last = String::new();
+    for attempt in 1..=REREAD_ATTEMPTS {
+        let output = Command::new("blockdev")
+            .args(["--rereadpt", device])
+            .output()
+            .structured_msg(subkind, "Cannot run blockdev (util-linux)")?;
+        if output.status.success() {
+            return Ok(());
+        }
+        last = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        tracing::debug!(%device, attempt, error = %last, "partition table reread refused");
+        std::thread::sleep(Duration::from_millis(500));
     }
+    tracing::warn!(%device, error = %last,
+        "the kernel refused to reread the partition table (udev may be rereading it): waiting for the partitions to show");
     Ok(())
 }
 
 /// The device node of partition `layout` (`/dev/vda2`), waiting for the
-/// kernel to show it.
+/// kernel to show it at the recorded byte range (a partition of the old
+/// table under the same number is not it).
 pub fn node_of(
     sys: &Path,
     layout: &PartitionLayout,
@@ -81,7 +90,9 @@ pub fn node_of(
     })?;
     let deadline = Instant::now() + NODE_TIMEOUT;
     loop {
-        if let Some(name) = sysfs::partition_name(sys, &disk, layout.number) {
+        if let Some(name) = sysfs::partition_name(sys, &disk, layout.number)
+            && sysfs::partition_range(sys, &name) == Some((layout.offset, layout.size))
+        {
             let node = Path::new("/dev").join(&name);
             if node.exists() {
                 return Ok(node);
@@ -91,8 +102,8 @@ pub fn node_of(
             return Err(TridentError::new(
                 subkind,
                 format!(
-                    "Partition {} of {} did not appear within {NODE_TIMEOUT:?}",
-                    layout.number, layout.device
+                    "Partition {} of {} did not appear at bytes {}+{} within {NODE_TIMEOUT:?} (the kernel did not reread the partition table: is a partition of the disk in use?)",
+                    layout.number, layout.device, layout.offset, layout.size
                 ),
             ));
         }

@@ -177,6 +177,14 @@ pub fn partition_name(sys: &Path, disk: &str, number: u32) -> Option<String> {
     })
 }
 
+/// Byte offset and size of partition `name` as the kernel has it
+/// (`start` and `size`, in 512-byte sectors).
+pub fn partition_range(sys: &Path, name: &str) -> Option<(u64, u64)> {
+    let dir = sys.join("class/block").join(name);
+    let sectors = |file: &str| read_trim(&dir.join(file))?.parse::<u64>().ok();
+    Some((sectors("start")? * 512, sectors("size")? * 512))
+}
+
 /// Device number (`major:minor`) of block device `name`.
 pub fn dev_number(sys: &Path, name: &str) -> Option<String> {
     read_trim(&sys.join("class/block").join(name).join("dev"))

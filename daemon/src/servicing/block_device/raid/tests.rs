@@ -21,11 +21,7 @@ const MIB: u64 = 1 << 20;
 
 /// Records, as the RAID layer would, RAID1 arrays `(id = name, members)`
 /// of `size` usable bytes, clean.
-pub(crate) fn record_mirrors(
-    status: &mut HostStatus,
-    arrays: &[(&str, [&str; 2])],
-    size: u64,
-) {
+pub(crate) fn record_mirrors(status: &mut HostStatus, arrays: &[(&str, [&str; 2])], size: u64) {
     for (id, members) in arrays {
         status.raid_arrays.insert(
             (*id).to_owned(),
@@ -64,11 +60,14 @@ impl FakeKernel {
         }
     }
 
-    /// A partition `name` of disk `disk` (entry `number`).
+    /// A partition `name` of disk `disk` (entry `number`), 1 GiB at
+    /// `number` GiB.
     fn partition(&self, disk: &str, name: &str, number: u32) {
         let real = self.dir.path().join("sys/devices").join(disk).join(name);
         fs::create_dir_all(&real).unwrap();
         fs::write(real.join("partition"), format!("{number}\n")).unwrap();
+        fs::write(real.join("start"), format!("{}\n", u64::from(number) << 21)).unwrap();
+        fs::write(real.join("size"), format!("{}\n", 1u64 << 21)).unwrap();
         let class = self.dir.path().join("sys/class/block");
         let disk_dir = self.dir.path().join("sys/devices").join(disk);
         let _ = symlink(&disk_dir, class.join(disk));
@@ -142,6 +141,10 @@ fn the_kernels_view_of_an_array_reads_level_state_members_and_sync_progress() {
         Some("vdb2")
     );
     assert_eq!(sysfs::partition_name(&kernel.sys, "vdb", 3), None);
+    assert_eq!(
+        sysfs::partition_range(&kernel.sys, "vdb2"),
+        Some((2 << 30, 1 << 30))
+    );
     assert!(kernel.array("nope").is_none());
 }
 
