@@ -77,6 +77,23 @@ pub fn reread_partition_table(device: &str, subkind: Subkind) -> Result<(), Trid
     Ok(())
 }
 
+/// Waits until udev has handled every queued event (`udevadm settle`).
+/// Rereading a partition table removes and adds its partitions; udev
+/// handles the removal of a partition that holds an md superblock with
+/// `mdadm --incremental --fail`, so an event still queued when an array
+/// is created over the new partition would fail its member out of it.
+pub fn settle_udev() {
+    match Command::new("udevadm")
+        .args(["settle", "--timeout=120"])
+        .output()
+    {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => tracing::warn!(error = %String::from_utf8_lossy(&out.stderr).trim(),
+            "udevadm settle did not finish"),
+        Err(error) => tracing::debug!(%error, "no udevadm: nothing to wait for"),
+    }
+}
+
 /// The device node of partition `layout` (`/dev/vda2`), waiting for the
 /// kernel to show it at the recorded byte range (a partition of the old
 /// table under the same number is not it).

@@ -86,6 +86,7 @@ impl BlockDeviceLayer for RaidLayer {
         for disk in member_disks(hc) {
             members::reread_partition_table(&disk.device, Subkind::CreateRaid)?;
         }
+        members::settle_udev();
         let mut followed = Vec::new();
         for array in &hc.storage.raid.software {
             let nodes = array
@@ -105,6 +106,7 @@ impl BlockDeviceLayer for RaidLayer {
             )?;
             let path = Path::new("/dev/md").join(&array.name);
             wait_for_link(&path)?;
+            members::settle_udev();
             let uuid = mdadm::array_uuid(&path)?;
             let state = kernel.array(&array.name);
             let size = state.as_ref().map_or(0, |s| s.size);

@@ -254,6 +254,7 @@ pub fn run(
         status.layout.extend(table.partitions);
         status.disk_uuids.insert(disk.id.clone(), table.disk_guid);
         members::reread_partition_table(&disk.device, Subkind::RebuildRaid)?;
+        members::settle_udev();
         partition.add(1);
     }
     partition.done();
