@@ -3,7 +3,8 @@
 //! recovery followed to the end (`block_device::raid::rebuild`). Works
 //! from the Host Configuration the host was installed with (upstream's
 //! request carries none). Phases: `validate` (what to rebuild, nothing
-//! touched on a refusal), `partition`, `raid-recovery`.
+//! touched on a refusal), `partition`, `raid-recovery`; then, for an ESP
+//! mirror, boot control writes the rebuilt members' boot options.
 
 use trident_host::{Subkind, TridentError};
 use trident_proto::v1::ServicingKind;
@@ -45,6 +46,9 @@ pub async fn rebuild_raid_step(ctx: StepContext) -> StepResult {
         Ok(next)
     })
     .await?;
+    // An ESP mirror's rebuilt member gets its boot options (upstream's
+    // create_and_update_boot_variables_after_rebuilding).
+    ctx.engine.boot.raid_rebuilt(&status)?;
     Ok(StepOutcome {
         status: Some(status),
         servicing_kind: Some(ServicingKind::NoneRequired),
