@@ -14,10 +14,18 @@
 //!    the array `root-a`, every array clean.
 //! 2. A/B update to v2 into the array `root-b` and commit; a
 //!    `rebuild-raid` on the healthy host is refused (no disk replaced).
-//! 3. The VM is powered off, the second disk replaced by a blank image;
-//!    the OS boots degraded from the first disk; `trident rebuild-raid`
-//!    (live progress) partitions the new disk, re-adds its members and
-//!    follows the recovery; the Host Status shows every array clean.
+//! 3. The VM is powered off, the second disk replaced by a blank image
+//!    and the installer media taken out; the machine keeps its UEFI
+//!    variables (`VmSpec::nvram`: NVRAM outlives a disk swap). The OS
+//!    boots degraded from the first disk; `trident rebuild-raid` (live
+//!    progress) partitions the new disk, re-adds its members and follows
+//!    the recovery; the Host Status shows every array clean. Then the
+//!    first disk fails in turn (a blank one in its place): the machine
+//!    boots from the rebuilt disk alone.
+//!
+//! The ESP is a mirror: with GRUB each volume has one UEFI boot option per
+//! member (`efibootmgr -v` on the console at every boot, checked against
+//! the disks' GPTs), and `rebuild-raid` writes the rebuilt member's.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
@@ -27,14 +35,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use trident_e2e::test_os::{self, TestOs};
+use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::vm_rcp::GuestSocket;
 use trident_proto::v1::{
     HostConfiguration, RebootHandling, RebootManagement, RebootStatus, ServicingResponse,
 };
+use vm_orchestrator::boot_marker::{image_boot, options_of_boot, volume_loader};
 use vm_orchestrator::{
-    HttpServer, assert_phases, follow, installer_disk, start_servicing, trident_cli,
+    HttpServer, assert_phases, follow, installer_disk, part_uuid, start_servicing, trident_cli,
     trident_cli_output, wait_provisioned,
 };
 
@@ -199,16 +208,26 @@ fn assert_arrays(line: &str, names: &[&str], missing: u32) {
     }
 }
 
-/// Waits for the next ready marker; checks version, entry and root array.
-async fn expect_boot(vm: &mut Vm, version: &str, volume: &str) -> String {
+/// Waits for the next ready marker; checks version, loader and root array.
+async fn expect_boot(
+    vm: &mut Vm,
+    bootloader: TestBootloader,
+    version: &str,
+    volume: &str,
+) -> String {
     let boot = vm
         .wait_for_boot(READY_MARKER, INSTALL_BOOT_TIMEOUT)
         .await
         .unwrap();
+    println!(
+        "boot of {version} ({volume}) {:.1}s: {}",
+        boot.duration.as_secs_f64(),
+        boot.line
+    );
     let line = boot.line;
     for wanted in [
         format!("version={version} "),
-        format!("entry=trident-volume-{volume}.conf"),
+        volume_loader(bootloader, volume),
         format!("root-md=root-{volume} "),
         "users=mirror:mirror@lab,".to_owned(),
     ] {
@@ -252,8 +271,11 @@ fn array_states(status: &str) -> Vec<String> {
 /// what its steps share.
 struct RaidVm {
     vm: Vm,
-    spec: VmSpec,
+    name: String,
+    bootloader: TestBootloader,
     disks: [PathBuf; 2],
+    /// The machine's UEFI variable store, kept across power-offs.
+    nvram: PathBuf,
     http: HttpServer,
     v1: TestOs,
     /// Built only for scenarios that update.
@@ -272,24 +294,28 @@ impl RaidVm {
             .tempdir()
             .unwrap();
         let sysext = test_os::build_sysext(work.path()).unwrap();
-        let v1 = test_os::build_test_os("v1", &sysext, work.path()).unwrap();
-        let v2 = update.then(|| test_os::build_test_os("v2", &sysext, work.path()).unwrap());
+        let bootloader = TestBootloader::from_env().unwrap();
+        let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
+        let v2 =
+            update.then(|| test_os::build_test_os("v2", bootloader, &sysext, work.path()).unwrap());
         let installer = installer_disk(work.path(), &v1).await;
         let disks = [work.path().join("disk1.img"), work.path().join("disk2.img")];
         for disk in &disks {
             fs::File::create(disk).unwrap().set_len(disk_bytes).unwrap();
         }
         let http = HttpServer::start(work.path());
-        // Both targets blank, so the firmware falls through to the
-        // installer; once installed, the first disk boots.
+        let nvram = work.path().join("OVMF_VARS.fd");
+        // Both targets blank and no boot option yet, so the firmware falls
+        // through to the installer; the install's options boot the disks.
         let spec = VmSpec::new(name, &artifacts)
             .disk(&disks[0])
             .disk(&disks[1])
             .disk(&installer)
+            .nvram(&nvram)
             .orchestrator(&v1.rcp);
-        let mut vm = Vm::start(spec.clone()).unwrap();
+        let mut vm = Vm::start(spec).unwrap();
         let boot = vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT).await.unwrap();
-        assert!(boot.line.contains("entry=trident-v1.conf"), "{}", boot.line);
+        image_boot(&v1, &boot.line);
         assert!(
             boot.line.contains("md=none"),
             "no array before the install: {}",
@@ -297,8 +323,10 @@ impl RaidVm {
         );
         RaidVm {
             vm,
-            spec,
+            name: name.to_owned(),
+            bootloader,
             disks,
+            nvram,
             http,
             v1,
             v2,
@@ -358,8 +386,9 @@ impl RaidVm {
                 "boot-files",
             ],
         );
-        let line = expect_boot(&mut self.vm, "v1", "a").await;
+        let line = expect_boot(&mut self.vm, self.bootloader, "v1", "a").await;
         assert_arrays(&line, &ARRAYS, 0);
+        self.assert_esp_options(&line, "AZLA", &self.disks.clone());
         let serial = self.vm.serial();
         assert!(
             serial.contains("TRIDENT-TEST-OS-MDSTAT md") && serial.contains("active raid1"),
@@ -400,7 +429,8 @@ impl RaidVm {
             !phases.iter().any(|p| p == "partition" || p == "raid-sync"),
             "{phases:?}"
         );
-        expect_boot(&mut self.vm, "v2", "b").await;
+        let line = expect_boot(&mut self.vm, self.bootloader, "v2", "b").await;
+        self.assert_esp_options(&line, "AZLB", &self.disks.clone());
         let guest = self.socket().await;
         let socket = guest.path();
         let status = wait_provisioned(socket).await;
@@ -422,19 +452,54 @@ impl RaidVm {
         );
     }
 
+    /// The installed machine (no installer media) with `disks`, its NVRAM
+    /// kept: booted as `name`.
+    fn boot_installed(&mut self, name: &str, disks: &[&Path]) {
+        self.vm.stop();
+        let mut spec = VmSpec::new(name, &self.artifacts);
+        for disk in disks {
+            spec = spec.disk(disk);
+        }
+        self.vm = Vm::start(spec.nvram(&self.nvram).orchestrator(&self.v1.rcp)).unwrap();
+    }
+
+    /// GRUB: the boot whose marker is `line` had one option labelled
+    /// `label` per ESP mirror member, on the `m1-esp` / `m2-esp` partitions
+    /// of `disks` (read from their GPTs on the host).
+    fn assert_esp_options(&self, line: &str, label: &str, disks: &[PathBuf; 2]) {
+        if self.bootloader != TestBootloader::Grub {
+            return; // systemd-boot boots through the fallback path
+        }
+        let mut wanted = vec![
+            part_uuid(&disks[0], "m1-esp"),
+            part_uuid(&disks[1], "m2-esp"),
+        ];
+        wanted.sort();
+        let options = options_of_boot(&self.vm.serial(), line, label);
+        let mut guids: Vec<String> = options.iter().map(|(_, g)| g.clone()).collect();
+        guids.sort();
+        assert_eq!(
+            guids, wanted,
+            "{label}: one option per ESP member: {options:?}"
+        );
+        println!("{label}: options {options:?}");
+    }
+
     /// Step 3 (see the module docs).
     async fn replace_disk_and_rebuild(&mut self) {
         let step = Instant::now();
+        let blank = |path: &Path| {
+            fs::File::create(path)
+                .unwrap()
+                .set_len(MIRRORED_DISK_BYTES)
+                .unwrap();
+        };
         self.vm.stop();
         fs::remove_file(&self.disks[1]).unwrap();
-        fs::File::create(&self.disks[1])
-            .unwrap()
-            .set_len(MIRRORED_DISK_BYTES)
-            .unwrap();
-        // The same VM with its second disk replaced: a fresh QEMU (and
-        // OVMF variable store: the ESP's own loader.conf picks the entry).
-        self.vm = Vm::start(self.spec.clone().renamed("raid-degraded")).unwrap();
-        let line = expect_boot(&mut self.vm, "v2", "b").await;
+        blank(&self.disks[1]);
+        let disks = self.disks.clone();
+        self.boot_installed(&format!("{}-degraded", self.name), &[&disks[0], &disks[1]]);
+        let line = expect_boot(&mut self.vm, self.bootloader, "v2", "b").await;
         assert_arrays(&line, &ARRAYS, 1);
         let guest = self.socket().await;
         let socket = guest.path();
@@ -444,9 +509,13 @@ impl RaidVm {
             ["degraded (1 missing)"; 4],
             "{status}"
         );
+        let rebuild = Instant::now();
         let (code, out, err) =
             trident_cli_output(socket, &["rebuild-raid", "--progress", "plain"]).await;
-        println!("trident rebuild-raid:\n{out}{err}");
+        println!(
+            "trident rebuild-raid ({:.1}s):\n{out}{err}",
+            rebuild.elapsed().as_secs_f64()
+        );
         assert_eq!(code, Some(0), "{out}{err}");
         assert!(
             format!("{out}{err}").contains("raid-recovery"),
@@ -471,8 +540,28 @@ impl RaidVm {
             status.contains(&new_guid),
             "the new disk's GUID in diskUuids: {status}"
         );
+        drop(guest);
         println!(
             "timing: step 3 (degraded boot, rebuild-raid) {:.1}s",
+            step.elapsed().as_secs_f64()
+        );
+
+        // The first disk fails in turn: the rebuilt one boots alone (its
+        // ESP member, and with GRUB its own boot option, written by
+        // rebuild-raid).
+        let step = Instant::now();
+        let failed = self.disks[0].with_extension("failed");
+        blank(&failed);
+        self.boot_installed(
+            &format!("{}-rebuilt-disk", self.name),
+            &[&failed, &disks[1]],
+        );
+        let line = expect_boot(&mut self.vm, self.bootloader, "v2", "b").await;
+        assert_arrays(&line, &ARRAYS, 1);
+        self.assert_esp_options(&line, "AZLB", &disks);
+        self.assert_esp_options(&line, "AZLA", &disks);
+        println!(
+            "timing: step 3b (boot from the rebuilt disk alone) {:.1}s",
             step.elapsed().as_secs_f64()
         );
     }

@@ -21,6 +21,8 @@ use trident_proto::v1::{
 
 pub use trident_e2e::dir_http::HttpServer;
 
+pub mod boot_marker;
+
 /// StreamDisk `os` onto `disk` through a private tridentd on the host.
 pub async fn stream_disk(os: &TestOs, disk: &Path) {
     let daemon = Daemon::builder()
