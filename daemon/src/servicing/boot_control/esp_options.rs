@@ -71,3 +71,96 @@ pub fn esp_partitions(
     }
     Ok(found)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::servicing::block_device::partition::create_table;
+
+    /// Two disk-image files whose ESPs are a mirror, partitioned as an
+    /// install partitions them.
+    fn mirrored(dir: &std::path::Path) -> (HostConfiguration, HostStatus) {
+        let disks = [dir.join("d1.img"), dir.join("d2.img")];
+        for disk in &disks {
+            std::fs::File::create(disk)
+                .unwrap()
+                .set_len(64 << 20)
+                .unwrap();
+        }
+        let yaml = format!(
+            r#"
+image: {{ url: "file:///img.cosi", sha384: ignored }}
+storage:
+  disks:
+  - {{ id: d1, device: {}, partitions: [{{ id: esp1, type: esp, size: 16M }}, {{ id: root1, type: root, size: 16M }}] }}
+  - {{ id: d2, device: {}, partitions: [{{ id: esp2, type: esp, size: 16M }}, {{ id: root2, type: root, size: 16M }}] }}
+  raid:
+    software:
+    - {{ id: esp, name: esp, level: raid1, devices: [esp1, esp2] }}
+    - {{ id: root, name: root, level: raid1, devices: [root1, root2] }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
+  - {{ deviceId: root, mountPoint: / }}
+"#,
+            disks[0].display(),
+            disks[1].display()
+        );
+        let hc = trident_host::config::parse(&yaml).unwrap();
+        let mut status = HostStatus::default();
+        for (d, disk) in hc.storage.disks.iter().enumerate() {
+            status
+                .layout
+                .extend(create_table(d, disk).unwrap().partitions);
+        }
+        (hc, status)
+    }
+
+    fn array() -> ResolvedDevice {
+        ResolvedDevice::RaidArray {
+            id: "esp".to_owned(),
+            path: "/dev/md/esp".to_owned(),
+            size: 16 << 20,
+        }
+    }
+
+    #[test]
+    fn an_esp_mirror_has_one_boot_partition_per_member_present() {
+        let dir = tempfile::tempdir().unwrap();
+        let (hc, status) = mirrored(dir.path());
+        let partitions = read_partitions(&status.layout).unwrap();
+        let guid = |id: &str| partitions[id].part_uuid.parse::<uuid::Uuid>().unwrap();
+        let found = esp_partitions(&hc, &status, &array()).unwrap();
+        assert_eq!(
+            found.iter().map(|hd| hd.part_uuid).collect::<Vec<_>>(),
+            vec![guid("esp1"), guid("esp2")],
+            "the members in the configuration's order"
+        );
+        assert_eq!(found[1].number, status.layout["esp2"].number);
+        assert_eq!(found[1].start_lba * LBA_SIZE, status.layout["esp2"].offset);
+        // A plain ESP partition: itself.
+        let plain = ResolvedDevice::Partition {
+            id: "esp1".to_owned(),
+            layout: status.layout["esp1"].clone(),
+        };
+        assert_eq!(
+            esp_partitions(&hc, &status, &plain).unwrap(),
+            vec![found[0].clone()]
+        );
+
+        // The second disk replaced by a blank one: its member is left out.
+        std::fs::File::create(dir.path().join("d2.img"))
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+        let left = esp_partitions(&hc, &status, &array()).unwrap();
+        assert_eq!(left, vec![found[0].clone()]);
+        // Both gone: an error, no option without a partition.
+        std::fs::File::create(dir.path().join("d1.img"))
+            .unwrap()
+            .set_len(64 << 20)
+            .unwrap();
+        let error = esp_partitions(&hc, &status, &array()).unwrap_err();
+        assert!(error.to_string().contains("no partition"), "{error}");
+    }
+}
