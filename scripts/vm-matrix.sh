@@ -42,7 +42,7 @@ SCENARIOS=(
     "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
     "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
     "raid-mirrored|two blank disks: upstream's raid-mirrored sample (as our fixture, root split into an A/B pair of mirrors) installs, boots with / on RAID1, A/B updates on the arrays and commits"
-    "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean (the CI scenario)"
+    "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean; the rebuilt disk then boots alone (the CI scenario)"
     "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots"
 )
 
