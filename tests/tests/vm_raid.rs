@@ -531,10 +531,24 @@ impl RaidVm {
             rebuild.elapsed().as_secs_f64()
         );
         assert_eq!(code, Some(0), "{out}{err}");
+        // Live progress of the recovery (raid-recovery): percentages on
+        // the way, then its end; no "nothing changed".
+        let all = format!("{out}{err}");
+        let recovery = "phase Recover the RAID arrays onto the new disks: ";
         assert!(
-            format!("{out}{err}").contains("raid-recovery"),
-            "live progress of the recovery: {out}{err}"
+            all.lines().any(|l| l
+                .split(recovery)
+                .nth(1)
+                .is_some_and(|rest| rest.contains('%') && !rest.starts_with("100%"))),
+            "live progress of the recovery: {all}"
         );
+        assert!(all.contains(&format!("{recovery}done")), "{all}");
+        assert!(
+            all.contains("boot options of the rebuilt ESP mirror")
+                || self.bootloader != TestBootloader::Grub,
+            "{all}"
+        );
+        assert!(!all.contains("nothing changed"), "{all}");
         let status = trident_cli(socket, &["get", "status"]).await;
         println!("Host Status after rebuild-raid:\n{status}");
         assert_eq!(array_states(&status), ["clean"; 4], "{status}");
