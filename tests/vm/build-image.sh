@@ -110,6 +110,10 @@ PACKAGES="systemd-sysv,linux-image-cloud-amd64,systemd-boot-efi,udev,kmod,e2fspr
 # The GRUB test OS: Debian's signed shim and GRUB; efibootmgr shows the
 # UEFI boot options on the console.
 PACKAGES="$PACKAGES,shim-signed,grub-efi-amd64-signed,efibootmgr"
+# mdadm: software RAID (its initramfs hook assembles arrays before the root
+# is mounted); openssh-server and sudo: upstream's samples set
+# `sshMode: key-only` and write /etc/sudoers.d, and apply unchanged.
+PACKAGES="$PACKAGES,mdadm,openssh-server,sudo"
 [ -z "$NETPLAN" ] || PACKAGES="$PACKAGES,netplan.io"
 # Further apt sources after the main mirror (mmdebstrap's MIRROR...).
 EXTRA_SOURCES=()

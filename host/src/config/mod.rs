@@ -13,6 +13,7 @@
 
 mod os;
 mod parse;
+pub mod raid;
 pub mod schema;
 mod scripts;
 #[cfg(test)]

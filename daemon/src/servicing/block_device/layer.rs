@@ -16,6 +16,9 @@ pub enum ResolvedDevice {
     /// this way; where a tool needs a node, a loop device is attached over
     /// the range (`new_root::tools::LoopDevice`).
     Partition { id: String, layout: PartitionLayout },
+    /// A software RAID array: `/dev/md/<name>` from offset 0, `size`
+    /// usable bytes, as the RAID layer recorded it.
+    RaidArray { id: String, path: String, size: u64 },
 }
 
 /// The bytes of a device: `size` bytes at `offset` of `backing` (a file
@@ -31,7 +34,7 @@ impl ResolvedDevice {
     /// The id of the device itself (for an A/B volume pair, the member's).
     pub fn id(&self) -> &str {
         match self {
-            Self::Partition { id, .. } => id,
+            Self::Partition { id, .. } | Self::RaidArray { id, .. } => id,
         }
     }
 
@@ -42,6 +45,11 @@ impl ResolvedDevice {
                 backing: &layout.device,
                 offset: layout.offset,
                 size: layout.size,
+            },
+            Self::RaidArray { path, size, .. } => Extent {
+                backing: path,
+                offset: 0,
+                size: *size,
             },
         }
     }
@@ -91,6 +99,12 @@ pub trait BlockDeviceLayer: Sync {
         self.kind() == kind
     }
 
+    /// Install, before anything is written: whether this host can create
+    /// this kind's devices of `hc` (tools, kinds of disks). Blocking.
+    fn preflight(&self, _hc: &HostConfiguration) -> Result<(), TridentError> {
+        Ok(())
+    }
+
     /// Install: creates this kind's devices of `hc` on the devices below
     /// (created by the layers before it) and records them in `status`.
     /// Blocking.
@@ -100,9 +114,10 @@ pub trait BlockDeviceLayer: Sync {
     /// an array, open a volume). Blocking.
     fn open(&self, status: &HostStatus) -> Result<(), TridentError>;
 
-    /// Before an install re-creates the storage: stops what an earlier
-    /// install recorded in `status` left running on the disks. Blocking.
-    fn close(&self, status: &HostStatus) -> Result<(), TridentError>;
+    /// Before an install re-creates the storage of `hc`: stops what runs
+    /// on its disks (an earlier install, recorded in `status`, or not).
+    /// Blocking.
+    fn close(&self, hc: &HostConfiguration, status: &HostStatus) -> Result<(), TridentError>;
 
     /// Device `id` (of this layer's kind) as recorded in `status`.
     fn resolve(&self, id: &str, status: &HostStatus) -> Result<ResolvedDevice, BlockDeviceError>;

@@ -9,13 +9,14 @@
 //! (make the recorded devices reachable), *close* before an install
 //! re-creates the storage, and *resolve* one of its devices to where the
 //! engine reads and writes it ([`ResolvedDevice`]). [`LAYERS`] lists them
-//! bottom-up. Today's only layer is the partition layer ([`partition`], which
-//! also keeps adopted partitions: [`adoption`]);
-//! verity devices resolve to their data device, their hash trees to their
-//! hash device ([`verity`]: nothing to create, the kernel opens them);
-//! RAID, encryption and verity are refused by validation
+//! bottom-up: partitions ([`partition`], which also keeps adopted
+//! partitions: [`adoption`]), then software RAID arrays over them
+//! ([`raid`], which also repairs a host after a disk was replaced:
+//! [`raid::rebuild`]). Verity devices resolve to their data device, their
+//! hash trees to their hash device ([`verity`]: nothing to create, the
+//! kernel opens them). Encryption and verity are refused by validation
 //! (`trident_host::config::unsupported`) before any layer runs, and land
-//! as modules beside it with their issues.
+//! as modules beside them with their issues.
 //!
 //! Image writing, new storage, mounting, fstab, boot control and the
 //! datastore handoff never compute where a device is: they ask
@@ -28,6 +29,7 @@ pub mod adoption;
 mod disk_guids;
 mod layer;
 pub mod partition;
+pub mod raid;
 mod resolver;
 mod stack;
 mod verity;
@@ -38,5 +40,6 @@ mod tests;
 pub use self::disk_guids::read_disk_guids;
 pub use self::layer::{BlockDeviceError, BlockDeviceLayer, Extent, ResolvedDevice};
 pub use self::partition::PartitionLayer;
+pub use self::raid::RaidLayer;
 pub use self::resolver::{BlockDevices, Targets};
 pub use self::stack::{LAYERS, create_all, open_all};

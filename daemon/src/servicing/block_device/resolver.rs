@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use trident_host::config::storage_graph::{DeviceKind, NodeData, StorageGraph};
 use trident_host::config::{FilesystemSource, HostConfiguration};
-use trident_host::status::{AbVolume, HostStatus, PartitionLayout};
+use trident_host::status::{AbVolume, HostStatus, PartitionLayout, RaidArrayStatus};
 use trident_host::{Subkind, TridentError};
 
 use super::layer::{BlockDeviceError, ResolvedDevice};
@@ -150,6 +150,11 @@ impl BlockDevices {
             targets.insert(mount_point.clone(), device);
         }
         Ok(targets)
+    }
+
+    /// Every software RAID array the RAID layer recorded.
+    pub fn raid_arrays(&self) -> &BTreeMap<String, RaidArrayStatus> {
+        &self.status.raid_arrays
     }
 
     /// Every partition the partition layer recorded (their identities are

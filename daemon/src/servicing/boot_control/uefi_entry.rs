@@ -59,7 +59,9 @@ impl Kernel {
     }
 }
 
-/// The arguments naming the volume's root ([`root_args`]): by PARTUUID,
+/// The arguments naming the volume's root ([`root_args`]): as the booted
+/// OS names its device (`PARTUUID=...` of a partition, `/dev/md/<name>` of
+/// a RAID array, which the image's initramfs assembles with mdadm),
 /// read-write; a verity root `/dev/mapper/root`, read-only, opened from
 /// the verity arguments (`root_hash`: the image's).
 pub fn root_args(
@@ -80,21 +82,17 @@ pub fn root_args(
         .find(|f| f.mount_point.path() == "/")
         .ok_or_else(no_root)?;
     let Some(verity) = hc.storage.verity.iter().find(|v| v.id == fs.device_id) else {
-        let part = root.partition_of("/").ok_or_else(no_root)?;
-        return Ok(vec![
-            format!("root=PARTUUID={}", part.part_uuid),
-            "rw".to_owned(),
-        ]);
+        let (_, source) = root.mount_source("/").ok_or_else(no_root)?;
+        return Ok(vec![format!("root={source}"), "rw".to_owned()]);
     };
     let part_uuid = |role: &str, id: &str| {
         root.device_of(id)
-            .and_then(|d| root.partitions.get(d.id()))
-            .map(|p| format!("PARTUUID={}", p.part_uuid))
+            .and_then(|d| root.source_of(&d))
             .ok_or_else(|| {
                 TridentError::new(
                     Subkind::BootControl,
                     format!(
-                        "verity device '{}': its {role} device '{id}' is on no partition",
+                        "verity device '{}': its {role} device '{id}' is on no partition or array",
                         verity.id
                     ),
                 )

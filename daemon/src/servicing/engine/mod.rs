@@ -7,6 +7,7 @@ pub mod install;
 pub mod new_root_step;
 pub mod plan;
 pub mod query;
+pub mod rebuild_raid;
 pub mod rollback;
 pub mod runner;
 pub mod runtime_update;

@@ -300,7 +300,10 @@ fn esp_to_copy(
 }
 
 /// Streams one region into the file `path` (created, sized to the
-/// region), hash-checked on the way.
+/// region), hash-checked on the way. Sparse: all-zero chunks are left as
+/// holes, so an ESP image that is mostly free space takes only its files'
+/// room where the copy lands (the datastore's filesystem, which upstream's
+/// samples make a 128 MiB volume of its own, no larger than the ESP).
 fn copy_region(
     region: &mut RegionReader<'_>,
     info: &RegionInfo,
@@ -327,16 +330,36 @@ fn copy_region(
         Subkind::WriteImage,
         format!("Cannot size {}", path.display()),
     )?;
-    let stats =
-        trident_cosi::write_region_at(region, &file, path, 0, size, &mut NoProgress).cosi()?;
-    tracing::info!(region = %info.name(), copy = %path.display(), bytes = stats.uncompressed_bytes,
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut offset, mut stored) = (0u64, 0u64);
+    loop {
+        let n = region.read_chunk(&mut buf).cosi()?;
+        if n == 0 {
+            break; // the end, verified
+        }
+        let chunk = &buf[..n];
+        if offset + n as u64 > size {
+            return Err(TridentError::new(
+                Subkind::WriteImage,
+                format!(
+                    "{}: more bytes than its uncompressed size {size}",
+                    info.name()
+                ),
+            ));
+        }
+        if chunk.iter().any(|b| *b != 0) {
+            std::os::unix::fs::FileExt::write_all_at(&file, chunk, offset).structured_msg(
+                Subkind::WriteImage,
+                format!("{}: write at offset {offset}", path.display()),
+            )?;
+            stored += n as u64;
+        }
+        offset += n as u64;
+    }
+    tracing::info!(region = %info.name(), copy = %path.display(), bytes = offset, stored,
         "the image's ESP copied out for its boot files");
     Ok(())
 }
-
-struct NoProgress;
-
-impl trident_cosi::Progress for NoProgress {}
 
 /// Writes one region into its target device (opening its backing file or
 /// block device on first use) as a `write/<partition>` phase nested in `verify` (the

@@ -5,6 +5,7 @@
 //! on it in between (configure steps, scripts, boot files) is the engine's
 //! new-root step (`engine::new_root_step`); configure steps and boot
 //! control see it through [`volume::VolumeRoot`]. Its tools: fstab,
+//! mdadm.conf,
 //! chroot mounts for postConfigure, loop devices and mounts, partition
 //! identities.
 //!
@@ -22,8 +23,11 @@
 pub mod chroot;
 pub mod etc_overlay;
 pub mod fstab;
+pub mod mdadm_conf;
 pub mod partitions;
 pub mod probe;
+#[cfg(test)]
+mod raid_tests;
 pub mod tools;
 pub mod volume;
 
