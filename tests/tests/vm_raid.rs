@@ -393,7 +393,7 @@ impl RaidVm {
         );
         let line = expect_boot(&mut self.vm, self.bootloader, "v1", "a").await;
         assert_arrays(&line, &ARRAYS, 0);
-        self.assert_esp_options(&line, "AZLA", &self.disks.clone());
+        self.assert_esp_options(&line, "AZLA", [Some(&self.disks[0]), Some(&self.disks[1])]);
         let serial = self.vm.serial();
         assert!(
             serial.contains("TRIDENT-TEST-OS-MDSTAT md") && serial.contains("active raid1"),
@@ -444,7 +444,7 @@ impl RaidVm {
             "{phases:?}"
         );
         let line = expect_boot(&mut self.vm, self.bootloader, "v2", "b").await;
-        self.assert_esp_options(&line, "AZLB", &self.disks.clone());
+        self.assert_esp_options(&line, "AZLB", [Some(&self.disks[0]), Some(&self.disks[1])]);
         let guest = self.socket().await;
         let socket = guest.path();
         let status = wait_provisioned(socket).await;
@@ -478,16 +478,19 @@ impl RaidVm {
     }
 
     /// GRUB: the boot whose marker is `line` had one option labelled
-    /// `label` per ESP mirror member, on the `m1-esp` / `m2-esp` partitions
-    /// of `disks` (read from their GPTs on the host).
-    fn assert_esp_options(&self, line: &str, label: &str, disks: &[PathBuf; 2]) {
+    /// `label` per ESP mirror member present: on the `m1-esp` / `m2-esp`
+    /// partitions of `disks` (read from their GPTs on the host), `None`
+    /// for a disk not attached at that boot (OVMF deletes the options
+    /// whose `HD()` no attached disk has when it boots).
+    fn assert_esp_options(&self, line: &str, label: &str, disks: [Option<&Path>; 2]) {
         if self.bootloader != TestBootloader::Grub {
             return; // systemd-boot boots through the fallback path
         }
-        let mut wanted = vec![
-            part_uuid(&disks[0], "m1-esp"),
-            part_uuid(&disks[1], "m2-esp"),
-        ];
+        let mut wanted: Vec<String> = disks
+            .iter()
+            .zip(["m1-esp", "m2-esp"])
+            .filter_map(|(disk, member)| disk.map(|d| part_uuid(d, member)))
+            .collect();
         wanted.sort();
         let options = options_of_boot(&self.vm.serial(), line, label);
         let mut guids: Vec<String> = options.iter().map(|(_, g)| g.clone()).collect();
@@ -515,6 +518,9 @@ impl RaidVm {
         self.boot_installed(&format!("{}-degraded", self.name), &[&disks[0], &disks[1]]);
         let line = expect_boot(&mut self.vm, self.bootloader, "v2", "b").await;
         assert_arrays(&line, &ARRAYS, 1);
+        // B booted through its option on the first ESP member; OVMF
+        // deleted the options on the blank disk.
+        self.assert_esp_options(&line, "AZLB", [Some(&disks[0]), None]);
         let guest = self.socket().await;
         let socket = guest.path();
         let status = trident_cli(socket, &["get", "status"]).await;
@@ -586,8 +592,11 @@ impl RaidVm {
         );
         let line = expect_boot(&mut self.vm, self.bootloader, "v2", "b").await;
         assert_arrays(&line, &ARRAYS, 1);
-        self.assert_esp_options(&line, "AZLB", &disks);
-        self.assert_esp_options(&line, "AZLA", &disks);
+        // The rebuilt member's options (written by rebuild-raid) booted
+        // B; the first disk's options are gone (OVMF deleted them at this
+        // boot, their disk being blank).
+        self.assert_esp_options(&line, "AZLB", [None, Some(&disks[1])]);
+        self.assert_esp_options(&line, "AZLA", [None, Some(&disks[1])]);
         println!(
             "timing: step 3b (boot from the rebuilt disk alone) {:.1}s",
             step.elapsed().as_secs_f64()
