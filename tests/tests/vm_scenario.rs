@@ -408,14 +408,26 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
     s.vm.stop();
     println!("serial log kept at {}", s.vm.serial_log().display());
     if bootloader == TestBootloader::Grub {
-        grub_volumes_on_the_esp(&s.target);
+        grub_volumes_on_the_esp(&s.target, &v1.esp_image);
     }
     vm_timeline::in_the_booted_volumes_journal(&s.target, work.path());
 }
 
 /// From the host, after the VM stopped: each volume's ESP directory holds
-/// shim, GRUB and its grub.cfg, which boots that volume's root partition.
-fn grub_volumes_on_the_esp(target: &Path) {
+/// shim, GRUB and its grub.cfg, which boots that volume's root partition,
+/// and the ESP holds exactly those and the installed image's own files
+/// (`image_esp`: v1's ESP image; the fallback path's loaders replaced in
+/// place).
+fn grub_volumes_on_the_esp(target: &Path, image_esp: &Path) {
+    let on_disk =
+        vm_orchestrator::esp_tree::files(target, mini_os::partition(target, "esp").offset);
+    let mut expected = vm_orchestrator::esp_tree::files(image_esp, 0);
+    for volume in ["AZLA", "AZLB"] {
+        for file in ["BOOTX64.EFI", "GRUBX64.EFI", "GRUB.CFG"] {
+            expected.insert(format!("EFI/{volume}/{file}"));
+        }
+    }
+    assert_eq!(on_disk, expected, "the ESP's files after install and updates");
     for volume in ["a", "b"] {
         let dir = format!("EFI/AZL{}", volume.to_uppercase());
         for file in ["bootx64.efi", "grubx64.efi"] {

@@ -22,6 +22,7 @@ use trident_proto::v1::{
 pub use trident_e2e::dir_http::HttpServer;
 
 pub mod boot_marker;
+pub mod esp_tree;
 
 /// StreamDisk `os` onto `disk` through a private tridentd on the host.
 pub async fn stream_disk(os: &TestOs, disk: &Path) {
