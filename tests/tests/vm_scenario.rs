@@ -427,7 +427,10 @@ fn grub_volumes_on_the_esp(target: &Path, image_esp: &Path) {
             expected.insert(format!("EFI/{volume}/{file}"));
         }
     }
-    assert_eq!(on_disk, expected, "the ESP's files after install and updates");
+    assert_eq!(
+        on_disk, expected,
+        "the ESP's files after install and updates"
+    );
     for volume in ["a", "b"] {
         let dir = format!("EFI/AZL{}", volume.to_uppercase());
         for file in ["bootx64.efi", "grubx64.efi"] {
