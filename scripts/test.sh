@@ -83,6 +83,8 @@ declare -A APT_FOR_COMMAND=(
     [mksquashfs]=squashfs-tools
     [strip]=binutils
     [socat]=socat                       # QEMU guestfwd to the reverse-connect listener (tests/src/vm.rs)
+    [swtpm]=swtpm                       # the VMs' software TPM 2.0 (tests/src/vm/swtpm.rs; encryption scenarios)
+    [swtpm_setup]=swtpm-tools
     # OS configuration and new storage in the new root (servicing_os_config.rs).
     [useradd]=passwd
     [mkswap]=util-linux

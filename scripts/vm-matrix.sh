@@ -41,6 +41,7 @@ SCENARIOS=(
     "type1|the grub scenario on systemd-boot Type 1 entries (kernel + initrd), the trial a LoaderEntryOneShot"
     "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
     "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
+    "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
 )
 
 # Runs the ignored e2e test TEST of test file FILE (tests/tests/FILE.rs).
@@ -72,6 +73,12 @@ scenario_stream_disk_boot() {
 
 scenario_runtime_update() {
     run_vm_test vm_runtime_update a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them
+}
+
+scenario_encryption() {
+    # systemd-boot: no shim measurements in PCR 7 besides the firmware's.
+    export TRIDENT_VM_BOOTLOADER=systemd-boot
+    run_vm_test vm_encryption upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }

@@ -108,11 +108,6 @@ fn unsupported_features_are_unsupported_configuration_naming_the_key() {
             Subkind::RaidUnsupported,
         ),
         (
-            "  encryption:\n    volumes: []\n    pcrs: [7]\n",
-            "storage.encryption",
-            Subkind::UnsupportedFeature,
-        ),
-        (
             "  verity:\n  - { id: v, name: root, dataDeviceId: root-a, hashDeviceId: esp }\n",
             "storage.verity",
             Subkind::UnsupportedFeature,

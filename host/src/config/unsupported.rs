@@ -48,10 +48,18 @@ pub const RULES: &[Rule] = &[
         used: |hc| when(hc.storage.raid != Default::default(), "storage.raid"),
     },
     Rule {
-        key: "storage.encryption",
-        what: "disk encryption",
-        instead: None,
-        used: |hc| when(hc.storage.encryption.is_some(), "storage.encryption"),
+        key: "storage.encryption.clearTpmOnInstall",
+        what: "clearing the TPM at install",
+        instead: Some("clear the TPM before the install (tpm2_clear, or the firmware's setup)"),
+        used: |hc| {
+            when(
+                hc.storage
+                    .encryption
+                    .as_ref()
+                    .is_some_and(|e| e.clear_tpm_on_install == Some(true)),
+                "storage.encryption.clearTpmOnInstall",
+            )
+        },
     },
     Rule {
         key: "storage.verity",

@@ -16,6 +16,10 @@ pub enum ResolvedDevice {
     /// this way; where a tool needs a node, a loop device is attached over
     /// the range (`new_root::tools::LoopDevice`).
     Partition { id: String, layout: PartitionLayout },
+    /// An encrypted volume, opened: `/dev/mapper/<deviceName>` from offset
+    /// 0, `size` bytes (its device less the LUKS2 header), as the
+    /// encryption layer recorded it.
+    EncryptedVolume { id: String, path: String, size: u64 },
 }
 
 /// The bytes of a device: `size` bytes at `offset` of `backing` (a file
@@ -31,7 +35,7 @@ impl ResolvedDevice {
     /// The id of the device itself (for an A/B volume pair, the member's).
     pub fn id(&self) -> &str {
         match self {
-            Self::Partition { id, .. } => id,
+            Self::Partition { id, .. } | Self::EncryptedVolume { id, .. } => id,
         }
     }
 
@@ -42,6 +46,11 @@ impl ResolvedDevice {
                 backing: &layout.device,
                 offset: layout.offset,
                 size: layout.size,
+            },
+            Self::EncryptedVolume { path, size, .. } => Extent {
+                backing: path,
+                offset: 0,
+                size: *size,
             },
         }
     }
@@ -91,6 +100,12 @@ pub trait BlockDeviceLayer: Sync {
         self.kind() == kind
     }
 
+    /// Install, before anything is written: whether this host can create
+    /// this kind's devices of `hc` (tools, kinds of disks). Blocking.
+    fn preflight(&self, _hc: &HostConfiguration) -> Result<(), TridentError> {
+        Ok(())
+    }
+
     /// Install: creates this kind's devices of `hc` on the devices below
     /// (created by the layers before it) and records them in `status`.
     /// Blocking.
@@ -100,9 +115,10 @@ pub trait BlockDeviceLayer: Sync {
     /// an array, open a volume). Blocking.
     fn open(&self, status: &HostStatus) -> Result<(), TridentError>;
 
-    /// Before an install re-creates the storage: stops what an earlier
-    /// install recorded in `status` left running on the disks. Blocking.
-    fn close(&self, status: &HostStatus) -> Result<(), TridentError>;
+    /// Before an install re-creates the storage of `hc`: stops what runs
+    /// on its disks (an earlier install, recorded in `status`, or not).
+    /// Blocking.
+    fn close(&self, hc: &HostConfiguration, status: &HostStatus) -> Result<(), TridentError>;
 
     /// Device `id` (of this layer's kind) as recorded in `status`.
     fn resolve(&self, id: &str, status: &HostStatus) -> Result<ResolvedDevice, BlockDeviceError>;

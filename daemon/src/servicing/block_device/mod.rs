@@ -9,11 +9,11 @@
 //! (make the recorded devices reachable), *close* before an install
 //! re-creates the storage, and *resolve* one of its devices to where the
 //! engine reads and writes it ([`ResolvedDevice`]). [`LAYERS`] lists them
-//! bottom-up. Today's only layer is the partition layer ([`partition`], which
-//! also keeps adopted partitions: [`adoption`]);
-//! RAID, encryption and verity are refused by validation
+//! bottom-up: partitions ([`partition`], which also keeps adopted
+//! partitions: [`adoption`]), then LUKS2 volumes sealed to the TPM 2.0
+//! ([`encryption`]). RAID and verity are refused by validation
 //! (`trident_host::config::unsupported`) before any layer runs, and land
-//! as modules beside it with their issues.
+//! as modules beside them with their issues.
 //!
 //! Image writing, new storage, mounting, fstab, boot control and the
 //! datastore handoff never compute where a device is: they ask
@@ -24,6 +24,7 @@
 
 pub mod adoption;
 mod disk_guids;
+pub mod encryption;
 mod layer;
 pub mod partition;
 mod resolver;
@@ -33,6 +34,7 @@ mod stack;
 mod tests;
 
 pub use self::disk_guids::read_disk_guids;
+pub use self::encryption::EncryptionLayer;
 pub use self::layer::{BlockDeviceError, BlockDeviceLayer, Extent, ResolvedDevice};
 pub use self::partition::PartitionLayer;
 pub use self::resolver::{BlockDevices, Targets};

@@ -57,7 +57,7 @@ impl BlockDeviceLayer for PartitionLayer {
     }
 
     /// Nothing to stop: an install writes a new GPT over the old one.
-    fn close(&self, _status: &HostStatus) -> Result<(), TridentError> {
+    fn close(&self, _hc: &HostConfiguration, _status: &HostStatus) -> Result<(), TridentError> {
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use trident_host::config::storage_graph::{DeviceKind, NodeData, StorageGraph};
 use trident_host::config::{FilesystemSource, HostConfiguration};
-use trident_host::status::{AbVolume, HostStatus, PartitionLayout};
+use trident_host::status::{AbVolume, EncryptedVolumeStatus, HostStatus, PartitionLayout};
 use trident_host::{Subkind, TridentError};
 
 use super::layer::{BlockDeviceError, ResolvedDevice};
@@ -131,6 +131,11 @@ impl BlockDevices {
             targets.insert(mount_point.clone(), device);
         }
         Ok(targets)
+    }
+
+    /// Every encrypted volume the encryption layer recorded.
+    pub fn encrypted_volumes(&self) -> &BTreeMap<String, EncryptedVolumeStatus> {
+        &self.status.encrypted_volumes
     }
 
     /// Every partition the partition layer recorded (their identities are

@@ -5,27 +5,32 @@ use trident_host::config::HostConfiguration;
 use trident_host::config::storage_graph::DeviceKind;
 use trident_host::status::HostStatus;
 
+use super::encryption::EncryptionLayer;
 use super::layer::BlockDeviceLayer;
 use super::partition::PartitionLayer;
 
 /// Every layer, bottom-up: created and opened in this order, closed in
 /// the reverse one.
-pub const LAYERS: &[&dyn BlockDeviceLayer] = &[&PartitionLayer];
+pub const LAYERS: &[&dyn BlockDeviceLayer] = &[&PartitionLayer, &EncryptionLayer];
 
 /// The layer providing devices of `kind`.
 pub(super) fn layer_of(kind: DeviceKind) -> Option<&'static dyn BlockDeviceLayer> {
     LAYERS.iter().copied().find(|l| l.provides(kind))
 }
 
-/// Install: closes what an earlier install left running (top-down),
-/// then creates every layer's devices (bottom-up) into `status`. Blocking.
+/// Install: checks every layer can create its devices (before anything
+/// is touched), closes what runs on the disks (top-down), then creates
+/// every layer's devices (bottom-up) into `status`. Blocking.
 pub fn create_all(
     hc: &HostConfiguration,
     previous: &HostStatus,
     status: &mut HostStatus,
 ) -> Result<(), TridentError> {
+    for layer in LAYERS {
+        layer.preflight(hc)?;
+    }
     for layer in LAYERS.iter().rev() {
-        layer.close(previous)?;
+        layer.close(hc, previous)?;
     }
     for layer in LAYERS {
         layer.create(hc, status)?;

@@ -225,7 +225,10 @@ fn mtool(program: &str, args: &[&str]) -> Result<Vec<u8>, TridentError> {
 /// Where `device` is mounted on this system, if it is a partition of a
 /// block device that is mounted.
 fn mounted_at(device: &ResolvedDevice) -> Option<PathBuf> {
-    let ResolvedDevice::Partition { layout, .. } = device;
+    // The ESP is never encrypted (the storage graph's rule).
+    let ResolvedDevice::Partition { layout, .. } = device else {
+        return None;
+    };
     let disk = std::fs::canonicalize(&layout.device).ok()?;
     let disk_name = disk.file_name()?.to_owned();
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;

@@ -119,7 +119,12 @@ impl UefiBootControl {
         volume: AbVolume,
     ) -> Result<u16, TridentError> {
         let partitions = read_partitions(&status.layout)?;
-        let ResolvedDevice::Partition { layout, .. } = device;
+        let ResolvedDevice::Partition { layout, .. } = device else {
+            return Err(TridentError::new(
+                Subkind::BootControl,
+                format!("The ESP '{}' is not a partition", device.id()),
+            ));
+        };
         let part_uuid = partitions
             .get(device.id())
             .and_then(|p| p.part_uuid.parse().ok())
@@ -348,7 +353,9 @@ impl BootControl for UefiBootControl {
                 continue;
             };
             // Partitions are matched by disk and entry number (sysfs).
-            let ResolvedDevice::Partition { layout: place, .. } = device;
+            let ResolvedDevice::Partition { layout: place, .. } = device else {
+                continue;
+            };
             let disk = std::fs::canonicalize(&place.device)
                 .unwrap_or_else(|_| place.device.clone().into());
             if disk == running.disk && place.number == running.number {

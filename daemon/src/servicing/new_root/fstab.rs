@@ -1,29 +1,29 @@
 //! `/etc/fstab` of the new root, from the Host Configuration's
-//! filesystems: each by PARTUUID of the partition it lands on for the
-//! serviced volume (the block-device stack resolves its `deviceId`), with
+//! filesystems: each by what it lands on for the serviced volume (the
+//! block-device stack resolves its `deviceId`): a partition by PARTUUID,
+//! an encrypted volume by `/dev/mapper/<deviceName>`, with
 //! `mountPoint.options`; then `storage.swap`.
 
 use trident_host::config::FileSystemType;
 use trident_host::{ResultExt, Subkind, TridentError};
 
-use super::partitions::PartitionInfo;
 use super::probe::probe_device;
 use super::volume::VolumeRoot;
 use crate::servicing::block_device::ResolvedDevice;
 
-/// The device `device_id` (named at `key`) lands on, and its partition's
-/// identity.
-fn partition<'a>(
-    root: &'a VolumeRoot<'_>,
+/// The device `device_id` (named at `key`) lands on, and how fstab
+/// names it.
+fn source(
+    root: &VolumeRoot<'_>,
     key: &str,
     device_id: &str,
-) -> Result<(ResolvedDevice, &'a PartitionInfo), TridentError> {
+) -> Result<(ResolvedDevice, String), TridentError> {
     let device = root
         .devices
         .device_of(device_id, root.volume)
         .map_err(|e| TridentError::new(Subkind::ConfigureNewRoot, format!("{key}: {e}")))?;
-    match root.partitions.get(device.id()) {
-        Some(part) => Ok((device, part)),
+    match root.source_of(&device) {
+        Some(source) => Ok((device, source)),
         None => Err(TridentError::new(
             Subkind::ConfigureNewRoot,
             format!("{key}: partition '{}' is not on disk", device.id()),
@@ -43,7 +43,7 @@ pub fn render(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
             continue;
         }
         let key = format!("storage.filesystems[{i}]");
-        let (device, part) = partition(root, &key, &fs.device_id)?;
+        let (device, source) = source(root, &key, &fs.device_id)?;
         let fs_type = match fs.fs_type {
             Some(FileSystemType::Ext4) => "ext4",
             Some(FileSystemType::Xfs) => "xfs",
@@ -57,17 +57,11 @@ pub fn render(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
         let path = fs.mount_point.path();
         let options = fs.mount_point.options().unwrap_or("defaults");
         let pass = if path == "/" { 1 } else { 2 };
-        out.push_str(&format!(
-            "PARTUUID={} {path} {fs_type} {options} 0 {pass}\n",
-            part.part_uuid
-        ));
+        out.push_str(&format!("{source} {path} {fs_type} {options} 0 {pass}\n"));
     }
     for (i, swap) in root.hc.storage.swap.iter().enumerate() {
-        let (_, part) = partition(root, &format!("storage.swap[{i}]"), &swap.device_id)?;
-        out.push_str(&format!(
-            "PARTUUID={} none swap defaults 0 0\n",
-            part.part_uuid
-        ));
+        let (_, source) = source(root, &format!("storage.swap[{i}]"), &swap.device_id)?;
+        out.push_str(&format!("{source} none swap defaults 0 0\n"));
     }
     Ok(out)
 }

@@ -16,6 +16,7 @@
 //! skipped with a warning and scripts run without `TARGET_ROOT`.
 
 pub mod chroot;
+pub mod crypttab;
 pub mod fstab;
 pub mod partitions;
 pub mod probe;

@@ -33,6 +33,20 @@ impl VolumeRoot<'_> {
         self.devices.device_of(id, self.volume).ok()
     }
 
+    /// How the booted OS names `device` (fstab's first column): a
+    /// partition by its PARTUUID, an encrypted volume by its mapping
+    /// (`/dev/mapper/<deviceName>`, which crypttab opens). `None`: a
+    /// partition not on disk.
+    pub fn source_of(&self, device: &ResolvedDevice) -> Option<String> {
+        match device {
+            ResolvedDevice::Partition { id, .. } => self
+                .partitions
+                .get(id)
+                .map(|p| format!("PARTUUID={}", p.part_uuid)),
+            ResolvedDevice::EncryptedVolume { path, .. } => Some(path.clone()),
+        }
+    }
+
     /// The partition a mount point of the Host Configuration lands on.
     pub fn partition_of(&self, mount_point: &str) -> Option<&PartitionInfo> {
         let fs = self
