@@ -90,7 +90,9 @@ fn an_ab_pair_resolves_to_its_member_of_the_asked_volume() {
     let b = devices.device_of("root", AbVolume::VolumeB).unwrap();
     assert_eq!(a.id(), "root-a");
     assert_eq!(b.id(), "root-b");
-    let ResolvedDevice::Partition { layout, .. } = &b;
+    let ResolvedDevice::Partition { layout, .. } = &b else {
+        panic!("not a partition: {b:?}");
+    };
     assert_eq!(layout, &status.layout["root-b"]);
     assert_eq!(range(&b), (layout.offset, 16 << 20));
     assert!(

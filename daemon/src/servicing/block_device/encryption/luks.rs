@@ -11,7 +11,7 @@
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -73,6 +73,9 @@ impl TempKey {
             .prefix("tridentd-luks-")
             .tempdir_in(&base)
             .structured_msg(subkind, "Cannot create the temporary key's directory")?;
+        // Private before the key goes in (tempfile leaves the umask's mode).
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+            .structured_msg(subkind, "Cannot make the temporary key's directory private")?;
         let path = dir.path().join("key");
         let mut key = [0u8; TEMP_KEY_BYTES];
         std::fs::File::open("/dev/urandom")

@@ -28,6 +28,8 @@
 //! read.
 
 mod luks;
+#[cfg(test)]
+mod tests;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

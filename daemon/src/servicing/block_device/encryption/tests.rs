@@ -1,0 +1,253 @@
+//! The encryption layer's parts that run on any Linux host: the recovery
+//! key file's checks, the temporary key, LUKS2 formatting through a loop
+//! device (cryptsetup needs no dm-crypt for the header: only opening a
+//! volume does, which happens in the VM scenario), and how a recorded
+//! volume resolves.
+#![allow(clippy::unwrap_used)] // tests fail loudly on purpose
+
+use std::fs::{self, File, Permissions};
+use std::os::unix::fs::PermissionsExt;
+
+use trident_host::Subkind;
+use trident_host::config::storage_graph::DeviceKind;
+use trident_host::status::{AbVolume, EncryptedVolumeStatus, HostStatus, PartitionLayout};
+
+use super::luks::{self, LoopNode, TempKey};
+use super::{check_recovery_key_file, mapping_names};
+use crate::servicing::block_device::{BlockDeviceError, BlockDevices, ResolvedDevice, Targets};
+
+fn hc() -> trident_host::config::HostConfiguration {
+    trident_host::config::parse(
+        r#"
+image: { url: "file:///img.cosi", sha384: ignored }
+storage:
+  disks:
+  - id: os
+    device: /tmp/disk.img
+    partitionTableType: gpt
+    partitions:
+    - { id: esp, type: esp, size: 8M }
+    - { id: root, type: root, size: 16M }
+    - { id: secret, type: linux-generic, size: 32M }
+  encryption:
+    pcrs: [secure-boot-policy]
+    volumes:
+    - { id: srv-crypt, deviceName: srv, deviceId: secret }
+  filesystems:
+  - { deviceId: esp, mountPoint: /boot/efi }
+  - { deviceId: root, mountPoint: / }
+  - { deviceId: srv-crypt, source: new, type: ext4, mountPoint: /srv }
+"#,
+    )
+    .unwrap()
+}
+
+fn recorded() -> HostStatus {
+    let mut status = HostStatus::default();
+    for (id, number, offset, size) in [
+        ("esp", 1, 1 << 20, 8 << 20),
+        ("root", 2, 9 << 20, 16 << 20),
+        ("secret", 3, 25 << 20, 32 << 20),
+    ] {
+        status.layout.insert(
+            id.to_owned(),
+            PartitionLayout {
+                disk_id: "os".into(),
+                device: "/tmp/disk.img".into(),
+                number,
+                offset,
+                size,
+            },
+        );
+    }
+    status.encrypted_volumes.insert(
+        "srv-crypt".into(),
+        EncryptedVolumeStatus {
+            device_name: "srv".into(),
+            device_id: "secret".into(),
+            luks_uuid: "0b9c6a8e-3f0e-4f5c-9d3a-2c1f0e9b8a7d".into(),
+            size: 16 << 20,
+            pcrs: vec![7],
+            recovery_key: false,
+        },
+    );
+    status
+}
+
+#[test]
+fn a_recorded_volume_resolves_to_its_mapping_and_is_where_its_filesystem_goes() {
+    let (hc, status) = (hc(), recorded());
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    let expected = ResolvedDevice::EncryptedVolume {
+        id: "srv-crypt".into(),
+        path: "/dev/mapper/srv".into(),
+        size: 16 << 20,
+    };
+    assert_eq!(
+        devices.device_of("srv-crypt", AbVolume::VolumeA).unwrap(),
+        expected
+    );
+    let extent = expected.extent();
+    assert_eq!(
+        (extent.backing, extent.offset, extent.size),
+        ("/dev/mapper/srv", 0, 16 << 20)
+    );
+    let targets = devices.write_targets(Targets::Install).unwrap();
+    assert_eq!(targets["/srv"], expected);
+    // Not recorded (e.g. a Host Status from before the install).
+    let mut bare = status.clone();
+    bare.encrypted_volumes.clear();
+    let err = BlockDevices::new(&hc, &bare)
+        .unwrap()
+        .device_of("srv-crypt", AbVolume::VolumeA)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BlockDeviceError::NotRecorded {
+            id: "srv-crypt".into(),
+            kind: DeviceKind::EncryptedVolume
+        }
+    );
+}
+
+#[test]
+fn close_looks_at_the_recorded_and_the_configured_mappings() {
+    let mut status = recorded();
+    status
+        .encrypted_volumes
+        .get_mut("srv-crypt")
+        .unwrap()
+        .device_name = "old-srv".into();
+    assert_eq!(mapping_names(&hc(), &status), ["old-srv", "srv"]);
+    assert!(
+        mapping_names(
+            &trident_host::config::HostConfiguration::default(),
+            &HostStatus::default()
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn the_recovery_key_file_must_be_a_non_empty_file_only_its_owner_reaches() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("recovery.key");
+    let path = key.to_str().unwrap();
+    let refusal = |what: &str| {
+        let err = check_recovery_key_file(path).unwrap_err();
+        assert_eq!(err.subkind(), Subkind::InvalidRecoveryKeyFile, "{what}");
+        assert!(
+            err.message()
+                .starts_with("Host Configuration key 'storage.encryption.recoveryKeyUrl'"),
+            "{}",
+            err.message()
+        );
+        err.message().to_owned()
+    };
+    assert!(refusal("missing").contains("cannot be read"));
+    fs::create_dir(&key).unwrap();
+    assert!(refusal("a directory").contains("is not a regular file"));
+    fs::remove_dir(&key).unwrap();
+    File::create(&key).unwrap();
+    fs::set_permissions(&key, Permissions::from_mode(0o600)).unwrap();
+    assert!(refusal("empty").contains("is empty"));
+    fs::write(&key, b"sixty-four random bytes, in truth").unwrap();
+    for mode in [0o640, 0o604, 0o644] {
+        fs::set_permissions(&key, Permissions::from_mode(mode)).unwrap();
+        let message = refusal("readable by others");
+        assert!(
+            message.contains(&format!("has mode {mode:04o}")),
+            "{message}"
+        );
+        assert!(
+            !message.contains("sixty-four"),
+            "the key's content: {message}"
+        );
+    }
+    for mode in [0o400, 0o600] {
+        fs::set_permissions(&key, Permissions::from_mode(mode)).unwrap();
+        check_recovery_key_file(path).unwrap();
+    }
+}
+
+#[test]
+fn the_temporary_key_is_private_random_and_gone_when_dropped() {
+    let key = TempKey::new().unwrap();
+    let path = key.path().to_owned();
+    let dir = path.parent().unwrap().to_owned();
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let bytes = fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 64);
+    assert_ne!(bytes, fs::read(TempKey::new().unwrap().path()).unwrap());
+    drop(key);
+    assert!(
+        !path.exists() && !dir.exists(),
+        "{} left behind",
+        dir.display()
+    );
+}
+
+/// Needs root (losetup), as the daemon does; cryptsetup writes the LUKS2
+/// header without dm-crypt.
+#[test]
+fn a_partition_range_is_formatted_luks2_with_upstreams_parameters_and_its_key_opens_it() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: losetup needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk.img");
+    File::create(&disk).unwrap().set_len(64 << 20).unwrap();
+    let (offset, size) = (8u64 << 20, 32u64 << 20);
+    let key = TempKey::new().unwrap();
+    let node = LoopNode::attach(disk.to_str().unwrap(), offset, size).unwrap();
+    luks::format(node.path(), key.path()).unwrap();
+    let uuid = luks::uuid(node.path()).unwrap();
+    assert_eq!(uuid.len(), 36, "{uuid}");
+    assert!(luks::uuid(node.path()).unwrap() == uuid);
+    let dump = std::process::Command::new("cryptsetup")
+        .args(["luksDump", node.path()])
+        .output()
+        .unwrap();
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    for wanted in [
+        "Version:       \t2",
+        "aes-xts-plain64",
+        "PBKDF:      pbkdf2",
+        "Hash:       sha512",
+    ] {
+        assert!(dump.contains(wanted), "{wanted} in\n{dump}");
+    }
+    // Slot 0 holds the key; nothing else opens it, the TPM token least of all.
+    let test = |args: &[&str]| {
+        let mut all = vec!["open", "--type", "luks2", "--test-passphrase"];
+        all.extend_from_slice(args);
+        all.push(node.path());
+        std::process::Command::new("cryptsetup")
+            .args(&all)
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(test(&["--key-file", key.path().to_str().unwrap()]));
+    let wrong = dir.path().join("wrong.key");
+    fs::write(&wrong, [7u8; 64]).unwrap();
+    assert!(!test(&["--key-file", wrong.to_str().unwrap()]));
+    assert!(luks::open_with_tpm2(node.path(), None).unwrap().is_err());
+    // Outside the partition's range: untouched.
+    let bytes = fs::read(&disk).unwrap();
+    let (start, end) = (offset as usize, (offset + size) as usize);
+    assert!(
+        bytes[..start].iter().all(|&b| b == 0),
+        "before the partition"
+    );
+    assert!(bytes[end..].iter().all(|&b| b == 0), "after the partition");
+    assert_eq!(&bytes[start..start + 4], b"LUKS");
+}
