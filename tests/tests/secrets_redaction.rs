@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use otlp_support::{Receiver, exporting_daemon};
 use servicing_support::{Clients, Fixture};
+use trident_e2e::fixture::AbHostConfig;
 use trident_e2e::trident_cli;
 use trident_proto::v1::GetHostStatusRequest;
 use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
@@ -239,23 +240,10 @@ async fn an_encrypted_install_refused_before_writing_shows_no_recovery_key() {
     let image = fixture.image("v1", 1, None);
     let key_file = fixture.dir.path().join("recovery.key");
     std::fs::write(&key_file, RECOVERY_KEY).unwrap();
-    let config = fixture
-        .config(&image, "")
-        .replace(
-            "  abUpdate:\n",
-            &format!(
-                "  encryption:\n    recoveryKeyUrl: file://{}\n    pcrs: [secure-boot-policy]\n    volumes:\n    - {{ id: srv, deviceName: srv, deviceId: secret }}\n  abUpdate:\n",
-                key_file.display()
-            ),
-        )
-        .replace(
-            "    - { id: root-b, type: root, size: 48M }\n",
-            "    - { id: root-b, type: root, size: 48M }\n    - { id: secret, type: linux-generic, size: 16M }\n",
-        )
-        .replace(
-            "  - { deviceId: root, mountPoint: / }\n",
-            "  - { deviceId: root, mountPoint: / }\n  - { deviceId: srv, source: new, type: ext4, mountPoint: /srv }\n",
-        );
+    let config = AbHostConfig::file(&image.path, &fixture.disk)
+        .sha384(&image.metadata_sha384)
+        .encrypted_srv("16M", Some(&key_file))
+        .yaml();
     assert!(config.contains("deviceId: secret"), "{config}");
     let daemon = servicing_support::daemon().await;
     let mut clients = Clients::new(&daemon).await;

@@ -28,15 +28,7 @@ use std::time::Duration;
 
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
-use trident_proto::v1::{RebootHandling, RebootManagement, RebootStatus};
-use trident_proto::v1preview::{
-    FinalizeInstallRequest, InstallRequest, StageInstallRequest,
-    install_service_client::InstallServiceClient,
-};
-use vm_orchestrator::{
-    HttpServer, assert_phases, follow_logging, start_servicing, stream_disk, trident_cli,
-    wait_provisioned,
-};
+use vm_orchestrator::{HttpServer, install_following, stream_disk, trident_cli, wait_provisioned};
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(180);
@@ -186,7 +178,9 @@ async fn upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the
 
     let http = HttpServer::start(work.path());
     let config = encryption_config(&v1, http.port);
-    let logs = install(&mut vm, config).await;
+    let logs = install_following(&mut vm, config, Some("script::prove-recovery-key"))
+        .await
+        .logs;
     for wanted in [
         "RECOVERY-KEY-OPENS srv",
         "WRONG-KEY-REFUSED",
@@ -246,37 +240,4 @@ async fn upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the
     );
     vm.stop();
     println!("serial log kept at {}", vm.serial_log().display());
-}
-
-/// Installs `config` through the installer's tridentd, following live
-/// progress; returns the postProvision script's output lines. The
-/// installer reboots itself into the installed OS.
-async fn install(vm: &mut Vm, config: String) -> Vec<String> {
-    let guest = vm.forward_tridentd().unwrap();
-    guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
-    let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
-    let client = InstallServiceClient::new(channel);
-    let request = InstallRequest {
-        stage: Some(StageInstallRequest {
-            config: Some(trident_proto::v1::HostConfiguration { config }),
-        }),
-        finalize: Some(FinalizeInstallRequest {
-            reboot: Some(RebootManagement {
-                handling: RebootHandling::TridentHandlesReboot as i32,
-            }),
-        }),
-    };
-    vm.boot_clock_restart();
-    let stream = start_servicing(|| {
-        let (mut client, request) = (client.clone(), request.clone());
-        async move { client.install(request).await }
-    })
-    .await;
-    let followed = follow_logging("install", stream, Some("script::prove-recovery-key")).await;
-    assert_eq!(
-        followed.completed.reboot_status(),
-        RebootStatus::RebootStarted
-    );
-    assert_phases(&followed.phases, &["mount", "configure", "boot-files"]);
-    followed.logs
 }

@@ -255,3 +255,49 @@ pub async fn wait_provisioned(socket: &Path) -> String {
     }
     panic!("not provisioned after 10 minutes:\n{status}");
 }
+
+/// Installs `config` through the guest's tridentd (`vm`'s reverse-connect
+/// socket), TRIDENT_HANDLES_REBOOT, following live progress and keeping
+/// the log lines of `target`; the installer reboots itself into the
+/// installed OS.
+pub async fn install_following(
+    vm: &mut trident_e2e::vm::Vm,
+    config: String,
+    target: Option<&str>,
+) -> Followed {
+    use trident_proto::v1::{RebootHandling, RebootManagement, RebootStatus};
+    use trident_proto::v1preview::{
+        FinalizeInstallRequest, InstallRequest, StageInstallRequest,
+        install_service_client::InstallServiceClient,
+    };
+    let guest = vm.forward_tridentd().unwrap();
+    guest
+        .wait_until_answering(Duration::from_secs(180))
+        .await
+        .unwrap();
+    let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
+    let client = InstallServiceClient::new(channel);
+    let request = InstallRequest {
+        stage: Some(StageInstallRequest {
+            config: Some(trident_proto::v1::HostConfiguration { config }),
+        }),
+        finalize: Some(FinalizeInstallRequest {
+            reboot: Some(RebootManagement {
+                handling: RebootHandling::TridentHandlesReboot as i32,
+            }),
+        }),
+    };
+    vm.boot_clock_restart();
+    let stream = start_servicing(|| {
+        let (mut client, request) = (client.clone(), request.clone());
+        async move { client.install(request).await }
+    })
+    .await;
+    let followed = follow_logging("install", stream, target).await;
+    assert_eq!(
+        followed.completed.reboot_status(),
+        RebootStatus::RebootStarted
+    );
+    assert_phases(&followed.phases, &["mount", "configure", "boot-files"]);
+    followed
+}
