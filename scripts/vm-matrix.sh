@@ -42,6 +42,7 @@ SCENARIOS=(
     "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
     "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
     "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
+    "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
 )
 
 # Runs the ignored e2e test TEST of test file FILE (tests/tests/FILE.rs).
@@ -79,6 +80,11 @@ scenario_encryption() {
     # systemd-boot: no shim measurements in PCR 7 besides the firmware's.
     export TRIDENT_VM_BOOTLOADER=systemd-boot
     run_vm_test vm_encryption upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
+}
+
+scenario_tpm_pcrs_changed() {
+    export TRIDENT_VM_BOOTLOADER=systemd-boot
+    run_vm_test vm_tpm_pcrs_changed an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }

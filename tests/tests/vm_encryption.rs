@@ -68,10 +68,12 @@ fn recovery_key_scripts() -> String {
     content: |
       set -e
       dev=$(cryptsetup status srv | awk '$1 == "device:" {{ print $2 }}')
-      cryptsetup open --test-passphrase --key-file {RECOVERY_KEY} "$dev"
+      # Keys only: cryptsetup open tries the TPM token first otherwise.
+      keys_only="--test-passphrase --disable-external-tokens"
+      cryptsetup open $keys_only --key-file {RECOVERY_KEY} "$dev"
       echo "RECOVERY-KEY-OPENS srv on $dev"
       head -c 64 /dev/urandom > /tmp/wrong.key
-      if cryptsetup open --test-passphrase --key-file /tmp/wrong.key "$dev"; then
+      if cryptsetup open $keys_only --key-file /tmp/wrong.key "$dev"; then
         echo "a wrong key opened srv" >&2; exit 1
       fi
       echo "WRONG-KEY-REFUSED"
