@@ -112,6 +112,29 @@ fn bundle_files(bundle: &Path, into: &Path) -> Vec<(String, String)> {
     files
 }
 
+/// A `trident diagnose` bundle of `daemon`, unpacked under `work`: its
+/// files (lossily as text) and the directory they are in.
+fn diagnose_files(
+    daemon: &trident_e2e::Daemon,
+    work: &Path,
+) -> (Vec<(String, String)>, std::path::PathBuf) {
+    let bundle = work.join("bundle.tar");
+    let state_dir = daemon.state_dir().display().to_string();
+    stdout_of(&trident_cli(
+        daemon.socket_path(),
+        &[
+            "diagnose",
+            "-o",
+            bundle.to_str().unwrap(),
+            "--state-dir",
+            &state_dir,
+        ],
+    ));
+    let unpacked = work.join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    (bundle_files(&bundle, &unpacked), unpacked)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log() {
     let receiver = Receiver::start().unwrap();
@@ -155,21 +178,7 @@ async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log(
 
     // A diagnose bundle: every file, the datastore copy included.
     let work = tempfile::tempdir().unwrap();
-    let bundle = work.path().join("bundle.tar");
-    let state_dir = daemon.state_dir().display().to_string();
-    stdout_of(&trident_cli(
-        socket,
-        &[
-            "diagnose",
-            "-o",
-            bundle.to_str().unwrap(),
-            "--state-dir",
-            &state_dir,
-        ],
-    ));
-    let unpacked = work.path().join("unpacked");
-    std::fs::create_dir(&unpacked).unwrap();
-    let files = bundle_files(&bundle, &unpacked);
+    let (files, unpacked) = diagnose_files(&daemon, work.path());
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.contains(&"datastore.sqlite"), "{names:?}");
     for (name, text) in &files {
@@ -286,21 +295,7 @@ async fn an_encrypted_install_refused_before_writing_shows_no_recovery_key() {
         assert!(!text.contains(RECOVERY_KEY), "trident {args:?}:\n{text}");
     }
     let work = tempfile::tempdir().unwrap();
-    let bundle = work.path().join("bundle.tar");
-    let state_dir = daemon.state_dir().display().to_string();
-    stdout_of(&trident_cli(
-        socket,
-        &[
-            "diagnose",
-            "-o",
-            bundle.to_str().unwrap(),
-            "--state-dir",
-            &state_dir,
-        ],
-    ));
-    let unpacked = work.path().join("unpacked");
-    std::fs::create_dir(&unpacked).unwrap();
-    let files = bundle_files(&bundle, &unpacked);
+    let (files, _) = diagnose_files(&daemon, work.path());
     assert!(!files.is_empty());
     for (name, text) in &files {
         assert!(!text.contains(RECOVERY_KEY), "bundle file {name}");

@@ -26,9 +26,11 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use trident_e2e::test_os::{self, TestBootloader, TestOs};
+use trident_e2e::test_os::TestOs;
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
-use vm_orchestrator::{HttpServer, install_following, stream_disk, trident_cli, wait_provisioned};
+use vm_orchestrator::{
+    HttpServer, InstallerWork, install_following, trident_cli, wait_provisioned,
+};
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(180);
@@ -140,31 +142,18 @@ fn crypt_field(line: &str) -> &str {
 async fn upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm() {
     let started = std::time::Instant::now();
     let artifacts = vm::artifacts_dir("encryption").unwrap();
-    let work = tempfile::Builder::new()
-        .prefix("trident-vm-encryption-")
-        .tempdir()
-        .unwrap();
-    let sysext = test_os::build_sysext(work.path()).unwrap();
-    let bootloader = TestBootloader::from_env().unwrap();
-    let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
-    let installer = work.path().join("installer.img");
-    fs::File::create(&installer)
-        .unwrap()
-        .set_len(v1.cosi.disk_size + (64 << 20))
-        .unwrap();
-    stream_disk(&v1, &installer).await;
+    let work = InstallerWork::build("trident-vm-encryption-", &["v1"]).await;
+    let v1 = &work.versions[0];
     // Sparse: the sample's partitions add up to 5.4 GiB.
-    let target = work.path().join("target.img");
-    fs::File::create(&target).unwrap().set_len(6 << 30).unwrap();
-    let spare = work.path().join("spare.img");
-    fs::File::create(&spare).unwrap().set_len(64 << 20).unwrap();
+    let target = work.blank_disk("target.img", 6 << 30);
+    let spare = work.blank_disk("spare.img", 64 << 20);
 
     // Target first: blank, so the firmware falls through to the installer;
     // once installed, it boots first.
     let mut vm = Vm::start(
         VmSpec::new("encryption", &artifacts)
             .disk(&target)
-            .disk(&installer)
+            .disk(&work.installer)
             .disk(&spare)
             .tpm()
             .orchestrator(&v1.rcp),
@@ -178,8 +167,8 @@ async fn upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the
         boot.line
     );
 
-    let http = HttpServer::start(work.path());
-    let config = encryption_config(&v1, http.port);
+    let http = HttpServer::start(work.dir.path());
+    let config = encryption_config(v1, http.port);
     let logs = install_following(&mut vm, config, Some("script::prove-recovery-key"))
         .await
         .logs;

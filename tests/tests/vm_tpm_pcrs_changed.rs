@@ -23,14 +23,14 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use trident_e2e::fixture::{AbHostConfig, ScriptHook};
-use trident_e2e::test_os::{self, TestBootloader, TestOs};
+use trident_e2e::test_os::TestOs;
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_proto::v1::{
     FinalizeUpdateRequest, HostConfiguration, RebootHandling, RebootManagement, StageUpdateRequest,
     StatusCode, UpdateRequest, servicing_response, update_service_client::UpdateServiceClient,
 };
 use vm_orchestrator::{
-    HttpServer, install_following, start_servicing, stream_disk, trident_cli, wait_provisioned,
+    HttpServer, InstallerWork, install_following, start_servicing, trident_cli, wait_provisioned,
 };
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -70,34 +70,21 @@ fn partition_bytes(disk: &Path, name: &str) -> Vec<u8> {
 async fn an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing() {
     let started = std::time::Instant::now();
     let artifacts = vm::artifacts_dir("tpm_pcrs_changed").unwrap();
-    let work = tempfile::Builder::new()
-        .prefix("trident-vm-tpm-pcrs-")
-        .tempdir()
-        .unwrap();
-    let sysext = test_os::build_sysext(work.path()).unwrap();
-    let bootloader = TestBootloader::from_env().unwrap();
-    let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
-    let v2 = test_os::build_test_os("v2", bootloader, &sysext, work.path()).unwrap();
-    let installer = work.path().join("installer.img");
-    fs::File::create(&installer)
-        .unwrap()
-        .set_len(v1.cosi.disk_size + (64 << 20))
-        .unwrap();
-    stream_disk(&v1, &installer).await;
-    let target = work.path().join("target.img");
-    fs::File::create(&target).unwrap().set_len(2 << 30).unwrap();
+    let work = InstallerWork::build("trident-vm-tpm-pcrs-", &["v1", "v2"]).await;
+    let (v1, v2) = (&work.versions[0], &work.versions[1]);
+    let target = work.blank_disk("target.img", 2 << 30);
 
     let mut vm = Vm::start(
         VmSpec::new("tpm-pcrs", &artifacts)
             .disk(&target)
-            .disk(&installer)
+            .disk(&work.installer)
             .tpm()
             .orchestrator(&v1.rcp),
     )
     .unwrap();
     vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT).await.unwrap();
-    let http = HttpServer::start(work.path());
-    install_following(&mut vm, config(&v1, http.port).yaml(), None).await;
+    let http = HttpServer::start(work.dir.path());
+    install_following(&mut vm, config(v1, http.port).yaml(), None).await;
     let boot = vm
         .wait_for_boot(READY_MARKER, INSTALL_BOOT_TIMEOUT)
         .await
@@ -126,7 +113,7 @@ async fn an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_write
     );
 
     // The update to v2, whose preServicing script changes PCR 7 first.
-    let update = config(&v2, http.port)
+    let update = config(v2, http.port)
         .script(ScriptHook::PreServicing, "extend-pcr-7", EXTEND_PCR_7)
         .yaml();
     let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();

@@ -301,3 +301,50 @@ pub async fn install_following(
     assert_phases(&followed.phases, &["mount", "configure", "boot-files"]);
     followed
 }
+
+/// A VM test's work directory with the test OS versions it needs (built
+/// from this tree's binaries and sysext, booting as `TRIDENT_VM_BOOTLOADER`
+/// says) and an installer disk: the first version StreamDisk'd onto
+/// `installer.img`.
+pub struct InstallerWork {
+    pub dir: tempfile::TempDir,
+    pub versions: Vec<TestOs>,
+    pub installer: PathBuf,
+}
+
+impl InstallerWork {
+    pub async fn build(prefix: &str, versions: &[&str]) -> InstallerWork {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+        let sysext = trident_e2e::test_os::build_sysext(dir.path()).unwrap();
+        let bootloader = trident_e2e::test_os::TestBootloader::from_env().unwrap();
+        let versions: Vec<TestOs> = versions
+            .iter()
+            .map(|v| {
+                trident_e2e::test_os::build_test_os(v, bootloader, &sysext, dir.path()).unwrap()
+            })
+            .collect();
+        let installer = blank_disk(
+            dir.path(),
+            "installer.img",
+            versions[0].cosi.disk_size + (64 << 20),
+        );
+        stream_disk(&versions[0], &installer).await;
+        InstallerWork {
+            dir,
+            versions,
+            installer,
+        }
+    }
+
+    /// A blank (sparse) disk-image file `name` of `size` bytes in it.
+    pub fn blank_disk(&self, name: &str, size: u64) -> PathBuf {
+        blank_disk(self.dir.path(), name, size)
+    }
+}
+
+/// A blank (sparse) disk-image file `name` of `size` bytes in `dir`.
+pub fn blank_disk(dir: &Path, name: &str, size: u64) -> PathBuf {
+    let path = dir.join(name);
+    fs::File::create(&path).unwrap().set_len(size).unwrap();
+    path
+}
