@@ -7,7 +7,8 @@
 //! sealed to PCR 7, no recovery key: the TPM alone opens it); v1 boots
 //! with `/srv` unlocked and commits. Then PCR 7 changes: the update's own
 //! preServicing script extends it (`tpm2_pcrextend`), as a firmware or
-//! Secure Boot key update would between two boots. The A/B update to v2
+//! Secure Boot key update would between two boots, after checking that the
+//! TPM unsealed the key until then and refuses now. The A/B update to v2
 //! fails with `servicing/tpm-unseal-failed` naming the volume and PCR 7
 //! before anything is written: the inactive root stays blank, the host
 //! stays provisioned on volume A, the guest does not reboot.
@@ -37,11 +38,20 @@ const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(180);
 const INSTALL_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);
 
-/// Extends PCR 7 with a digest no boot measures.
-const EXTEND_PCR_7: &str = "export TPM2TOOLS_TCTI=device:/dev/tpmrm0; \
-    tpm2_pcrread sha256:7; \
-    tpm2_pcrextend 7:sha256=5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed; \
-    tpm2_pcrread sha256:7";
+/// The update's preServicing script: the TPM unseals `/srv`'s key (the
+/// positive control: the token plugin and the TPM work), PCR 7 is extended
+/// with a digest no boot measures, and then the TPM refuses.
+const EXTEND_PCR_7: &str = r#"set -e
+export TPM2TOOLS_TCTI=device:/dev/tpmrm0
+dev=$(cryptsetup status srv | awk '$1 == "device:" { print $2 }')
+cryptsetup open --test-passphrase --token-only "$dev"
+echo "TPM-UNSEALS-BEFORE $dev"
+tpm2_pcrextend 7:sha256=5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed
+tpm2_pcrread sha256:7
+if cryptsetup open --test-passphrase --token-only "$dev"; then
+  echo "the TPM still unseals srv" >&2; exit 1
+fi
+echo "TPM-REFUSES-AFTER""#;
 
 fn config(os: &TestOs, http_port: u16) -> AbHostConfig {
     let cosi = os.cosi.path.file_name().unwrap().to_string_lossy();
@@ -133,15 +143,24 @@ async fn an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_write
         async move { client.update(request).await }
     })
     .await;
-    let mut completed = None;
+    let (mut completed, mut script_lines) = (None, Vec::new());
     while let Some(item) = stream.next().await {
         match item.unwrap().response {
             Some(servicing_response::Response::Completed(c)) => completed = Some(c),
-            Some(servicing_response::Response::Log(log)) if log.target.starts_with("script::") => {
+            Some(servicing_response::Response::Log(log))
+                if log.target == "script::extend-pcr-7" =>
+            {
                 println!("update log: {}", log.message);
+                script_lines.push(log.message);
             }
             _ => {}
         }
+    }
+    for wanted in ["TPM-UNSEALS-BEFORE", "TPM-REFUSES-AFTER"] {
+        assert!(
+            script_lines.iter().any(|l| l.starts_with(wanted)),
+            "{wanted} in the preServicing script's output: {script_lines:#?}"
+        );
     }
     let completed = completed.expect("the update ended without Completed");
     assert_ne!(completed.status(), StatusCode::Success, "{completed:?}");
