@@ -104,6 +104,9 @@ declare -A APT_FOR_COMMAND=(
 # file -> Debian package providing it (packages without a command)
 declare -A APT_FOR_FILE=(
     [/usr/share/OVMF/OVMF_CODE_4M.fd]=ovmf    # UEFI firmware of the VMs
+    # systemd-cryptenroll into a software TPM (block_device::encryption tests).
+    [/usr/lib/x86_64-linux-gnu/libtss2-tcti-swtpm.so.0]=libtss2-tcti-swtpm0
+    [/usr/sbin/cryptsetup]=cryptsetup-bin
 )
 
 install_system_packages() {

@@ -183,17 +183,23 @@ pub fn format(device: &str, key: &Path) -> Result<(), TridentError> {
     .map(drop)
 }
 
-/// Enrolls a TPM 2.0 key sealed to `pcrs` (`7`, `4+7`), unlocking the
+/// The TPM 2.0 the host's kernel presents (systemd's choice, or
+/// `SYSTEMD_TPM2_DEVICE`).
+pub const TPM2_AUTO: &str = "auto";
+
+/// Enrolls a TPM 2.0 key sealed to `pcrs` (`7`, `4+7`) in `tpm` (a device,
+/// [`TPM2_AUTO`], or a TCTI such as `swtpm:path=SOCKET`), unlocking the
 /// volume with `key`; replaces an earlier TPM 2.0 slot.
-pub fn enroll_tpm2(device: &str, key: &Path, pcrs: &str) -> Result<(), TridentError> {
+pub fn enroll_tpm2(device: &str, key: &Path, pcrs: &str, tpm: &str) -> Result<(), TridentError> {
     let unlock = format!("--unlock-key-file={}", key.display());
     let pcrs_arg = format!("--tpm2-pcrs={pcrs}");
+    let tpm_arg = format!("--tpm2-device={tpm}");
     run(
         Subkind::EncryptBlockDevice,
         &format!("Enrolling the TPM 2.0 for {device} (PCRs {pcrs})"),
         "systemd-cryptenroll",
         &[
-            os("--tpm2-device=auto"),
+            os(&tpm_arg),
             os(&pcrs_arg),
             os("--wipe-slot=tpm2"),
             os(&unlock),

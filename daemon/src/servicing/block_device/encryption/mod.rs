@@ -115,7 +115,7 @@ fn create_volume(
     let node = LoopNode::attach(extent.backing, extent.offset, extent.size)?;
     let pcrs = encryption.tpm2_pcrs_arg();
     luks::format(node.path(), key)?;
-    luks::enroll_tpm2(node.path(), key, &pcrs)?;
+    luks::enroll_tpm2(node.path(), key, &pcrs, luks::TPM2_AUTO)?;
     if encryption.recovery_key_path().is_none() {
         // The temporary key was the only passphrase: the TPM alone opens it.
         luks::wipe_passphrase_slots(node.path())?;

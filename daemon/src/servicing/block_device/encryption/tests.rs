@@ -1,8 +1,10 @@
 //! The encryption layer's parts that run on any Linux host: the recovery
 //! key file's checks, the temporary key, LUKS2 formatting through a loop
-//! device (cryptsetup needs no dm-crypt for the header: only opening a
-//! volume does, which happens in the VM scenario), and how a recorded
-//! volume resolves.
+//! device and the TPM 2.0 enrolment into a software TPM (swtpm, through
+//! its TCTI: cryptsetup and systemd-cryptenroll need no dm-crypt for the
+//! header; opening a volume does, and cryptsetup's TPM token wants a
+//! kernel TPM device: both happen in the VM scenarios), and how a
+//! recorded volume resolves.
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
 use std::fs::{self, File, Permissions};
@@ -250,4 +252,100 @@ fn a_partition_range_is_formatted_luks2_with_upstreams_parameters_and_its_key_op
     );
     assert!(bytes[end..].iter().all(|&b| b == 0), "after the partition");
     assert_eq!(&bytes[start..start + 4], b"LUKS");
+}
+
+/// A software TPM 2.0 (swtpm, package swtpm) on a socket in `dir`, for
+/// systemd's swtpm TCTI (package libtss2-tcti-swtpm0); killed when dropped.
+struct SoftwareTpm {
+    child: std::process::Child,
+    tcti: String,
+}
+
+impl SoftwareTpm {
+    fn start(dir: &std::path::Path) -> SoftwareTpm {
+        let socket = dir.join("tpm.sock");
+        let child = std::process::Command::new("swtpm")
+            .args(["socket", "--tpm2", "--flags", "startup-clear"])
+            .arg("--tpmstate")
+            .arg(format!("dir={}", dir.display()))
+            .arg("--server")
+            .arg(format!("type=unixio,path={}", socket.display()))
+            // The TCTI finds the control channel beside the socket.
+            .arg("--ctrl")
+            .arg(format!("type=unixio,path={}.ctrl", socket.display()))
+            .spawn()
+            .expect("swtpm (package swtpm; scripts/test.sh installs it)");
+        for _ in 0..100 {
+            if socket.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        SoftwareTpm {
+            child,
+            tcti: format!("swtpm:path={}", socket.display()),
+        }
+    }
+}
+
+impl Drop for SoftwareTpm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn luks_dump(device: &str) -> String {
+    let out = std::process::Command::new("cryptsetup")
+        .args(["luksDump", device])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Needs root (losetup), as the daemon does.
+#[test]
+fn the_tpm_key_is_sealed_to_pcr_7_and_the_temporary_keys_slot_wiped() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: losetup needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tpm = SoftwareTpm::start(dir.path());
+    let disk = dir.path().join("disk.img");
+    File::create(&disk).unwrap().set_len(48 << 20).unwrap();
+    let key = TempKey::new().unwrap();
+    let node = LoopNode::attach(disk.to_str().unwrap(), 8 << 20, 32 << 20).unwrap();
+    luks::format(node.path(), key.path()).unwrap();
+    luks::enroll_tpm2(node.path(), key.path(), "7", &tpm.tcti).unwrap();
+    let dump = luks_dump(node.path());
+    assert!(dump.contains("systemd-tpm2"), "a TPM token:\n{dump}");
+    let pcrs = dump
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("tpm2-hash-pcrs:"))
+        .map(str::trim);
+    assert_eq!(pcrs, Some("7"), "sealed to PCR 7:\n{dump}");
+    let keyslots = |dump: &str| {
+        let slots = dump.split("Keyslots:").nth(1).unwrap_or_default();
+        let slots = slots.split("Tokens:").next().unwrap_or_default();
+        slots
+            .lines()
+            .filter(|l| l.trim_end().ends_with(": luks2"))
+            .count()
+    };
+    assert_eq!(keyslots(&dump), 2, "the key's and the TPM's:\n{dump}");
+
+    luks::wipe_passphrase_slots(node.path()).unwrap();
+    let dump = luks_dump(node.path());
+    assert_eq!(keyslots(&dump), 1, "the TPM's alone:\n{dump}");
+    assert!(dump.contains("systemd-tpm2"), "{dump}");
+    let opens = std::process::Command::new("cryptsetup")
+        .args(["open", "--type", "luks2", "--test-passphrase"])
+        .args(["--disable-external-tokens", "--key-file"])
+        .arg(key.path())
+        .arg(node.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(!opens, "the temporary key still opens the volume");
 }
