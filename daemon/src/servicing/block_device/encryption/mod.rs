@@ -36,12 +36,12 @@ use std::path::Path;
 
 use trident_host::config::storage_graph::DeviceKind;
 use trident_host::config::{Encryption, HostConfiguration};
-use trident_host::status::{AbVolume, EncryptedVolumeStatus, HostStatus};
+use trident_host::status::{EncryptedVolumeStatus, HostStatus};
 use trident_host::{ContextExt, Subkind, TridentError};
 
 use self::luks::{LoopNode, TempKey};
 use super::layer::{BlockDeviceError, BlockDeviceLayer, ResolvedDevice};
-use super::resolver::BlockDevices;
+use super::partition::PartitionLayer;
 
 pub use self::luks::{CIPHER, KEY_SIZE};
 
@@ -101,6 +101,16 @@ fn mapping_names(hc: &HostConfiguration, status: &HostStatus) -> Vec<String> {
     names.sort();
     names.dedup();
     names
+}
+
+/// The device under an encrypted volume, as the layer below recorded it:
+/// a partition (the storage graph allows a partition or a RAID array; RAID
+/// is refused before any layer runs until its layer lands).
+fn backing_device(
+    device_id: &str,
+    status: &HostStatus,
+) -> Result<ResolvedDevice, BlockDeviceError> {
+    PartitionLayer.resolve(device_id, status)
 }
 
 /// Creates volume `i` of `encryption` on `device`, opened, with `key`.
@@ -164,7 +174,6 @@ impl BlockDeviceLayer for EncryptionLayer {
         let Some(encryption) = &hc.storage.encryption else {
             return Ok(());
         };
-        let devices = BlockDevices::new(hc, status)?;
         let temp_key;
         let key = match encryption.recovery_key_path() {
             Some(path) => Path::new(path),
@@ -175,8 +184,7 @@ impl BlockDeviceLayer for EncryptionLayer {
         };
         for (i, volume) in encryption.volumes.iter().enumerate() {
             let at = format!("storage.encryption.volumes[{i}]");
-            let device = devices
-                .device_of(&volume.device_id, AbVolume::VolumeA)
+            let device = backing_device(&volume.device_id, status)
                 .map_err(|e| e.at(&format!("Host Configuration key '{at}.deviceId'")))?;
             let created = create_volume(encryption, i, &device, key).with_context(|| {
                 format!(
@@ -193,16 +201,13 @@ impl BlockDeviceLayer for EncryptionLayer {
         if status.encrypted_volumes.is_empty() {
             return Ok(());
         }
-        let devices = BlockDevices::of_status(status)?;
         for (id, volume) in &status.encrypted_volumes {
-            let device = devices
-                .device_of(&volume.device_id, AbVolume::VolumeA)
-                .map_err(|e| {
-                    TridentError::new(
-                        Subkind::OpenEncryptedVolume,
-                        format!("Encrypted volume '{id}': {e}"),
-                    )
-                })?;
+            let device = backing_device(&volume.device_id, status).map_err(|e| {
+                TridentError::new(
+                    Subkind::OpenEncryptedVolume,
+                    format!("Encrypted volume '{id}': {e}"),
+                )
+            })?;
             let extent = device.extent();
             let node = LoopNode::attach(extent.backing, extent.offset, extent.size)?;
             let open_already = luks::is_active(&volume.device_name)?;

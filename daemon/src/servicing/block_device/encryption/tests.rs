@@ -3,23 +3,24 @@
 //! device and the TPM 2.0 enrolment into a software TPM (swtpm, through
 //! its TCTI: cryptsetup and systemd-cryptenroll need no dm-crypt for the
 //! header; opening a volume does, and cryptsetup's TPM token wants a
-//! kernel TPM device: both happen in the VM scenarios), and how a
-//! recorded volume resolves.
+//! kernel TPM device: both happen in the VM scenarios), and which mappings
+//! a re-install closes. How a recorded volume resolves is in
+//! `block_device::tests`.
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
 use std::fs::{self, File, Permissions};
 use std::os::unix::fs::PermissionsExt;
 
 use trident_host::Subkind;
-use trident_host::config::storage_graph::DeviceKind;
-use trident_host::status::{AbVolume, EncryptedVolumeStatus, HostStatus, PartitionLayout};
+use trident_host::config::HostConfiguration;
+use trident_host::status::HostStatus;
 
 use super::luks::{self, LoopNode, TempKey};
 use super::{check_recovery_key_file, mapping_names};
-use crate::servicing::block_device::{BlockDeviceError, BlockDevices, ResolvedDevice, Targets};
 
-fn hc() -> trident_host::config::HostConfiguration {
-    trident_host::config::parse(
+#[test]
+fn close_looks_at_the_recorded_and_the_configured_mappings() {
+    let hc = trident_host::config::parse(
         r#"
 image: { url: "file:///img.cosi", sha384: ignored }
 storage:
@@ -28,44 +29,22 @@ storage:
     device: /tmp/disk.img
     partitionTableType: gpt
     partitions:
-    - { id: esp, type: esp, size: 8M }
     - { id: root, type: root, size: 16M }
     - { id: secret, type: linux-generic, size: 32M }
   encryption:
-    pcrs: [secure-boot-policy]
+    pcrs: [7]
     volumes:
     - { id: srv-crypt, deviceName: srv, deviceId: secret }
   filesystems:
-  - { deviceId: esp, mountPoint: /boot/efi }
   - { deviceId: root, mountPoint: / }
-  - { deviceId: srv-crypt, source: new, type: ext4, mountPoint: /srv }
 "#,
     )
-    .unwrap()
-}
-
-fn recorded() -> HostStatus {
+    .unwrap();
     let mut status = HostStatus::default();
-    for (id, number, offset, size) in [
-        ("esp", 1, 1 << 20, 8 << 20),
-        ("root", 2, 9 << 20, 16 << 20),
-        ("secret", 3, 25 << 20, 32 << 20),
-    ] {
-        status.layout.insert(
-            id.to_owned(),
-            PartitionLayout {
-                disk_id: "os".into(),
-                device: "/tmp/disk.img".into(),
-                number,
-                offset,
-                size,
-            },
-        );
-    }
     status.encrypted_volumes.insert(
         "srv-crypt".into(),
-        EncryptedVolumeStatus {
-            device_name: "srv".into(),
+        trident_host::status::EncryptedVolumeStatus {
+            device_name: "old-srv".into(),
             device_id: "secret".into(),
             luks_uuid: "0b9c6a8e-3f0e-4f5c-9d3a-2c1f0e9b8a7d".into(),
             size: 16 << 20,
@@ -73,61 +52,8 @@ fn recorded() -> HostStatus {
             recovery_key: false,
         },
     );
-    status
-}
-
-#[test]
-fn a_recorded_volume_resolves_to_its_mapping_and_is_where_its_filesystem_goes() {
-    let (hc, status) = (hc(), recorded());
-    let devices = BlockDevices::new(&hc, &status).unwrap();
-    let expected = ResolvedDevice::EncryptedVolume {
-        id: "srv-crypt".into(),
-        path: "/dev/mapper/srv".into(),
-        size: 16 << 20,
-    };
-    assert_eq!(
-        devices.device_of("srv-crypt", AbVolume::VolumeA).unwrap(),
-        expected
-    );
-    let extent = expected.extent();
-    assert_eq!(
-        (extent.backing, extent.offset, extent.size),
-        ("/dev/mapper/srv", 0, 16 << 20)
-    );
-    let targets = devices.write_targets(Targets::Install).unwrap();
-    assert_eq!(targets["/srv"], expected);
-    // Not recorded (e.g. a Host Status from before the install).
-    let mut bare = status.clone();
-    bare.encrypted_volumes.clear();
-    let err = BlockDevices::new(&hc, &bare)
-        .unwrap()
-        .device_of("srv-crypt", AbVolume::VolumeA)
-        .unwrap_err();
-    assert_eq!(
-        err,
-        BlockDeviceError::NotRecorded {
-            id: "srv-crypt".into(),
-            kind: DeviceKind::EncryptedVolume
-        }
-    );
-}
-
-#[test]
-fn close_looks_at_the_recorded_and_the_configured_mappings() {
-    let mut status = recorded();
-    status
-        .encrypted_volumes
-        .get_mut("srv-crypt")
-        .unwrap()
-        .device_name = "old-srv".into();
-    assert_eq!(mapping_names(&hc(), &status), ["old-srv", "srv"]);
-    assert!(
-        mapping_names(
-            &trident_host::config::HostConfiguration::default(),
-            &HostStatus::default()
-        )
-        .is_empty()
-    );
+    assert_eq!(mapping_names(&hc, &status), ["old-srv", "srv"]);
+    assert!(mapping_names(&HostConfiguration::default(), &HostStatus::default()).is_empty());
 }
 
 #[test]
