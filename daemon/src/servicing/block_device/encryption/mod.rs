@@ -6,10 +6,10 @@
 //!   loop device over its byte range), `cryptsetup luksFormat --type
 //!   luks2` with the recovery key file (`recoveryKeyUrl`) or, without one,
 //!   a temporary random key; a TPM 2.0 key enrolled with
-//!   `systemd-cryptenroll --tpm2-device=auto --tpm2-pcrs=<pcrs>`; without
-//!   a recovery key, the temporary key's slot wiped (the TPM alone opens
-//!   the volume); the volume opened as `/dev/mapper/<deviceName>` for the
-//!   filesystem made on it, and recorded in the Host Status
+//!   `systemd-cryptenroll --tpm2-device=auto --tpm2-pcrs=<pcrs>`; the
+//!   volume opened as `/dev/mapper/<deviceName>` for the filesystem made
+//!   on it; without a recovery key, then the temporary key's slot wiped
+//!   (the TPM alone opens the volume); recorded in the Host Status
 //!   (`encryptedVolumes`: LUKS UUID, size, PCRs; never a key). The new
 //!   root's `/etc/crypttab` (`new_root::crypttab`) unlocks it at boot with
 //!   the TPM (`tpm2-device=auto`).
@@ -126,11 +126,12 @@ fn create_volume(
     let pcrs = encryption.tpm2_pcrs_arg();
     luks::format(node.path(), key)?;
     luks::enroll_tpm2(node.path(), key, &pcrs, luks::TPM2_AUTO)?;
+    luks::open_with_key(node.path(), &volume.device_name, key)?;
     if encryption.recovery_key_path().is_none() {
-        // The temporary key was the only passphrase: the TPM alone opens it.
+        // After the open, as upstream: the temporary key was the only
+        // passphrase, and from now on the TPM alone opens the volume.
         luks::wipe_passphrase_slots(node.path())?;
     }
-    luks::open_with_key(node.path(), &volume.device_name, key)?;
     let status = EncryptedVolumeStatus {
         device_name: volume.device_name.clone(),
         device_id: volume.device_id.clone(),
