@@ -95,9 +95,10 @@ fn recovery_key_scripts() -> String {
 /// (host/tests/fixtures/host-config/encryption.yaml) for this VM: the
 /// image (`os` over HTTP), the disks (`/dev/vda`; the sample's second,
 /// empty disk `/dev/vdc`), the ESP 160 MiB instead of 64 (the test OS's
-/// ESP image is 128 MiB), and the recovery key (a `recoveryKeyUrl` and the
-/// scripts before the sample's own). The volume, its PCR, the filesystems,
-/// swap, users, netplan, SELinux mode and UEFI fallback are the sample's.
+/// ESP image is 128 MiB), the SELinux mode `disabled` (the test OS has no
+/// policy), and the recovery key (a `recoveryKeyUrl` and the scripts
+/// before the sample's own). The volume, its PCR, the filesystems, swap,
+/// users, netplan and UEFI fallback are the sample's.
 fn encryption_config(os: &TestOs, http_port: u16) -> String {
     let fixture = fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -129,6 +130,11 @@ fn encryption_config(os: &TestOs, http_port: u16) -> String {
             ),
             // The sample's postConfigure script follows ours.
             ("scripts:", scripts.trim_end()),
+            // The Debian test OS has no SELinux policy: booted with
+            // `selinux=1` (what permissive puts on the command line),
+            // systemd cannot label udev's sockets, udev never runs and no
+            // /dev/disk/by-* link (the volume's by-uuid) ever appears.
+            ("    mode: permissive", "    mode: disabled"),
         ],
     )
 }
