@@ -140,9 +140,12 @@ for name in "${selected[@]}"; do
     log="$LOG_DIR/$name.log"
     echo "==> $name (waiting for $VM_LOCK; log: ${log#"$REPO"/})"
     started=$(date +%s)
-    # The function runs in a child bash that holds the lock; `declare -f`
-    # hands it the scenario's function and run_vm_test.
-    if flock "$VM_LOCK" bash -c "set -euo pipefail; $(declare -f run_vm_test "scenario_${name//-/_}"); scenario_${name//-/_}" \
+    # The function runs in a child bash while flock holds the lock;
+    # `declare -f` hands it the scenario's function and run_vm_test. -o:
+    # the scenario does not inherit the lock's descriptor, so what a killed
+    # test leaves running (QEMU, swtpm, its HTTP server) does not keep the
+    # lock from the next VM run.
+    if flock -o "$VM_LOCK" bash -c "set -euo pipefail; $(declare -f run_vm_test "scenario_${name//-/_}"); scenario_${name//-/_}" \
         > >(tee "$log") 2>&1; then
         result=pass
     else
