@@ -27,7 +27,7 @@ const EXPECTED: [(&str, Option<&str>); 8] = [
     ("advanced", Some("storage.raid")),
     ("raid", Some("storage.raid")),
     ("raid-mirrored", Some("storage.raid")),
-    ("encryption", Some("storage.encryption")),
+    ("encryption", None),
     ("verity", Some("storage.verity")),
 ];
 
