@@ -198,3 +198,17 @@ fn the_graph_refuses_encrypting_a_root_partition() {
         err.message()
     );
 }
+
+/// The Host Status keeps the configuration as serialized: the commit and
+/// A/B updates build the installed storage (encrypted volumes included)
+/// from it.
+#[test]
+fn the_encryption_section_survives_the_host_status_round_trip() {
+    let hc = parse(&with_encryption(&format!(
+        "{VOLUMES}    pcrs: [secure-boot-policy]\n    recoveryKeyUrl: file:///root/recovery.key"
+    )))
+    .unwrap();
+    let again = parse(&to_yaml(&hc).unwrap()).unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(again.storage.encryption, hc.storage.encryption);
+    assert!(again.storage.encryption.is_some());
+}
