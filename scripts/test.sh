@@ -80,6 +80,7 @@ declare -A APT_FOR_COMMAND=(
     [mkfs.vfat]=dosfstools
     [mcopy]=mtools
     [objcopy]=binutils                  # VM test OS with a UKI (build-image.sh --bootloader uki)
+    [veritysetup]=cryptsetup-bin        # dm-verity hash trees (mkcosi --filesystem ...,verity=yes)
     [mksquashfs]=squashfs-tools
     [strip]=binutils
     [socat]=socat                       # QEMU guestfwd to the reverse-connect listener (tests/src/vm.rs)
@@ -220,12 +221,15 @@ fi
 # ---------------------------------------------------------------------------
 
 if [ "${SKIP_VM:-0}" != 1 ]; then
-    section "VM scenario (tests/tests/vm_scenario.rs; serial logs in target/vm-artifacts/)"
+    section "VM scenarios (tests/tests/vm_scenario.rs, vm_raid.rs; serial logs in target/vm-artifacts/)"
     # #[ignore]d in the plain test run above because it takes minutes.
     if have cargo-nextest; then
-        cargo nextest run -p trident-e2e --test vm_scenario --run-ignored only --no-capture
+        # vm_raid's matrix_* tests are scripts/vm-matrix.sh's, not CI's.
+        cargo nextest run -p trident-e2e --test vm_scenario --test vm_raid --run-ignored only --no-capture \
+            -E 'not test(/^matrix_/)'
     else
         cargo test -p trident-e2e --test vm_scenario -- --ignored --nocapture
+        cargo test -p trident-e2e --test vm_raid -- --ignored --nocapture --skip matrix_
     fi
 fi
 

@@ -41,6 +41,9 @@ SCENARIOS=(
     "type1|the grub scenario on systemd-boot Type 1 entries (kernel + initrd), the trial a LoaderEntryOneShot"
     "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
     "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
+    "raid-mirrored|two blank disks: upstream's raid-mirrored sample (as our fixture, root split into an A/B pair of mirrors) installs, boots with / on RAID1, A/B updates on the arrays and commits"
+    "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean; the rebuilt disk then boots alone (the CI scenario)"
+    "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots"
     "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
 )
@@ -74,6 +77,18 @@ scenario_stream_disk_boot() {
 
 scenario_runtime_update() {
     run_vm_test vm_runtime_update a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them
+}
+
+scenario_raid_mirrored() {
+    run_vm_test vm_raid matrix_raid_mirrored_installs_on_mirrors_and_updates_on_them
+}
+
+scenario_rebuild_raid() {
+    run_vm_test vm_raid a_two_disk_vm_installs_on_mirrors_updates_on_them_and_rebuilds_a_replaced_disk
+}
+
+scenario_raid() {
+    run_vm_test vm_raid matrix_raid_sample_installs_and_boots_with_root_on_a_mirror
 }
 
 scenario_encryption() {

@@ -40,6 +40,7 @@ fn spec(dir: &Path) -> ImagesSpec {
                 fs_uuid: "ABCD-1234".to_owned(),
                 mount_point: "/boot/efi".to_owned(),
                 size: None,
+                verity: false,
             },
             ImagePartition {
                 image: image(dir, "root.img", 3 << 20, 0x22),
@@ -49,6 +50,7 @@ fn spec(dir: &Path) -> ImagesSpec {
                 fs_uuid: "6a1f2c3e-0000-4000-8000-000000000001".to_owned(),
                 mount_point: "/".to_owned(),
                 size: Some(4 << 20),
+                verity: false,
             },
         ],
         disk_size: None,

@@ -26,7 +26,7 @@ fn read(path: &Path) -> Vec<u8> {
 }
 
 /// `(vector, the field its error names)`.
-const INVALID: [(&str, &str); 21] = [
+const INVALID: [(&str, &str); 23] = [
     ("no-primary-gpt-region", "disk.gptRegions[0]"),
     ("lba-size-2048", "disk.lbaSize"),
     ("part-type-not-uuid", "images[1].partType"),
@@ -54,6 +54,11 @@ const INVALID: [(&str, &str); 21] = [
     ("fs-uuid-empty", "images[0].fsUuid"),
     ("id-not-uuid", "id"),
     ("disk-type-mbr", "disk.type"),
+    ("verity-roothash-not-hex", "images[1].verity.roothash"),
+    (
+        "verity-image-is-root-filesystem",
+        "images[1].verity.image.path",
+    ),
 ];
 
 #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use trident_proto::v1preview::{AbVolumeState, ServicingState as ProtoState};
 
-use crate::config::HostConfiguration;
+use crate::config::{HostConfiguration, RaidLevel};
 use crate::error::{ErrorRecord, ResultExt, Subkind, TridentError};
 use crate::names::KebabName;
 
@@ -87,8 +87,9 @@ pub struct HostStatus {
     pub partition_paths: BTreeMap<String, String>,
     #[serde(default)]
     pub ab_active_volume: Option<AbVolume>,
-    /// Disk id → GPT disk GUID of the disks Trident partitioned (filled
-    /// from the disks' GPT when the Host Status is read).
+    /// Disk id → GPT disk GUID of the disks Trident partitioned: recorded
+    /// when it wrote their GPT (what `rebuild-raid` tells a replaced disk
+    /// by), shown as read from the disks when the Host Status is read.
     #[serde(default)]
     pub disk_uuids: BTreeMap<String, String>,
     /// Increases with every clean install.
@@ -112,10 +113,39 @@ pub struct HostStatus {
     /// addition, the machine-readable form of `partitionPaths`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub layout: BTreeMap<String, PartitionLayout>,
+    /// Software RAID array id → what install created (name, level,
+    /// members, UUID) and its state when last looked at; addition.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub raid_arrays: BTreeMap<String, RaidArrayStatus>,
     /// Encrypted volume id → the LUKS2 volume install created on its
     /// device (never a key); addition.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub encrypted_volumes: BTreeMap<String, EncryptedVolumeStatus>,
+}
+
+/// One software RAID array created by install.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RaidArrayStatus {
+    /// `storage.raid.software[].name`: the array is `/dev/md/<name>`.
+    pub name: String,
+    pub level: RaidLevel,
+    /// Member partition ids, in the configuration's order.
+    pub members: Vec<String>,
+    /// The md array UUID (`mdadm --detail`: `xxxxxxxx:xxxxxxxx:...`).
+    pub uuid: String,
+    /// Usable size of the array in bytes.
+    pub size: u64,
+    /// `clean`, `degraded (n missing)`, `resync 42%`, `recovery 42%`, ...
+    /// when last looked at (the Host Status service reads it live).
+    pub state: String,
+}
+
+impl RaidArrayStatus {
+    /// `/dev/md/<name>`.
+    pub fn path(&self) -> String {
+        format!("/dev/md/{}", self.name)
+    }
 }
 
 /// One LUKS2 volume created by install, its key sealed to the TPM.

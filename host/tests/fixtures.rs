@@ -24,13 +24,7 @@ fn basic_is_valid() {
 }
 
 /// `(fixture, the key its refusal names)`.
-const REFUSED: [(&str, &str); 5] = [
-    ("base", "storage.raid"),
-    ("advanced", "storage.raid"),
-    ("raid", "storage.raid"),
-    ("raid-mirrored", "storage.raid"),
-    ("verity", "storage.verity"),
-];
+const REFUSED: [(&str, &str); 2] = [("advanced", "storage.verity"), ("verity", "storage.verity")];
 
 #[test]
 fn the_others_are_refused_only_as_unsupported_configuration() {
@@ -70,4 +64,34 @@ fn simple_is_valid() {
     assert_eq!(hc.scripts.post_provision[0].arguments.len(), 3);
     assert_eq!(hc.os.users[0].name, "operator");
     assert!(hc.health.checks[1].systemd_services.is_some());
+}
+
+/// `raid` and `raid-mirrored`: software RAID is applied, so both of
+/// upstream's RAID samples are valid as they stand, with every array, its
+/// level, members and `syncTimeout` read.
+#[test]
+fn the_raid_samples_are_valid() {
+    use trident_host::config::RaidLevel;
+    let raid = parse(&fixture("raid")).unwrap_or_else(|e| panic!("{}", e.report()));
+    let arrays = &raid.storage.raid.software;
+    assert_eq!(arrays.len(), 1);
+    assert_eq!(arrays[0].level, RaidLevel::Raid1);
+    assert_eq!(arrays[0].devices.len(), 2);
+    assert!(raid.storage.raid.sync_timeout.is_some());
+
+    let mirrored = parse(&fixture("raid-mirrored")).unwrap_or_else(|e| panic!("{}", e.report()));
+    let arrays = &mirrored.storage.raid.software;
+    assert_eq!(arrays.len(), 3, "ESP, root and a data volume");
+    assert!(arrays.iter().all(|a| a.level == RaidLevel::Raid1));
+    let esp = &mirrored.storage.filesystems[0];
+    assert_eq!(esp.mount_point.path(), "/boot/efi");
+    assert!(
+        arrays.iter().any(|a| a.id == esp.device_id),
+        "the ESP is an array"
+    );
+    // Each mirror has one member per disk: no warning.
+    assert_eq!(
+        trident_host::config::warnings(&mirrored, &fixture("raid-mirrored")),
+        Vec::<String>::new()
+    );
 }

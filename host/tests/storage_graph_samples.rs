@@ -142,7 +142,7 @@ fn verity_puts_root_on_data_and_hash_partitions() {
 fn advanced_stacks_verity_on_ab_pairs_of_mirrors() {
     let g = graph("advanced");
     assert_eq!(count(&g, DeviceKind::RaidArray), 5);
-    assert_eq!(count(&g, DeviceKind::AbVolume), 2);
+    assert_eq!(count(&g, DeviceKind::AbVolume), 3);
     assert_eq!(
         stack(&g, "root"),
         (

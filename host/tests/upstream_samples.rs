@@ -23,10 +23,10 @@ fn sample(name: &str) -> String {
 const EXPECTED: [(&str, Option<&str>); 8] = [
     ("basic", None),
     ("simple", None),
-    ("base", Some("storage.raid")),
-    ("advanced", Some("storage.raid")),
-    ("raid", Some("storage.raid")),
-    ("raid-mirrored", Some("storage.raid")),
+    ("base", None),
+    ("advanced", Some("storage.verity")),
+    ("raid", None),
+    ("raid-mirrored", None),
     ("encryption", None),
     ("verity", Some("storage.verity")),
 ];

@@ -204,6 +204,7 @@ pub fn build_test_os_with(
                 fs_uuid: uuid,
                 mount_point: mount.to_owned(),
                 size: None,
+                verity: false,
             })
         };
     let root_fs_uuid = get("ROOT_FS_UUID")?;

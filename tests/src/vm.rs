@@ -69,6 +69,7 @@ pub struct VmSpec {
     cpus: u32,
     rcp: Option<RcpPki>,
     tpm: bool,
+    nvram: Option<PathBuf>,
 }
 
 impl VmSpec {
@@ -82,12 +83,29 @@ impl VmSpec {
             cpus: 2,
             rcp: None,
             tpm: false,
+            nvram: None,
         }
     }
 
     /// Adds a raw disk image (virtio); firmware tries disks in this order.
     pub fn disk(mut self, path: impl Into<PathBuf>) -> Self {
         self.disks.push(path.into());
+        self
+    }
+
+    /// The same VM under another name (its own serial and QEMU logs), e.g.
+    /// booted again after a disk was swapped.
+    pub fn renamed(mut self, name: &str) -> Self {
+        self.name = name.to_owned();
+        self
+    }
+
+    /// The UEFI variable store at `path`, kept across VMs (a copy of the
+    /// template the first time): the machine's NVRAM, which on real
+    /// hardware outlives a power-off and a disk swap. Without it each VM
+    /// gets a fresh copy of the template.
+    pub fn nvram(mut self, path: impl Into<PathBuf>) -> Self {
+        self.nvram = Some(path.into());
         self
     }
 
@@ -146,8 +164,13 @@ impl Vm {
             bail!("VM {}: no disk to boot", spec.name);
         }
         let dir = tempfile::Builder::new().prefix("trident-vm-").tempdir()?;
-        let vars = dir.path().join("OVMF_VARS.fd");
-        fs::copy(OVMF_VARS, &vars).with_context(|| format!("copying {OVMF_VARS} (ovmf)"))?;
+        let vars = match &spec.nvram {
+            Some(kept) => kept.clone(),
+            None => dir.path().join("OVMF_VARS.fd"),
+        };
+        if !vars.exists() {
+            fs::copy(OVMF_VARS, &vars).with_context(|| format!("copying {OVMF_VARS} (ovmf)"))?;
+        }
         let serial_log = spec.artifacts.join(format!("serial-{}.log", spec.name));
         let qemu_log = spec.artifacts.join(format!("qemu-{}.log", spec.name));
         let qmp = dir.path().join("qmp.sock");

@@ -1,7 +1,7 @@
 //! `trident validate` through the daemon reports a storage that is no
 //! valid graph of block devices before anything is written: the
 //! structured error names invalid-host-configuration, the key path and its
-//! line, also for a document that uses RAID (not applied yet).
+//! line, RAID arrays included.
 
 use std::process::Command;
 
@@ -81,18 +81,46 @@ async fn validate_reports_a_broken_block_device_stack_with_its_key_and_line() ->
         "{json:#}"
     );
 
-    // The same with a RAID array (refused as not applied yet): the refusal
-    // names the broken storage too.
-    let raid = shared.replace(
-        "  abUpdate:\n",
-        "  raid:\n    software:\n    - { id: md, name: md, level: raid1, devices: [esp, root-b] }\n  abUpdate:\n",
+    // RAID: a mirror over two spare partitions is valid; one whose member
+    // is also volume B of the pair is not, and the error names the key.
+    let spare = DOC.replace(
+        "    - { id: root-b, type: root, size: 1G }\n",
+        "    - { id: root-b, type: root, size: 1G }\n    - { id: m1, type: linux-generic, size: 64M }\n    - { id: m2, type: linux-generic, size: 64M }\n",
     );
-    let (code, json) = validate(&daemon, dir.path(), &raid);
+    let mirror = spare.replace(
+        "  abUpdate:\n",
+        "  raid:\n    software:\n    - { id: md, name: md, level: raid1, devices: [m1, m2] }\n    syncTimeout: 60\n  abUpdate:\n",
+    );
+    let (code, json) = validate(&daemon, dir.path(), &mirror);
+    assert_eq!(
+        (code, &json["ok"]),
+        (Some(0), &serde_json::json!(true)),
+        "{json:#}"
+    );
+    let (code, json) = validate(
+        &daemon,
+        dir.path(),
+        &mirror.replace("[m1, m2]", "[m1, root-b]"),
+    );
     assert_ne!(code, Some(0), "{json:#}");
     let error = json["error"].to_string();
-    assert!(error.contains("raid-unsupported"), "{json:#}");
+    assert!(error.contains("invalid-host-configuration"), "{json:#}");
     assert!(
-        error.contains("the storage is invalid: Host Configuration key 'storage."),
+        error.contains("Host Configuration key 'storage."),
+        "{json:#}"
+    );
+    assert!(error.contains("'root-b'"), "{json:#}");
+    // mdadm's own minimum: raid6 needs four members.
+    let (code, json) = validate(
+        &daemon,
+        dir.path(),
+        &mirror.replace("level: raid1", "level: raid6"),
+    );
+    assert_ne!(code, Some(0), "{json:#}");
+    let error = json["error"].to_string();
+    assert!(
+        error
+            .contains("'storage.raid.software[0].devices': a raid6 array needs at least 4 devices"),
         "{json:#}"
     );
     assert!(!std::path::Path::new("/tmp/never-written.img").exists());

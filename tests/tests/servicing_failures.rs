@@ -95,18 +95,16 @@ async fn invalid_and_unsupported_configurations_are_rejected_naming_the_key() {
     let mut c = Clients::new(&d).await;
     let mut validation = ValidationServiceClient::new(c.channel.clone());
 
-    let raid = fx
-        .config(&v1, "")
-        .replace(
-            "  abUpdate:\n",
-            "  raid:\n    software:\n    - { id: md0, name: md0, level: raid1, devices: [esp] }\n  abUpdate:\n",
-        );
+    let encrypted = fx.config(&v1, "").replace(
+        "  abUpdate:\n",
+        "  encryption:\n    volumes: []\n    pcrs: [7]\n  abUpdate:\n",
+    );
     let typo = fx.config(&v1, "").replace("size: 8M", "sise: 8M");
     for (config, kind, needle) in [
         (
-            &raid,
+            &encrypted,
             TridentErrorKind::UnsupportedConfigurationError,
-            "storage.raid",
+            "storage.encryption",
         ),
         (
             &typo,
@@ -151,7 +149,7 @@ async fn invalid_and_unsupported_configurations_are_rejected_naming_the_key() {
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
 
     // Servicing with an unsupported feature fails in Completed; nothing changes.
-    let install = c.install(&raid).await;
+    let install = c.install(&encrypted).await;
     assert_eq!(
         install.error().kind,
         TridentErrorKind::UnsupportedConfigurationError as i32
@@ -165,9 +163,12 @@ async fn invalid_and_unsupported_configurations_are_rejected_naming_the_key() {
             .await,
     )
     .await;
+    // Nothing installed: nothing to rebuild from.
     assert_eq!(
-        raid_rebuild.error().kind,
-        TridentErrorKind::UnsupportedConfigurationError as i32
+        raid_rebuild.error().subkind,
+        "invalid-servicing-state",
+        "{}",
+        raid_rebuild.error().message
     );
     // A request without a configuration is refused outside the stream.
     let empty = c
@@ -488,4 +489,64 @@ async fn an_operation_started_right_after_completed_is_never_refused_as_busy() {
         }
         collect(response).await.completed();
     }
+}
+
+/// Software RAID on disk-image files: md needs the kernel's partitions,
+/// so the install is refused before anything is written; a host installed
+/// without arrays has nothing for rebuild-raid, which changes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn raid_on_disk_image_files_and_rebuild_without_arrays_are_refused_touching_nothing() {
+    let fx = Fixture::new();
+    let v1 = fx.image("v1", 71, None);
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    // root-a and root-b as the two members of one mirror holding "/".
+    let raid = fx
+        .config(&v1, "")
+        .replace(
+            "  abUpdate:\n    volumePairs:\n    - { id: root, volumeAId: root-a, volumeBId: root-b }\n",
+            "  raid:\n    software:\n    - { id: root, name: root, level: raid1, devices: [root-a, root-b] }\n    syncTimeout: 60\n",
+        );
+    assert!(raid.contains("syncTimeout"), "{raid}");
+    let disk_before = std::fs::read(&fx.disk).unwrap();
+    let install = c.install(&raid).await;
+    let err = install.error();
+    assert_eq!(err.subkind, "unsupported-feature", "{}", err.message);
+    assert!(
+        err.message
+            .contains("holds RAID members but is not a block device"),
+        "{}",
+        err.message
+    );
+    assert!(
+        !install
+            .phases()
+            .iter()
+            .any(|p| p == "raid-sync" || p.starts_with("write/")),
+        "{:?}",
+        install.phases()
+    );
+    assert!(
+        std::fs::read(&fx.disk).unwrap() == disk_before,
+        "the disk was written"
+    );
+    assert_eq!(c.state().await, ServicingState::NotProvisioned);
+
+    c.provision(&fx.config(&v1, "")).await;
+    let root_a = fx.partition_hash("root-a");
+    let rebuild = collect(
+        RebuildRaidServiceClient::new(c.channel.clone())
+            .rebuild_raid(v1preview::RebuildRaidRequest {})
+            .await,
+    )
+    .await;
+    assert!(!rebuild.succeeded());
+    assert_eq!(rebuild.error().subkind, "validate-rebuild-raid");
+    assert!(
+        rebuild.error().message.contains("no software RAID arrays"),
+        "{}",
+        rebuild.error().message
+    );
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+    assert_eq!(fx.partition_hash("root-a"), root_a);
 }

@@ -45,8 +45,9 @@ use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::TridentErrorKind;
 use trident_proto::v1preview::{GetLastErrorRequest, status_service_client::StatusServiceClient};
+use vm_orchestrator::boot_marker::{boot_options, image_boot, volume_loader};
 use vm_orchestrator::{
-    GuestConfig, HttpServer, InstallerWork, assert_phases, follow, install_following, part_uuid,
+    GuestConfig, HttpServer, assert_phases, follow, install_following, installer_disk, part_uuid,
     ssh_key, start_servicing, stream_disk, trident_cli, wait_provisioned,
 };
 
@@ -200,10 +201,7 @@ impl Scenario {
         let partition = part_uuid(&self.target, &format!("root-{volume}"));
         // Which loader started the volume: its own UEFI boot option (GRUB),
         // or its systemd-boot entry.
-        let loader = match self.bootloader {
-            TestBootloader::Grub => format!("boot=AZL{} ", volume.to_uppercase()),
-            _ => format!("entry=trident-volume-{volume}.conf"),
-        };
+        let loader = volume_loader(self.bootloader, volume);
         for wanted in [
             format!("version={version} "),
             loader,
@@ -276,17 +274,24 @@ impl Scenario {
 async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
     let scenario_started = std::time::Instant::now();
     let artifacts = vm::artifacts_dir("install").unwrap();
-    let built = InstallerWork::build("trident-vm-install-", &["v1", "v2"]).await;
-    let (work, bootloader) = (&built.dir, built.versions[0].bootloader);
-    let (v1, v2) = (built.versions[0].clone(), built.versions[1].clone());
-    let target = built.blank_disk("target.img", 2 << 30);
+    let work = tempfile::Builder::new()
+        .prefix("trident-vm-install-")
+        .tempdir()
+        .unwrap();
+    let sysext = test_os::build_sysext(work.path()).unwrap();
+    let bootloader = TestBootloader::from_env().unwrap();
+    let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
+    let v2 = test_os::build_test_os("v2", bootloader, &sysext, work.path()).unwrap();
+    let installer = installer_disk(work.path(), &v1).await;
+    let target = work.path().join("target.img");
+    fs::File::create(&target).unwrap().set_len(2 << 30).unwrap();
 
     // Target first: blank, so the firmware falls through to the installer;
     // once installed, it boots first.
     let vm = Vm::start(
         VmSpec::new("install", &artifacts)
             .disk(&target)
-            .disk(&built.installer)
+            .disk(&installer)
             .orchestrator(&v1.rcp),
     )
     .unwrap();
@@ -430,50 +435,6 @@ fn grub_volumes_on_the_esp(target: &Path) {
             "{config}"
         );
     }
-}
-
-/// The installer's first boot: the image's own loader on the removable-media
-/// path started its own entry.
-fn image_boot(os: &TestOs, line: &str) {
-    let wanted = match os.bootloader {
-        // systemd-boot's entry (LoaderEntrySelected).
-        TestBootloader::SystemdBoot => format!("entry=trident-{}.conf", os.version),
-        TestBootloader::Uki => format!("entry=trident-test-{}.efi", os.version),
-        // GRUB sets no loader variable: no systemd-boot entry booted.
-        TestBootloader::Grub => "entry= ".to_owned(),
-    };
-    assert!(line.contains(&wanted), "{wanted} in {line}");
-}
-
-/// GRUB volumes: the UEFI boot option the firmware booted (`boot=`, its
-/// label) and `BootOrder` at that boot, from the ready marker `line`, with
-/// the option numbers of `AZLA` and `AZLB` from the efibootmgr lines the
-/// guest printed before it in `serial`. Returns (order, A's number, B's).
-fn boot_options(serial: &str, line: &str) -> (Vec<String>, String, String) {
-    let order: Vec<String> = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("bootorder="))
-        .unwrap_or_default()
-        .split(',')
-        .map(str::to_owned)
-        .collect();
-    // "TRIDENT-TEST-OS-EFIBOOTMGR Boot0003* AZLB<TAB>HD(1,GPT,...)"
-    let number_of = |label: &str| {
-        serial
-            .lines()
-            .filter_map(|l| l.split("TRIDENT-TEST-OS-EFIBOOTMGR Boot").nth(1))
-            .filter(|rest| {
-                let text = rest.get(4..).unwrap_or_default().trim_start_matches('*');
-                text.trim_start()
-                    .strip_prefix(label)
-                    .is_some_and(|after| !after.starts_with(|c: char| c.is_ascii_alphanumeric()))
-            })
-            .filter_map(|rest| rest.get(..4))
-            .next_back()
-            .unwrap_or_default()
-            .to_owned()
-    };
-    (order, number_of("AZLA"), number_of("AZLB"))
 }
 
 /// A unit no test OS has: `systemctl is-active` says inactive forever.

@@ -1,6 +1,7 @@
 //! `trident rebuild-raid`: RebuildRaidService (v1preview). The daemon
-//! answers with a clear error when it does not support it; that error is
-//! shown as is.
+//! rebuilds the software RAID arrays onto a replaced disk from the Host
+//! Configuration it installed; the recovery shows as live progress
+//! (`raid-recovery`), a refusal as its structured error.
 
 use trident_proto::v1preview::RebuildRaidRequest;
 use trident_proto::v1preview::rebuild_raid_service_client::RebuildRaidServiceClient;

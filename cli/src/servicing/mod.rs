@@ -74,7 +74,10 @@ where
         let json = Mode::resolve(args.progress) == Mode::Json;
         return reboot::wait_for_reboot(ctx, &host, json).await;
     }
+    // rebuild-raid ends NoneRequired (no servicing of the OS, no reboot)
+    // after rebuilding: it did something.
     if exit == Exit::Success
+        && what != "rebuild-raid"
         && model.outcome.as_ref().and_then(|o| o.servicing_kind)
             == Some(ServicingKind::NoneRequired)
     {

@@ -5,7 +5,7 @@
 //! - pack: given filesystem images become the partitions of a fresh GPT,
 //!   `mkcosi --out FILE --os-release FILE \
 //!      --filesystem image=esp.img,mount=/boot/efi,fs=vfat,uuid=ABCD-1234,type=esp \
-//!      --filesystem image=root.img,mount=/,fs=ext4,uuid=...,type=root \
+//!      --filesystem image=root.img,mount=/,fs=ext4,uuid=...,type=root[,verity=yes] \
 //!      --boot-entry /boot/efi/loader/entries/os.conf --boot-entry-kernel 6.1.0-9-amd64 \
 //!      --boot-entry-cmdline "root=UUID=... rw"`
 //!   (`--bootloader grub` without an entry; `--boot-entry-type
@@ -39,7 +39,9 @@ struct Args {
     size: Option<u64>,
     /// Pack mode: one filesystem image per partition, in disk order, as
     /// image=PATH,mount=PATH,fs=TYPE,uuid=FSUUID,type=esp|root|linux|GUID
-    /// [,name=GPT-NAME][,size=SIZE].
+    /// [,name=GPT-NAME][,size=SIZE][,verity=yes] (verity: `veritysetup
+    /// format` makes the filesystem's hash tree, packed as the next
+    /// partition and named with its root hash in `images[].verity`).
     #[arg(long = "filesystem", value_parser = parse_filesystem)]
     filesystems: Vec<ImagePartition>,
     /// Pack mode: the OS's os-release file (required with --filesystem).
@@ -134,7 +136,7 @@ fn parse_part_type(s: &str) -> Result<Uuid, String> {
 
 fn parse_filesystem(s: &str) -> Result<ImagePartition, String> {
     let (mut image, mut mount, mut fs, mut uuid, mut part_type) = (None, None, None, None, None);
-    let (mut name, mut size) = (None, None);
+    let (mut name, mut size, mut verity) = (None, None, false);
     for field in s.split(',') {
         let (key, value) = field
             .split_once('=')
@@ -147,6 +149,13 @@ fn parse_filesystem(s: &str) -> Result<ImagePartition, String> {
             "type" => part_type = Some(parse_part_type(value)?),
             "name" => name = Some(value.to_owned()),
             "size" => size = Some(parse_size(value)?),
+            "verity" => {
+                verity = match value {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(format!("verity={value:?}: expected yes or no")),
+                }
+            }
             other => return Err(format!("unknown key {other:?}")),
         }
     }
@@ -167,6 +176,7 @@ fn parse_filesystem(s: &str) -> Result<ImagePartition, String> {
         fs_uuid: uuid.ok_or_else(|| missing("uuid"))?,
         part_type: part_type.ok_or_else(|| missing("type"))?,
         size,
+        verity,
     })
 }
 

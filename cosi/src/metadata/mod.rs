@@ -68,6 +68,8 @@ pub struct ImageFile {
     pub sha384: String,
 }
 
+/// A filesystem's dm-verity hash tree (`veritysetup format`'s hash
+/// device) and the root hash the kernel checks it against.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Verity {
@@ -119,6 +121,13 @@ impl Metadata {
     /// Filesystems with the given mount point (e.g. "/" or "/boot/efi").
     pub fn filesystem_by_mount_point(&self, mount_point: &str) -> Option<&Filesystem> {
         self.images.iter().find(|f| f.mount_point == mount_point)
+    }
+
+    /// The filesystem whose verity hash tree is the image at `path`, if any.
+    pub fn verity_hash_of(&self, path: &str) -> Option<&Filesystem> {
+        self.images
+            .iter()
+            .find(|f| f.verity.as_ref().is_some_and(|v| v.image.path == path))
     }
 
     /// Filesystems with the given GPT partition type (case-insensitive UUID).

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use super::{BootloaderType, ImageFile, Metadata, RegionType};
+use super::{BootloaderType, Filesystem, ImageFile, Metadata, RegionType, Verity};
 
 /// Zstd's largest window log; larger values cannot be decoded.
 const MAX_WINDOW_LOG: u32 = 31;
@@ -171,8 +171,33 @@ impl Metadata {
                 ));
             }
             if let Some(v) = &fs.verity {
-                check_image_file(&format!("{loc}.verity.image"), &v.image)?;
+                self.check_verity(&loc, fs, v)?;
             }
+        }
+        Ok(())
+    }
+
+    /// A verity hash tree: its own image file (never a filesystem's) and a
+    /// root hash as `veritysetup` prints it (SHA-256 or SHA-512 in hex).
+    fn check_verity(&self, loc: &str, fs: &Filesystem, v: &Verity) -> Result<(), MetadataError> {
+        check_image_file(&format!("{loc}.verity.image"), &v.image)?;
+        if v.image.path == fs.image.path || self.images.iter().any(|f| f.image.path == v.image.path)
+        {
+            return Err(invalid(
+                format!("{loc}.verity.image.path"),
+                format!(
+                    "{:?} is a filesystem's image, not a hash tree",
+                    v.image.path
+                ),
+            ));
+        }
+        let hash_ok = matches!(v.roothash.len(), 64 | 128)
+            && v.roothash.bytes().all(|b| b.is_ascii_hexdigit());
+        if !hash_ok {
+            return Err(invalid(
+                format!("{loc}.verity.roothash"),
+                "must be the hash tree's root hash: 64 or 128 hex digits",
+            ));
         }
         Ok(())
     }
@@ -294,6 +319,26 @@ impl Metadata {
                     ));
                 }
                 Some(_) => {}
+            }
+        }
+        // A hash tree that is also a region (a partition of the original
+        // disk, as Image Customizer writes it) is described identically.
+        for (i, fs) in self.images.iter().enumerate() {
+            let Some(v) = &fs.verity else { continue };
+            let region = disk
+                .gpt_regions
+                .iter()
+                .find(|r| r.image.path == v.image.path);
+            if let Some(r) = region
+                && (r.image != v.image || r.region_type != RegionType::Partition)
+            {
+                return Err(invalid(
+                    format!("images[{i}].verity.image"),
+                    format!(
+                        "{:?} differs from its disk.gptRegions entry (type, sizes or sha384)",
+                        v.image.path
+                    ),
+                ));
             }
         }
         Ok(())

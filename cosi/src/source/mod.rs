@@ -248,6 +248,10 @@ impl CosiSource {
             mount_point: filesystem.map(|f| f.mount_point.clone()),
             part_type: filesystem.map(|f| f.part_type.clone()),
             fs_type: filesystem.map(|f| f.fs_type.clone()),
+            verity_of: self
+                .metadata
+                .verity_hash_of(&expected.image.path)
+                .map(|f| f.mount_point.clone()),
             image: expected.image,
         };
         let state = region::State::new(info, self.max_window_log())?;

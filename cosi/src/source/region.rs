@@ -35,6 +35,9 @@ pub struct RegionInfo {
     pub mount_point: Option<String>,
     pub part_type: Option<String>,
     pub fs_type: Option<String>,
+    /// For a region holding a verity hash tree: the mount point of the
+    /// filesystem it protects.
+    pub verity_of: Option<String>,
 }
 
 impl RegionInfo {

@@ -4,7 +4,8 @@
 //! image becomes one partition of a fresh GPT, in the given order, and one
 //! filesystem entry of the metadata. A partition is the image's size rounded
 //! up to 1 MiB unless a larger size is asked for; the disk is the smallest
-//! that holds them unless a size is given.
+//! that holds them unless a size is given. A filesystem packed with
+//! `verity` gets its hash tree ([`super::verity`]) as the next partition.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -15,10 +16,11 @@ use sha2::{Digest, Sha384};
 use uuid::Uuid;
 
 use super::pack::{CHUNK, MAX_WINDOW_LOG, Planned, compress, image_file, io_err, write_archive};
+use super::verity::{self, HashTree};
 use super::{FixtureOutput, FixtureRegion, WriterError};
 use crate::gpt::{Gpt, PartitionSpec};
 use crate::metadata::{
-    Bootloader, Compression, Disk, Filesystem, GptRegion, Metadata, OsArch, RegionType,
+    Bootloader, Compression, Disk, Filesystem, GptRegion, Metadata, OsArch, RegionType, Verity,
 };
 
 const MIB: u64 = 1 << 20;
@@ -38,6 +40,85 @@ pub struct ImagePartition {
     pub mount_point: String,
     /// Partition size; `None` is the image size rounded up to 1 MiB.
     pub size: Option<u64>,
+    /// Protect it with dm-verity: its hash tree is made at packing time
+    /// and becomes the next partition (`/` and `/usr` only).
+    pub verity: bool,
+}
+
+impl ImagePartition {
+    /// The image of the filesystem `fs_type` (UUID `fs_uuid`) mounted at
+    /// `mount_point`, as partition `name` of type `part_type`, sized to the
+    /// image, without verity.
+    pub fn new(
+        image: PathBuf,
+        name: &str,
+        part_type: Uuid,
+        fs_type: &str,
+        fs_uuid: &str,
+        mount_point: &str,
+    ) -> Self {
+        ImagePartition {
+            image,
+            name: name.to_owned(),
+            part_type,
+            fs_type: fs_type.to_owned(),
+            fs_uuid: fs_uuid.to_owned(),
+            mount_point: mount_point.to_owned(),
+            size: None,
+            verity: false,
+        }
+    }
+}
+
+/// One partition of the packed disk: a filesystem image, or the hash tree
+/// of the filesystem before it.
+#[derive(Debug)]
+struct DiskPartition<'a> {
+    image: PathBuf,
+    name: String,
+    part_type: Uuid,
+    size: Option<u64>,
+    filesystem: &'a ImagePartition,
+    /// `Some` for a hash-tree partition.
+    hash_tree: Option<HashTree>,
+}
+
+/// The disk's partitions in order: every filesystem, each verity one
+/// followed by its hash tree (made in `workdir`).
+fn disk_partitions<'a>(
+    spec: &'a ImagesSpec,
+    workdir: &Path,
+) -> Result<Vec<DiskPartition<'a>>, WriterError> {
+    let mut parts = Vec::new();
+    for p in &spec.partitions {
+        parts.push(DiskPartition {
+            image: p.image.clone(),
+            name: p.name.clone(),
+            part_type: p.part_type,
+            size: p.size,
+            filesystem: p,
+            hash_tree: None,
+        });
+        if p.verity {
+            let name = format!("{}-hash", p.name);
+            let tree = verity::format(
+                &p.image,
+                &p.mount_point,
+                &[&spec.os_release, &p.fs_uuid],
+                workdir,
+                &name,
+            )?;
+            parts.push(DiskPartition {
+                image: tree.image.clone(),
+                name,
+                part_type: tree.part_type,
+                size: None,
+                filesystem: p,
+                hash_tree: Some(tree),
+            });
+        }
+    }
+    Ok(parts)
 }
 
 /// What to pack.
@@ -53,6 +134,42 @@ pub struct ImagesSpec {
     pub os_release: String,
     /// The metadata's bootloader section (for systemd-boot: its entries).
     pub bootloader: Bootloader,
+}
+
+impl ImagesSpec {
+    /// A grub image of two filesystems: the vfat ESP `esp` and the ext4
+    /// root `root` (filesystem UUID `root_uuid`), partitions sized to them.
+    pub fn esp_and_root(esp: PathBuf, root: PathBuf, root_uuid: &str, os_release: &str) -> Self {
+        let guid = |g: &str| Uuid::parse_str(g).unwrap_or_default();
+        ImagesSpec {
+            partitions: vec![
+                ImagePartition::new(
+                    esp,
+                    "esp",
+                    guid(crate::metadata::PART_TYPE_ESP),
+                    "vfat",
+                    "ABCD-1234",
+                    "/boot/efi",
+                ),
+                ImagePartition::new(
+                    root,
+                    "root",
+                    guid(crate::metadata::PART_TYPE_ROOT_X86_64),
+                    "ext4",
+                    root_uuid,
+                    "/",
+                ),
+            ],
+            disk_size: None,
+            lba_size: 512,
+            zstd_level: super::DEFAULT_ZSTD_LEVEL,
+            os_release: os_release.to_owned(),
+            bootloader: Bootloader {
+                bootloader_type: crate::metadata::BootloaderType::Grub,
+                systemd_boot: None,
+            },
+        }
+    }
 }
 
 /// A GUID derived from `parts`: the same inputs give the same disk.
@@ -72,14 +189,14 @@ fn spec_error(reason: String) -> WriterError {
     WriterError::Spec(reason)
 }
 
-/// Partition sizes and the GPT for `spec`.
-fn layout(spec: &ImagesSpec) -> Result<(Gpt, u64), WriterError> {
+/// Partition sizes and the GPT for `spec` laid out as `disk`.
+fn layout(spec: &ImagesSpec, disk: &[DiskPartition<'_>]) -> Result<(Gpt, u64), WriterError> {
     if spec.partitions.is_empty() {
         return Err(spec_error("no filesystem images to pack".to_owned()));
     }
-    let mut parts = Vec::with_capacity(spec.partitions.len());
+    let mut parts = Vec::with_capacity(disk.len());
     let mut total = 0u64;
-    for (i, p) in spec.partitions.iter().enumerate() {
+    for (i, p) in disk.iter().enumerate() {
         let image_size = std::fs::metadata(&p.image).map_err(io_err(&p.image))?.len();
         if image_size == 0 {
             return Err(spec_error(format!("{} is empty", p.image.display())));
@@ -95,7 +212,7 @@ fn layout(spec: &ImagesSpec) -> Result<(Gpt, u64), WriterError> {
         total += size.div_ceil(MIB) * MIB;
         parts.push(PartitionSpec {
             type_guid: p.part_type,
-            unique_guid: derived_guid(&[&spec.os_release, &p.name, &p.fs_uuid]),
+            unique_guid: derived_guid(&[&spec.os_release, &p.name, &p.filesystem.fs_uuid]),
             name: p.name.clone(),
             size: Some(size),
             attributes: 0,
@@ -113,18 +230,12 @@ fn layout(spec: &ImagesSpec) -> Result<(Gpt, u64), WriterError> {
 
 /// Packs the images of `spec` into the COSI 1.2 file `out`.
 pub fn pack_images(spec: &ImagesSpec, out: &Path) -> Result<FixtureOutput, WriterError> {
-    let (gpt, disk_size) = layout(spec)?;
+    let tmpdir = work_dir(out)?;
+    let disk = disk_partitions(spec, tmpdir.path())?;
+    let (gpt, disk_size) = layout(spec, &disk)?;
     let lba = spec.lba_size;
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmpdir = tempfile::Builder::new()
-        .prefix(".mkcosi-")
-        .tempdir_in(parent)
-        .map_err(io_err(parent))?;
 
-    let mut planned = Vec::with_capacity(1 + spec.partitions.len());
+    let mut planned = Vec::with_capacity(1 + disk.len());
     let tmp = tmpdir.path().join("region-0");
     let primary = gpt.primary_bytes();
     let (compressed_size, sha384, uncompressed_size) =
@@ -142,7 +253,7 @@ pub fn pack_images(spec: &ImagesSpec, out: &Path) -> Result<FixtureOutput, Write
         },
         tmp,
     });
-    for (p, entry) in spec.partitions.iter().zip(gpt.partitions()) {
+    for (p, entry) in disk.iter().zip(gpt.partitions()) {
         let tmp = tmpdir.path().join(format!("region-{}", entry.number));
         let file = File::open(&p.image).map_err(io_err(&p.image))?;
         let (compressed_size, sha384, uncompressed_size) =
@@ -152,7 +263,10 @@ pub fn pack_images(spec: &ImagesSpec, out: &Path) -> Result<FixtureOutput, Write
                 path: format!("images/partition-{}.raw.zst", entry.number),
                 region_type: "partition".to_owned(),
                 number: Some(entry.number),
-                mount_point: Some(p.mount_point.clone()),
+                mount_point: p
+                    .hash_tree
+                    .is_none()
+                    .then(|| p.filesystem.mount_point.clone()),
                 offset: entry.start_offset(lba),
                 uncompressed_size,
                 compressed_size,
@@ -162,7 +276,7 @@ pub fn pack_images(spec: &ImagesSpec, out: &Path) -> Result<FixtureOutput, Write
         });
     }
 
-    let metadata = metadata(spec, disk_size, &planned);
+    let metadata = metadata(spec, &disk, disk_size, &planned);
     metadata.validate().map_err(|e| spec_error(e.to_string()))?;
     let json = serde_json::to_vec_pretty(&metadata).map_err(|e| spec_error(e.to_string()))?;
     let metadata_sha384 = crate::hash::sha384_hex(&json);
@@ -177,8 +291,25 @@ pub fn pack_images(spec: &ImagesSpec, out: &Path) -> Result<FixtureOutput, Write
     })
 }
 
-fn metadata(spec: &ImagesSpec, disk_size: u64, planned: &[Planned]) -> Metadata {
-    let mut images = Vec::new();
+/// A work directory next to `out` (hash trees, compressed regions).
+fn work_dir(out: &Path) -> Result<tempfile::TempDir, WriterError> {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::Builder::new()
+        .prefix(".mkcosi-")
+        .tempdir_in(parent)
+        .map_err(io_err(parent))
+}
+
+fn metadata(
+    spec: &ImagesSpec,
+    disk: &[DiskPartition<'_>],
+    disk_size: u64,
+    planned: &[Planned],
+) -> Metadata {
+    let mut images: Vec<Filesystem> = Vec::new();
     let mut gpt_regions = Vec::new();
     for p in planned {
         let r = &p.region;
@@ -191,17 +322,28 @@ fn metadata(spec: &ImagesSpec, disk_size: u64, planned: &[Planned]) -> Metadata 
             },
             number: r.number,
         });
-        if let Some(n) = r.number
-            && let Some(part) = spec.partitions.get(n as usize - 1)
-        {
-            images.push(Filesystem {
+        let Some(part) = r.number.and_then(|n| disk.get(n as usize - 1)) else {
+            continue;
+        };
+        let fs = part.filesystem;
+        match &part.hash_tree {
+            // The hash tree's partition follows its filesystem's.
+            Some(tree) => {
+                if let Some(owner) = images.iter_mut().find(|f| f.mount_point == fs.mount_point) {
+                    owner.verity = Some(Verity {
+                        image: image_file(r),
+                        roothash: tree.roothash.clone(),
+                    });
+                }
+            }
+            None => images.push(Filesystem {
                 image: image_file(r),
-                mount_point: part.mount_point.clone(),
-                fs_type: part.fs_type.clone(),
-                fs_uuid: part.fs_uuid.clone(),
-                part_type: part.part_type.to_string(),
+                mount_point: fs.mount_point.clone(),
+                fs_type: fs.fs_type.clone(),
+                fs_uuid: fs.fs_uuid.clone(),
+                part_type: fs.part_type.to_string(),
                 verity: None,
-            });
+            }),
         }
     }
     Metadata {
@@ -228,12 +370,14 @@ fn metadata(spec: &ImagesSpec, disk_size: u64, planned: &[Planned]) -> Metadata 
 /// their partitions' offsets, backup GPT), e.g. to boot it without a COSI
 /// reader in between.
 pub fn write_images_disk(spec: &ImagesSpec, out: &Path) -> Result<Gpt, WriterError> {
-    let (gpt, disk_size) = layout(spec)?;
+    let tmpdir = work_dir(out)?;
+    let disk = disk_partitions(spec, tmpdir.path())?;
+    let (gpt, disk_size) = layout(spec, &disk)?;
     let file = File::create(out).map_err(io_err(out))?;
     file.set_len(disk_size).map_err(io_err(out))?;
     gpt.write_primary(&file).map_err(io_err(out))?;
     let mut buf = vec![0u8; CHUNK];
-    for (p, entry) in spec.partitions.iter().zip(gpt.partitions()) {
+    for (p, entry) in disk.iter().zip(gpt.partitions()) {
         let mut src = File::open(&p.image).map_err(io_err(&p.image))?;
         let mut offset = entry.start_offset(spec.lba_size);
         loop {

@@ -10,6 +10,7 @@
 mod content;
 mod images;
 mod pack;
+pub mod verity;
 
 use std::path::PathBuf;
 

@@ -1,7 +1,8 @@
 //! `trident.v1.HostStatusService` (our addition): the full Host Status as
 //! YAML with upstream's keys, for `trident get status` and `-s FILE`.
 //! `diskUuids` is read from the GPT of each disk when asked
-//! (`servicing::block_device::read_disk_guids`). Served redacted: the
+//! (`servicing::block_device::read_disk_guids`), and each RAID array's
+//! `state` from the kernel, so both say what is on the disks now. Served redacted: the
 //! secrets of `spec` and `specOld` never leave the daemon
 //! (`trident_host::redact::document`); the datastore keeps them.
 
@@ -13,7 +14,7 @@ use trident_proto::v1::{
 };
 
 use super::error_status::to_status;
-use crate::servicing::block_device::read_disk_guids;
+use crate::servicing::block_device::{raid, read_disk_guids};
 use crate::servicing::engine::Engine;
 
 /// Serves the Host Status from the engine's datastore.
@@ -44,7 +45,9 @@ impl HostStatusService for HostStatusApi {
         })
         .await
         .map_err(|error| Status::internal(format!("reading disk GPTs: {error}")))?;
-        status.disk_uuids.extend(uuids);
+        // What the disks carry now: a replaced, blank disk shows none.
+        status.disk_uuids = uuids;
+        raid::refresh_states(&raid::Kernel::host(), &mut status);
         Ok(Response::new(GetHostStatusResponse {
             host_status: status
                 .redacted()

@@ -16,6 +16,7 @@ mod encryption;
 mod encryption_tests;
 mod os;
 mod parse;
+pub mod raid;
 pub mod schema;
 mod scripts;
 #[cfg(test)]
@@ -27,6 +28,9 @@ mod storage_advanced;
 pub mod storage_graph;
 pub mod unsupported;
 mod validate;
+pub mod verity_rules;
+#[cfg(test)]
+mod verity_rules_tests;
 mod warnings;
 
 use schemars::JsonSchema;

@@ -1,7 +1,7 @@
 //! YAML → [`HostConfiguration`] with key paths and line/column in errors.
 
 use super::storage_graph::StorageGraph;
-use super::{HostConfiguration, unsupported, validate};
+use super::{HostConfiguration, unsupported, validate, verity_rules};
 use crate::error::{ResultExt, Subkind, TridentError};
 
 /// Parses and fully validates a Host Configuration.
@@ -19,6 +19,11 @@ pub fn parse(yaml: &str) -> Result<HostConfiguration, TridentError> {
     // encryption or verity too (not applied yet): a broken storage is
     // reported alone, or with the refusal of the unsupported feature.
     let graph = StorageGraph::build(&hc).map_err(|e| e.into_trident(Some(yaml)));
+    // Upstream's verity rules first: a verity configuration upstream
+    // refuses is invalid, whatever this daemon applies.
+    if graph.is_ok() {
+        verity_rules::validate(&hc)?;
+    }
     unsupported::check(&hc, yaml).map_err(|refused| match &graph {
         Err(invalid) => TridentError::new(
             refused.subkind(),

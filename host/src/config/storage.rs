@@ -18,7 +18,9 @@ pub struct Storage {
     pub ab_update: Option<AbUpdate>,
     #[serde(default)]
     pub filesystems: Vec<Filesystem>,
-    #[serde(default, skip_serializing)]
+    // Serialized: the Host Status's `spec` keeps it for the RAID layer and
+    // rebuild-raid.
+    #[serde(default, skip_serializing_if = "Raid::is_empty")]
     pub raid: Raid,
     // Serialized: the Host Status's spec keeps it, which the commit and
     // an A/B update build the installed storage graph from.
@@ -26,7 +28,7 @@ pub struct Storage {
     pub encryption: Option<Encryption>,
     #[serde(default, skip_serializing)]
     pub verity: Vec<VerityDevice>,
-    #[serde(default, skip_serializing)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub swap: Vec<Swap>,
 }
 

@@ -1,7 +1,7 @@
 //! Upstream's advanced storage sections: RAID, encryption, dm-verity, swap
 //! and adopted partitions. Modelled in full so documents that use them
 //! parse (and name a bad key inside them); what the engine does not apply
-//! yet (RAID, encryption, verity) [`super::unsupported`] refuses.
+//! yet (encryption, verity), [`super::unsupported`] refuses.
 
 use std::borrow::Cow;
 
@@ -16,6 +16,13 @@ pub struct Raid {
     #[serde(default)]
     #[schemars(range(max = 4294967295u64))]
     pub sync_timeout: Option<u64>,
+}
+
+impl Raid {
+    /// No arrays and no `syncTimeout`: what an absent `raid` means.
+    pub fn is_empty(&self) -> bool {
+        self.software.is_empty() && self.sync_timeout.is_none()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

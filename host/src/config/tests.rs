@@ -101,18 +101,11 @@ fn bad_size_names_the_key_and_the_value() {
 
 #[test]
 fn unsupported_features_are_unsupported_configuration_naming_the_key() {
-    let cases = [
-        (
-            "  raid:\n    software:\n    - { id: md, name: md, level: raid1, devices: [root-a] }\n",
-            "storage.raid",
-            Subkind::RaidUnsupported,
-        ),
-        (
-            "  verity:\n  - { id: v, name: root, dataDeviceId: root-a, hashDeviceId: esp }\n",
-            "storage.verity",
-            Subkind::UnsupportedFeature,
-        ),
-    ];
+    let cases = [(
+        "  verity:\n  - { id: v, name: root, dataDeviceId: root-a, hashDeviceId: esp }\n",
+        "storage.verity",
+        Subkind::UnsupportedFeature,
+    )];
     for (snippet, key, subkind) in cases {
         let yaml = good().replace("  abUpdate:\n", &format!("{snippet}  abUpdate:\n"));
         let err = err_of(&yaml);
@@ -589,4 +582,118 @@ fn extensions_are_checked_naming_the_key() {
             err.message()
         );
     }
+}
+
+/// Two disks, an A/B pair of RAID arrays (`level`, members `members` of
+/// four root partitions `r1a r1b r2a r2b`) and a mirrored ESP.
+fn raid_doc(level: &str, members_a: &str, members_b: &str) -> String {
+    format!(
+        r#"image: {{ url: "file:///img.cosi", sha384: ignored }}
+storage:
+  disks:
+  - id: d1
+    device: /dev/vda
+    partitions:
+    - {{ id: esp1, type: esp, size: 64M }}
+    - {{ id: r1a, type: root, size: 1G }}
+    - {{ id: r1b, type: root, size: 1G }}
+    - {{ id: r1c, type: root, size: 1G }}
+  - id: d2
+    device: /dev/vdb
+    partitions:
+    - {{ id: esp2, type: esp, size: 64M }}
+    - {{ id: r2a, type: root, size: 1G }}
+    - {{ id: r2b, type: root, size: 1G }}
+    - {{ id: r2c, type: root, size: 1G }}
+  raid:
+    software:
+    - {{ id: esp, name: esp, level: raid1, devices: [esp1, esp2] }}
+    - {{ id: root-a, name: root-a, level: {level}, devices: [{members_a}] }}
+    - {{ id: root-b, name: root-b, level: {level}, devices: [{members_b}] }}
+    syncTimeout: 120
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: /boot/efi }}
+  - {{ deviceId: root, mountPoint: / }}
+"#
+    )
+}
+
+#[test]
+fn an_ab_pair_of_mirrors_on_two_disks_is_valid_without_warnings() {
+    let yaml = raid_doc("raid1", "r1a, r2a", "r1b, r2b");
+    let hc = parse(&yaml).unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(hc.storage.raid.sync_timeout, Some(120));
+    assert!(
+        warnings(&hc, &yaml).is_empty(),
+        "{:?}",
+        warnings(&hc, &yaml)
+    );
+}
+
+#[test]
+fn every_raid_level_is_accepted_with_enough_members() {
+    for (level, a, b) in [
+        ("raid0", "r1a, r2a", "r1b, r2b"),
+        ("raid5", "r1a, r2a, r1c", "r1b, r2b, r2c"),
+        ("raid10", "r1a, r2a", "r1b, r2b"),
+    ] {
+        parse(&raid_doc(level, a, b)).unwrap_or_else(|e| panic!("{level}: {}", e.report()));
+    }
+}
+
+#[test]
+fn a_raid6_array_of_three_members_is_refused_naming_its_devices() {
+    let err = err_of(&raid_doc("raid6", "r1a, r2a, r1c", "r1b, r2b, r2c"));
+    assert_eq!(err.subkind(), Subkind::InvalidHostConfiguration);
+    assert!(
+        err.message()
+            .contains("'storage.raid.software[1].devices': a raid6 array needs at least 4 devices, 'root-a' has 3"),
+        "{}",
+        err.message()
+    );
+}
+
+#[test]
+fn a_mirror_with_two_members_on_one_disk_is_valid_with_a_warning() {
+    let yaml = raid_doc("raid1", "r1a, r1c", "r1b, r2b");
+    let hc = parse(&yaml).unwrap_or_else(|e| panic!("{}", e.report()));
+    let found = warnings(&hc, &yaml);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("Host Configuration key 'storage.raid.software[1].devices' (line "),
+        "{found:?}"
+    );
+    assert!(
+        found[0].contains("members 'r1a' and 'r1c' of raid1 array 'root-a' are both on disk 'd1'"),
+        "{found:?}"
+    );
+    // A stripe has no redundancy to lose: no warning.
+    let yaml = raid_doc("raid0", "r1a, r1c", "r1b, r2b");
+    assert!(warnings(&parse(&yaml).unwrap(), &yaml).is_empty());
+}
+
+/// The Host Status keeps the configuration as `spec` (YAML): RAID arrays
+/// and swap survive the round trip, or an installed host could neither
+/// resolve its arrays nor rebuild them.
+#[test]
+fn raid_and_swap_survive_the_round_trip_through_the_host_status() {
+    let yaml = raid_doc("raid1", "r1a, r2a", "r1b, r2b")
+        .replace(
+            "  filesystems:\n",
+            "  swap:\n  - { deviceId: r1c }\n  filesystems:\n",
+        )
+        .replace(
+            "    - { id: r1c, type: root, size: 1G }",
+            "    - { id: r1c, type: swap, size: 1G }",
+        );
+    let hc = parse(&yaml).unwrap_or_else(|e| panic!("{}", e.report()));
+    let again = parse(&to_yaml(&hc).unwrap()).unwrap();
+    assert_eq!(again.storage.raid, hc.storage.raid);
+    assert_eq!(again.storage.raid.software.len(), 3);
+    assert_eq!(again.storage.raid.sync_timeout, Some(120));
+    assert_eq!(again.storage.swap.len(), 1);
+    assert_eq!(again.storage.swap[0].device_id, "r1c");
 }

@@ -42,12 +42,6 @@ fn each<T>(items: &[T], base: &str, suffix: &str, uses: impl Fn(&T) -> bool) -> 
 /// Every refused feature, in document order of the keys.
 pub const RULES: &[Rule] = &[
     Rule {
-        key: "storage.raid",
-        what: "software RAID",
-        instead: None,
-        used: |hc| when(hc.storage.raid != Default::default(), "storage.raid"),
-    },
-    Rule {
         key: "storage.encryption.clearTpmOnInstall",
         what: "clearing the TPM at install",
         instead: Some("clear the TPM before the install (tpm2_clear, or the firmware's setup)"),
@@ -150,17 +144,12 @@ pub const RULES: &[Rule] = &[
 pub(super) fn check(hc: &HostConfiguration, yaml: &str) -> Result<(), TridentError> {
     for rule in RULES {
         if let Some(path) = (rule.used)(hc).into_iter().next() {
-            let subkind = if rule.key == "storage.raid" {
-                Subkind::RaidUnsupported
-            } else {
-                Subkind::UnsupportedFeature
-            };
             let instead = rule
                 .instead
                 .map(|i| format!("; instead: {i}"))
                 .unwrap_or_default();
             return Err(TridentError::new(
-                subkind,
+                Subkind::UnsupportedFeature,
                 format!(
                     "Host Configuration key '{path}'{}: {} is not supported by this daemon yet{instead}",
                     spans::describe(yaml, &path),

@@ -1,10 +1,12 @@
 //! What a valid Host Configuration says that the daemon will not do, told
-//! to the user instead of dropped without a word. Never quotes a value: the
-//! one case today is a secret.
+//! to the user instead of dropped without a word, and choices that are
+//! valid but risky (a mirror's members sharing a disk). Never quotes a
+//! value a secret could be in.
 
 use super::{HostConfiguration, spans};
 
-/// One sentence per ignored setting, naming its key and line.
+/// One sentence per ignored setting or risky choice, naming its key and
+/// line.
 ///
 /// `{type: locked, value: X}`: a locked password takes no value (upstream's
 /// only mode outside its "dangerous-options" build); `X` is ignored and the
@@ -13,7 +15,7 @@ pub fn warnings(hc: &HostConfiguration, yaml: &str) -> Vec<String> {
     let users = (hc.os.users.iter().enumerate()).map(|(i, _)| format!("os.users[{i}]"));
     let management = (hc.management_os.users.iter().enumerate())
         .map(|(i, _)| format!("managementOs.users[{i}]"));
-    users
+    let mut out: Vec<String> = users
         .chain(management)
         .filter_map(|user| {
             let key = format!("{user}.password.value");
@@ -23,7 +25,9 @@ pub fn warnings(hc: &HostConfiguration, yaml: &str) -> Vec<String> {
                  a password of type 'locked' takes no value, the password stays locked"
             ))
         })
-        .collect()
+        .collect();
+    out.extend(super::raid::shared_disk_warnings(hc, yaml));
+    out
 }
 
 #[cfg(test)]

@@ -130,6 +130,13 @@ subkinds! {
     BootControl => Servicing, "boot-control", "Failed to change the boot configuration";
     EfiVariablesUnavailable => ExecutionEnvironmentMisconfiguration, "efi-variables-unavailable", "The UEFI variables (efivarfs) are missing or read-only";
     Reboot => Servicing, "reboot", "Failed to reboot";
+    // Software RAID (upstream's names).
+    CleanupRaid => Servicing, "cleanup-raid", "Failed to clean up pre-existing RAID arrays";
+    CreateRaid => Servicing, "create-raid", "Failed to create software RAID";
+    CreateMdadmConf => Servicing, "create-mdadm-conf", "Failed to create mdadm.conf file after RAID creation";
+    OpenRaid => Servicing, "open-raid", "Failed to assemble a recorded RAID array";
+    RebuildRaid => Servicing, "rebuild-raid", "Failed to rebuild RAID arrays";
+    ValidateRebuildRaid => Servicing, "validate-rebuild-raid", "Trident rebuild-raid validation failed";
     // Encryption (upstream's names where upstream has them).
     CleanupEncryption => Servicing, "cleanup-encryption", "Failed to clean up pre-existing LUKS2-encrypted volumes";
     EncryptBlockDevice => Servicing, "encrypt-block-device", "Failed to encrypt and open a block device";
@@ -140,7 +147,6 @@ subkinds! {
     InvalidRecoveryKeyFile => InvalidInput, "invalid-recovery-key-file", "The encryption recovery key file (recoveryKeyUrl) is missing or unsafe";
     // unsupported-configuration
     UnsupportedFeature => UnsupportedConfiguration, "unsupported-feature", "The Host Configuration uses a feature this daemon does not support";
-    RaidUnsupported => UnsupportedConfiguration, "raid-unsupported", "Software RAID is not supported";
     RegistryAccessDenied => ExecutionEnvironmentMisconfiguration, "registry-access-denied", "The OCI registry refused access: credentials missing or refused (see --registry-auth-file)";
     // Raised by the CLI for failures outside a servicing stream (its -e file).
     ConnectDaemon => ExecutionEnvironmentMisconfiguration, "connect-daemon", "Cannot connect to the daemon";

@@ -153,6 +153,7 @@ pub fn build_with(dir: &Path, version: &str, boot: MiniBoot) -> FixtureOutput {
             fs_uuid: uuid.to_owned(),
             mount_point: mp.to_owned(),
             size: None,
+            verity: false,
         };
     let root_uuid = sh(Command::new("blkid")
         .args(["-o", "value", "-s", "UUID"])

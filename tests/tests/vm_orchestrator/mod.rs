@@ -21,6 +21,8 @@ use trident_proto::v1::{
 
 pub use trident_e2e::dir_http::HttpServer;
 
+pub mod boot_marker;
+
 /// StreamDisk `os` onto `disk` through a private tridentd on the host.
 pub async fn stream_disk(os: &TestOs, disk: &Path) {
     let daemon = Daemon::builder()
@@ -207,9 +209,9 @@ pub fn assert_phases(phases: &[String], wanted: &[&str]) {
     }
 }
 
-/// `trident --socket SOCKET ARGS...` (the real CLI): its stdout, or a
-/// panic with stderr if it fails.
-pub async fn trident_cli(socket: &Path, args: &[&str]) -> String {
+/// `trident --socket SOCKET ARGS...` (the real CLI): its exit code,
+/// stdout and stderr.
+pub async fn trident_cli_output(socket: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     let socket = socket.to_owned();
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     let out = tokio::task::spawn_blocking(move || {
@@ -222,12 +224,18 @@ pub async fn trident_cli(socket: &Path, args: &[&str]) -> String {
     })
     .await
     .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `trident --socket SOCKET ARGS...` (the real CLI): its stdout, or a
+/// panic with stderr if it fails.
+pub async fn trident_cli(socket: &Path, args: &[&str]) -> String {
+    let (code, stdout, stderr) = trident_cli_output(socket, args).await;
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
     stdout
 }
 
@@ -254,6 +262,18 @@ pub async fn wait_provisioned(socket: &Path) -> String {
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
     panic!("not provisioned after 10 minutes:\n{status}");
+}
+
+/// `work/installer.img`: installer media, `os` written by StreamDisk onto
+/// a disk-image file a little larger than the image.
+pub async fn installer_disk(work: &Path, os: &TestOs) -> PathBuf {
+    let installer = work.join("installer.img");
+    fs::File::create(&installer)
+        .unwrap()
+        .set_len(os.cosi.disk_size + (64 << 20))
+        .unwrap();
+    stream_disk(os, &installer).await;
+    installer
 }
 
 /// Installs `config` through the guest's tridentd (`vm`'s reverse-connect
@@ -323,12 +343,7 @@ impl InstallerWork {
                 trident_e2e::test_os::build_test_os(v, bootloader, &sysext, dir.path()).unwrap()
             })
             .collect();
-        let installer = blank_disk(
-            dir.path(),
-            "installer.img",
-            versions[0].cosi.disk_size + (64 << 20),
-        );
-        stream_disk(&versions[0], &installer).await;
+        let installer = installer_disk(dir.path(), &versions[0]).await;
         InstallerWork {
             dir,
             versions,

@@ -15,7 +15,7 @@ use trident_proto::v1preview::{
 use super::{Call, ServicingApi};
 use crate::grpc::error_status::{invalid_enum, to_status};
 use crate::grpc::servicing_stream::ServicingStream;
-use crate::servicing::engine::{commit, install, runner, update};
+use crate::servicing::engine::{commit, install, rebuild_raid, runner, update};
 
 /// RebootManagement → handling; absent or unspecified means Trident
 /// handles it. A value this daemon does not know is INVALID_ARGUMENT
@@ -187,13 +187,7 @@ impl RebuildRaidService for ServicingApi {
         request: Request<v1preview::RebuildRaidRequest>,
     ) -> Result<Response<ServicingStream>, Status> {
         let call = Call::of(&request, "RebuildRaid", ServicingKind::NoneRequired);
-        self.start(call, |_ctx| async {
-            Err(TridentError::new(
-                Subkind::RaidUnsupported,
-                "RebuildRaid: software RAID is not supported by this daemon (storage.raid is an unsupported Host Configuration key)",
-            )
-            .into())
-        }).await
+        self.start(call, rebuild_raid::rebuild_raid_step).await
     }
 }
 

@@ -33,7 +33,8 @@ pub fn read_disk_guids(status: &HostStatus) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn disk_guid(device: &str) -> Result<String, String> {
+/// The GPT disk GUID of `device` (512- or 4096-byte sectors), or why not.
+pub fn disk_guid(device: &str) -> Result<String, String> {
     let mut head = Vec::new();
     std::fs::File::open(device)
         .and_then(|file| file.take(GPT_PROBE_BYTES).read_to_end(&mut head))

@@ -16,6 +16,9 @@ pub enum ResolvedDevice {
     /// this way; where a tool needs a node, a loop device is attached over
     /// the range (`new_root::tools::LoopDevice`).
     Partition { id: String, layout: PartitionLayout },
+    /// A software RAID array: `/dev/md/<name>` from offset 0, `size`
+    /// usable bytes, as the RAID layer recorded it.
+    RaidArray { id: String, path: String, size: u64 },
     /// An encrypted volume, opened: `/dev/mapper/<deviceName>` from offset
     /// 0, `size` bytes (its device less the LUKS2 header), as the
     /// encryption layer recorded it.
@@ -35,7 +38,9 @@ impl ResolvedDevice {
     /// The id of the device itself (for an A/B volume pair, the member's).
     pub fn id(&self) -> &str {
         match self {
-            Self::Partition { id, .. } | Self::EncryptedVolume { id, .. } => id,
+            Self::Partition { id, .. }
+            | Self::RaidArray { id, .. }
+            | Self::EncryptedVolume { id, .. } => id,
         }
     }
 
@@ -47,11 +52,13 @@ impl ResolvedDevice {
                 offset: layout.offset,
                 size: layout.size,
             },
-            Self::EncryptedVolume { path, size, .. } => Extent {
-                backing: path,
-                offset: 0,
-                size: *size,
-            },
+            Self::RaidArray { path, size, .. } | Self::EncryptedVolume { path, size, .. } => {
+                Extent {
+                    backing: path,
+                    offset: 0,
+                    size: *size,
+                }
+            }
         }
     }
 }

@@ -10,8 +10,12 @@
 //! re-creates the storage, and *resolve* one of its devices to where the
 //! engine reads and writes it ([`ResolvedDevice`]). [`LAYERS`] lists them
 //! bottom-up: partitions ([`partition`], which also keeps adopted
-//! partitions: [`adoption`]), then LUKS2 volumes sealed to the TPM 2.0
-//! ([`encryption`]). RAID and verity are refused by validation
+//! partitions: [`adoption`]), then software RAID arrays over them
+//! ([`raid`], which also repairs a host after a disk was replaced:
+//! [`raid::rebuild`]), then LUKS2 volumes sealed to the TPM 2.0 over
+//! partitions or arrays ([`encryption`]). Verity devices resolve to their
+//! data device, their hash trees to their hash device ([`verity`]: nothing
+//! to create, the kernel opens them). Verity is refused by validation
 //! (`trident_host::config::unsupported`) before any layer runs, and land
 //! as modules beside them with their issues.
 //!
@@ -27,8 +31,10 @@ mod disk_guids;
 pub mod encryption;
 mod layer;
 pub mod partition;
+pub mod raid;
 mod resolver;
 mod stack;
+mod verity;
 
 #[cfg(test)]
 mod tests;
@@ -37,5 +43,6 @@ pub use self::disk_guids::read_disk_guids;
 pub use self::encryption::EncryptionLayer;
 pub use self::layer::{BlockDeviceError, BlockDeviceLayer, Extent, ResolvedDevice};
 pub use self::partition::PartitionLayer;
+pub use self::raid::RaidLayer;
 pub use self::resolver::{BlockDevices, Targets};
 pub use self::stack::{LAYERS, create_all, open_all};

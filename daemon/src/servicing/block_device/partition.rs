@@ -39,9 +39,16 @@ impl BlockDeviceLayer for PartitionLayer {
     }
 
     /// Writes the GPT of every disk; the layout replaces any earlier
-    /// install's.
+    /// install's, and each disk's GUID is recorded (how `rebuild-raid`
+    /// tells a replaced disk).
     fn create(&self, hc: &HostConfiguration, status: &mut HostStatus) -> Result<(), TridentError> {
-        let layout = create_partition_tables(hc)?;
+        let mut layout = BTreeMap::new();
+        status.disk_uuids.clear();
+        for (d, disk) in hc.storage.disks.iter().enumerate() {
+            let table = create_table(d, disk)?;
+            status.disk_uuids.insert(disk.id.clone(), table.disk_guid);
+            layout.extend(table.partitions);
+        }
         status.partition_paths = layout
             .iter()
             .map(|(id, l)| (id.clone(), l.path()))
@@ -75,34 +82,48 @@ impl BlockDeviceLayer for PartitionLayer {
     }
 }
 
-/// Creates the GPT of every disk (primary and backup) and returns where
-/// each partition landed, adopted partitions included.
-fn create_partition_tables(
-    hc: &HostConfiguration,
-) -> Result<BTreeMap<String, PartitionLayout>, TridentError> {
-    let mut layout = BTreeMap::new();
-    for (d, disk) in hc.storage.disks.iter().enumerate() {
-        let planned = plan_gpt(d, disk)?;
-        write_gpt(disk, &planned.gpt)?;
-        for (id, number) in &planned.numbers {
-            let Some(entry) = planned.gpt.partition(*number) else {
-                continue;
-            };
-            layout.insert(
-                id.clone(),
-                PartitionLayout {
-                    disk_id: disk.id.clone(),
-                    device: disk.device.clone(),
-                    number: entry.number,
-                    offset: entry.start_offset(LBA_SIZE),
-                    size: entry.size_bytes(LBA_SIZE),
-                },
-            );
-        }
-        tracing::info!(disk = %disk.id, device = %disk.device, partitions = disk.partitions.len(),
-            adopted = disk.adopted_partitions.len(), "partition table created");
+/// What writing one disk's GPT made.
+#[derive(Debug, Clone)]
+pub struct DiskTable {
+    /// The new GPT's disk GUID.
+    pub disk_guid: String,
+    /// Partition id → where it landed, adopted partitions included.
+    pub partitions: BTreeMap<String, PartitionLayout>,
+}
+
+/// Creates the GPT of `disk` (`storage.disks[d]`; primary and backup) and
+/// returns where each partition landed.
+pub fn create_table(d: usize, disk: &Disk) -> Result<DiskTable, TridentError> {
+    let planned = plan_gpt(d, disk)?;
+    write_gpt(disk, &planned.gpt)?;
+    let mut partitions = BTreeMap::new();
+    for (id, number) in &planned.numbers {
+        let Some(entry) = planned.gpt.partition(*number) else {
+            continue;
+        };
+        partitions.insert(
+            id.clone(),
+            PartitionLayout {
+                disk_id: disk.id.clone(),
+                device: disk.device.clone(),
+                number: entry.number,
+                offset: entry.start_offset(LBA_SIZE),
+                size: entry.size_bytes(LBA_SIZE),
+            },
+        );
     }
-    Ok(layout)
+    tracing::info!(disk = %disk.id, device = %disk.device, partitions = disk.partitions.len(),
+        adopted = disk.adopted_partitions.len(), "partition table created");
+    Ok(DiskTable {
+        disk_guid: planned.gpt.disk_guid.to_string(),
+        partitions,
+    })
+}
+
+/// Whether `disk` (`storage.disks[d]`) can hold its partitions: the
+/// checks of [`create_table`] without writing anything.
+pub fn check_fits(d: usize, disk: &Disk) -> Result<(), TridentError> {
+    plan_gpt(d, disk).map(|_| ())
 }
 
 /// A disk's new GPT and the entry number of each partition id.

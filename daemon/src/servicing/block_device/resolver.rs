@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use trident_host::config::storage_graph::{DeviceKind, NodeData, StorageGraph};
 use trident_host::config::{FilesystemSource, HostConfiguration};
-use trident_host::status::{AbVolume, EncryptedVolumeStatus, HostStatus, PartitionLayout};
+use trident_host::status::{
+    AbVolume, EncryptedVolumeStatus, HostStatus, PartitionLayout, RaidArrayStatus,
+};
 use trident_host::{Subkind, TridentError};
 
 use super::layer::{BlockDeviceError, ResolvedDevice};
@@ -74,6 +76,11 @@ impl BlockDevices {
             };
             return self.device_of(member.label(), volume);
         }
+        if kind == DeviceKind::VerityDevice {
+            // Its filesystem is written to (and mounted from) its data
+            // device; the hash device gets the tree (`verity.rs`).
+            return self.verity_data_of(id, volume);
+        }
         match layer_of(kind) {
             Some(layer) => layer.resolve(id, &self.status),
             None => Err(BlockDeviceError::NoLayer {
@@ -88,6 +95,20 @@ impl BlockDevices {
         self.graph
             .device(id)
             .is_some_and(|n| n.device_kind() == Some(DeviceKind::AbVolume))
+    }
+
+    /// Whether an A/B update writes a filesystem on `id`: a volume pair,
+    /// or a verity device whose data device is one.
+    pub(super) fn serviced_by_ab_update(&self, id: &str) -> bool {
+        self.is_ab_pair(id)
+            || self
+                .verity_member(id, trident_host::config::storage_graph::Role::VerityData)
+                .is_some_and(|data| self.is_ab_pair(data))
+    }
+
+    /// The storage graph of the Host Configuration.
+    pub(super) fn graph(&self) -> &StorageGraph {
+        &self.graph
     }
 
     /// Mount point → the device its image goes into (or its new
@@ -115,7 +136,7 @@ impl BlockDevices {
             let device_id = fs.references.first().map_or("", |r| r.target.as_str());
             let volume = match which {
                 Targets::Install => AbVolume::VolumeA,
-                Targets::AbUpdate { volume } if self.is_ab_pair(device_id) => volume,
+                Targets::AbUpdate { volume } if self.serviced_by_ab_update(device_id) => volume,
                 Targets::AbUpdate { .. } => {
                     tracing::info!(
                         mount_point = %mount_point,
@@ -136,6 +157,11 @@ impl BlockDevices {
     /// Every encrypted volume the encryption layer recorded.
     pub fn encrypted_volumes(&self) -> &BTreeMap<String, EncryptedVolumeStatus> {
         &self.status.encrypted_volumes
+    }
+
+    /// Every software RAID array the RAID layer recorded.
+    pub fn raid_arrays(&self) -> &BTreeMap<String, RaidArrayStatus> {
+        &self.status.raid_arrays
     }
 
     /// Every partition the partition layer recorded (their identities are

@@ -91,7 +91,7 @@ fn an_ab_pair_resolves_to_its_member_of_the_asked_volume() {
     assert_eq!(a.id(), "root-a");
     assert_eq!(b.id(), "root-b");
     let ResolvedDevice::Partition { layout, .. } = &b else {
-        panic!("not a partition: {b:?}");
+        panic!("root-b is a partition: {b:?}");
     };
     assert_eq!(layout, &status.layout["root-b"]);
     assert_eq!(range(&b), (layout.offset, 16 << 20));
@@ -285,4 +285,81 @@ fn an_encrypted_volume_resolves_to_its_recorded_mapping_and_takes_its_filesystem
     assert_eq!(expected.extent().backing, "/dev/mapper/srv");
     let targets = devices.write_targets(Targets::Install).unwrap();
     assert_eq!(targets["/srv"], expected);
+}
+
+/// A RAID array recorded by the RAID layer resolves to `/dev/md/<name>`
+/// from offset 0 (its usable size), also as the member of an A/B pair.
+#[test]
+fn a_recorded_raid_array_resolves_to_its_md_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = |n: u32| {
+        let path = dir.path().join(format!("d{n}.img"));
+        File::create(&path).unwrap().set_len(DISK_BYTES).unwrap();
+        path.display().to_string()
+    };
+    let (d1, d2) = (disk(1), disk(2));
+    let yaml = format!(
+        r#"
+image: {{ url: "file:///img.cosi", sha384: ignored }}
+storage:
+  disks:
+  - id: d1
+    device: {d1}
+    partitions:
+    - {{ id: a1, type: root, size: 16M }}
+    - {{ id: b1, type: root, size: 16M }}
+  - id: d2
+    device: {d2}
+    partitions:
+    - {{ id: a2, type: root, size: 16M }}
+    - {{ id: b2, type: root, size: 16M }}
+  raid:
+    software:
+    - {{ id: root-a, name: root-a, level: raid1, devices: [a1, a2] }}
+    - {{ id: root-b, name: root-b, level: raid1, devices: [b1, b2] }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: root, mountPoint: / }}
+"#
+    );
+    let hc: HostConfiguration = trident_host::config::parse(&yaml).unwrap();
+    let mut status = HostStatus::default();
+    super::raid::tests::record_mirrors(
+        &mut status,
+        &[("root-a", ["a1", "a2"]), ("root-b", ["b1", "b2"])],
+        15 << 20,
+    );
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    let b = devices.device_of("root", AbVolume::VolumeB).unwrap();
+    assert_eq!(
+        b,
+        ResolvedDevice::RaidArray {
+            id: "root-b".to_owned(),
+            path: "/dev/md/root-b".to_owned(),
+            size: 15 << 20
+        }
+    );
+    let extent = b.extent();
+    assert_eq!(
+        (extent.backing, extent.offset, extent.size),
+        ("/dev/md/root-b", 0, 15 << 20)
+    );
+    let targets = devices
+        .write_targets(Targets::AbUpdate {
+            volume: AbVolume::VolumeA,
+        })
+        .unwrap();
+    assert_eq!(targets["/"].id(), "root-a");
+    // An array the record lacks: the configuration differs from what was installed.
+    status.raid_arrays.remove("root-a");
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    assert!(matches!(
+        devices.device_of("root", AbVolume::VolumeA),
+        Err(BlockDeviceError::NotRecorded {
+            kind: DeviceKind::RaidArray,
+            ..
+        })
+    ));
 }

@@ -1,6 +1,7 @@
 //! The firmware's boot variables, as upstream Trident manages them with
 //! `efibootmgr` (`engine/bootentries.rs`), written here through efivarfs
-//! directly: one `Boot####` load option per volume, labelled with the
+//! directly: one `Boot####` load option per volume (per volume and ESP
+//! mirror member where the ESP is a RAID1 array), labelled with the
 //! volume's ESP directory (`AZLA`, `AZLB`); `BootNext` for the trial boot
 //! of an A/B update (the firmware boots it once, then deletes it);
 //! `BootOrder` with the committed volume first. `BootCurrent` (set by the
@@ -120,56 +121,106 @@ pub fn booted_label(efivars: &Path) -> Option<String> {
 /// deletes duplicates; otherwise the lowest free number is taken. Returns
 /// the option's number.
 pub fn upsert(efivars: &Path, option: &LoadOption) -> Result<u16, TridentError> {
-    let existing = options(efivars);
-    let same_label: Vec<u16> = existing
-        .iter()
-        .filter(|(_, o)| o.description == option.description)
-        .map(|(n, _)| *n)
-        .collect();
-    let number = match same_label.first() {
-        Some(n) => *n,
-        None => (0..=u16::MAX)
-            .find(|n| existing.iter().all(|(used, _)| used != n))
-            .ok_or_else(|| {
-                TridentError::new(
-                    trident_host::Subkind::BootControl,
-                    "Every Boot#### number is taken",
-                )
-            })?,
+    let numbers = upsert_all(efivars, std::slice::from_ref(option))?;
+    numbers
+        .first()
+        .copied()
+        .ok_or_else(|| TridentError::new(trident_host::Subkind::BootControl, "No Boot#### written"))
+}
+
+/// Writes `options`, which share one label (a volume on an ESP mirror: one
+/// option per member), as the only options with that label. An existing
+/// option of the label on the same partition keeps its number; other
+/// existing ones of the label are reused (a replaced disk's member takes
+/// the number of the one it replaces), then the lowest free numbers are
+/// taken; options of the label left over are deleted and leave
+/// `BootOrder`. Returns the numbers in the order of `options`.
+pub fn upsert_all(efivars: &Path, options: &[LoadOption]) -> Result<Vec<u16>, TridentError> {
+    let Some(label) = options.first().map(|o| o.description.as_str()) else {
+        return Ok(Vec::new());
     };
-    write_var(efivars, &option_name(number), GLOBAL_GUID, &option.encode())?;
-    let duplicates = &same_label[same_label.len().min(1)..];
-    for extra in duplicates {
+    let existing = self::options(efivars);
+    let mut spare: Vec<&(u16, LoadOption)> = existing
+        .iter()
+        .filter(|(_, o)| o.description == label)
+        .collect();
+    let same_partition = |a: &LoadOption, b: &LoadOption| match (&a.partition, &b.partition) {
+        (Some(a), Some(b)) => a.part_uuid == b.part_uuid,
+        _ => false,
+    };
+    let mut numbers: Vec<Option<u16>> = options
+        .iter()
+        .map(|option| {
+            let at = spare.iter().position(|(_, o)| same_partition(o, option))?;
+            Some(spare.remove(at).0)
+        })
+        .collect();
+    let mut taken: Vec<u16> = existing.iter().map(|(n, _)| *n).collect();
+    for number in numbers.iter_mut().filter(|n| n.is_none()) {
+        let next = match spare.first() {
+            Some((n, _)) => {
+                spare.remove(0);
+                *n
+            }
+            None => {
+                let free = (0..=u16::MAX).find(|n| !taken.contains(n)).ok_or_else(|| {
+                    TridentError::new(
+                        trident_host::Subkind::BootControl,
+                        "Every Boot#### number is taken",
+                    )
+                })?;
+                taken.push(free);
+                free
+            }
+        };
+        *number = Some(next);
+    }
+    let numbers: Vec<u16> = numbers.into_iter().flatten().collect();
+    for (number, option) in numbers.iter().zip(options) {
+        write_var(
+            efivars,
+            &option_name(*number),
+            GLOBAL_GUID,
+            &option.encode(),
+        )?;
+    }
+    let left_over: Vec<u16> = spare.iter().map(|(n, _)| *n).collect();
+    for extra in &left_over {
         remove_var(efivars, &option_name(*extra), GLOBAL_GUID)?;
     }
-    if !duplicates.is_empty() {
+    if !left_over.is_empty() {
         let order: Vec<u16> = boot_order(efivars)
             .into_iter()
-            .filter(|n| !duplicates.contains(n))
+            .filter(|n| !left_over.contains(n))
             .collect();
         set_boot_order(efivars, &order)?;
     }
-    Ok(number)
+    Ok(numbers)
 }
 
-/// Puts option `number` at `position` of `BootOrder` (written only when
-/// it changes).
-pub fn place(efivars: &Path, number: u16, position: Position) -> Result<(), TridentError> {
+/// Puts options `numbers` (in their order) at `position` of `BootOrder`
+/// (written only when it changes).
+pub fn place(efivars: &Path, numbers: &[u16], position: Position) -> Result<(), TridentError> {
     let order = boot_order(efivars);
-    let placed = placed(&order, number, position);
+    let placed = placed(&order, numbers, position);
     if placed != order {
         set_boot_order(efivars, &placed)?;
     }
     Ok(())
 }
 
-fn placed(order: &[u16], number: u16, position: Position) -> Vec<u16> {
+fn placed(order: &[u16], numbers: &[u16], position: Position) -> Vec<u16> {
     match position {
-        Position::First => std::iter::once(number)
-            .chain(order.iter().copied().filter(|n| *n != number))
+        Position::First => numbers
+            .iter()
+            .copied()
+            .chain(order.iter().copied().filter(|n| !numbers.contains(n)))
             .collect(),
-        Position::Last if order.contains(&number) => order.to_vec(),
-        Position::Last => order.iter().copied().chain([number]).collect(),
+        Position::Last => order
+            .iter()
+            .copied()
+            .chain(numbers.iter().copied().filter(|n| !order.contains(n)))
+            .collect(),
     }
 }
 
@@ -194,10 +245,18 @@ mod tests {
 
     #[test]
     fn first_moves_an_option_to_the_front_and_last_appends_only_new_ones() {
-        assert_eq!(placed(&[1, 2, 3], 3, Position::First), vec![3, 1, 2]);
-        assert_eq!(placed(&[1, 2], 4, Position::First), vec![4, 1, 2]);
-        assert_eq!(placed(&[1, 2], 1, Position::Last), vec![1, 2]);
-        assert_eq!(placed(&[1, 2], 4, Position::Last), vec![1, 2, 4]);
+        assert_eq!(placed(&[1, 2, 3], &[3], Position::First), vec![3, 1, 2]);
+        assert_eq!(placed(&[1, 2], &[4], Position::First), vec![4, 1, 2]);
+        assert_eq!(placed(&[1, 2], &[1], Position::Last), vec![1, 2]);
+        assert_eq!(placed(&[1, 2], &[4], Position::Last), vec![1, 2, 4]);
+        assert_eq!(
+            placed(&[1, 2, 3, 4], &[4, 2], Position::First),
+            vec![4, 2, 1, 3]
+        );
+        assert_eq!(
+            placed(&[1, 2], &[2, 5, 6], Position::Last),
+            vec![1, 2, 5, 6]
+        );
     }
 
     #[test]
@@ -215,7 +274,7 @@ mod tests {
         assert_eq!(boot_order(&dir), vec![0, 1]);
         let b = upsert(&dir, &option("AZLB")).unwrap();
         assert_eq!(b, 2, "the lowest free number");
-        place(&dir, b, Position::Last).unwrap();
+        place(&dir, &[b], Position::Last).unwrap();
         set_boot_next(&dir, b).unwrap();
         assert_eq!(boot_order(&dir), vec![0, 1, 2]);
         assert_eq!(boot_next(&dir), Some(2));
@@ -224,13 +283,52 @@ mod tests {
         write_var(&dir, BOOT_CURRENT, GLOBAL_GUID, &2u16.to_le_bytes()).unwrap();
         clear_boot_next(&dir).unwrap();
         assert_eq!(booted_label(&dir).as_deref(), Some("AZLB"));
-        place(&dir, b, Position::First).unwrap();
+        place(&dir, &[b], Position::First).unwrap();
         assert_eq!(boot_order(&dir), vec![2, 0, 1]);
         // Attributes then the little-endian list, as efivarfs stores it.
         assert_eq!(
             std::fs::read(dir.join(format!("BootOrder-{GLOBAL_GUID}"))).unwrap(),
             vec![7, 0, 0, 0, 2, 0, 0, 0, 1, 0]
         );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn on(label: &str, part: u128) -> LoadOption {
+        let mut o = option(label);
+        if let Some(hd) = o.partition.as_mut() {
+            hd.part_uuid = uuid::Uuid::from_u128(part);
+        }
+        o
+    }
+
+    #[test]
+    fn a_mirrored_esp_gets_one_option_per_member_and_a_replaced_member_takes_the_old_number() {
+        let dir = std::env::temp_dir().join(format!("efivars-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_var(&dir, "Boot0000", GLOBAL_GUID, &option("UEFI Misc").encode()).unwrap();
+        set_boot_order(&dir, &[0]).unwrap();
+        let a = upsert_all(&dir, &[on("AZLA", 1), on("AZLA", 2)]).unwrap();
+        assert_eq!(a, vec![1, 2]);
+        place(&dir, &a, Position::First).unwrap();
+        assert_eq!(boot_order(&dir), vec![1, 2, 0]);
+        // Written again unchanged: the same numbers.
+        assert_eq!(
+            upsert_all(&dir, &[on("AZLA", 1), on("AZLA", 2)]).unwrap(),
+            a
+        );
+        // The second disk replaced (member 2 → 3): the first member keeps
+        // its number, the new one takes the old member's.
+        let b = upsert_all(&dir, &[on("AZLA", 1), on("AZLA", 3)]).unwrap();
+        assert_eq!(b, vec![1, 2]);
+        let written = options(&dir);
+        assert_eq!(
+            written[2].1.partition.as_ref().unwrap().part_uuid,
+            uuid::Uuid::from_u128(3)
+        );
+        // One member left: the other option leaves BootOrder.
+        assert_eq!(upsert_all(&dir, &[on("AZLA", 3)]).unwrap(), vec![2]);
+        assert_eq!(boot_order(&dir), vec![2, 0]);
+        assert_eq!(options(&dir).len(), 2);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

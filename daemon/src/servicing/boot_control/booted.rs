@@ -54,6 +54,27 @@ pub fn root_partition() -> Result<Option<BlockPartition>, TridentError> {
     partition_of_device(Path::new("/sys"), &dev)
 }
 
+/// The md array the running root is on (`/dev/md127`), if it is one
+/// (`/sys/dev/block/M:m/md` exists).
+pub fn root_md_array() -> Result<Option<PathBuf>, TridentError> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .structured_msg(Subkind::BootControl, "Cannot read /proc/self/mountinfo")?;
+    let Some(dev) = root_device_number(&mountinfo) else {
+        return Ok(None);
+    };
+    Ok(md_array_of_device(Path::new("/sys"), &dev))
+}
+
+/// `/dev/<md>` of device number `dev` if it is an md array.
+pub fn md_array_of_device(sys: &Path, dev: &str) -> Option<PathBuf> {
+    let link = sys.join("dev/block").join(dev);
+    if !link.join("md").is_dir() {
+        return None;
+    }
+    let real = std::fs::canonicalize(&link).ok()?;
+    Some(Path::new("/dev").join(real.file_name()?))
+}
+
 /// Whether device number `dev` is mounted somewhere; where.
 pub fn mount_point_of(mountinfo: &str, dev: &str) -> Option<PathBuf> {
     mountinfo.lines().find_map(|line| {

@@ -223,11 +223,23 @@ fn mtool(program: &str, args: &[&str]) -> Result<Vec<u8>, TridentError> {
 }
 
 /// Where `device` is mounted on this system, if it is a partition of a
-/// block device that is mounted.
+/// block device, or a RAID array, that is mounted.
 fn mounted_at(device: &ResolvedDevice) -> Option<PathBuf> {
-    // The ESP is never encrypted (the storage graph's rule).
-    let ResolvedDevice::Partition { layout, .. } = device else {
-        return None;
+    let layout = match device {
+        ResolvedDevice::Partition { layout, .. } => layout,
+        // The ESP is never encrypted (the storage graph's rule).
+        ResolvedDevice::EncryptedVolume { .. } => return None,
+        ResolvedDevice::RaidArray { path, .. } => {
+            let md = std::fs::canonicalize(path).ok()?;
+            let dev = std::fs::read_to_string(
+                Path::new("/sys/class/block")
+                    .join(md.file_name()?)
+                    .join("dev"),
+            )
+            .ok()?;
+            let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+            return mount_point_of(&mountinfo, dev.trim());
+        }
     };
     let disk = std::fs::canonicalize(&layout.device).ok()?;
     let disk_name = disk.file_name()?.to_owned();

@@ -18,7 +18,7 @@ use trident_host::status::AbVolume;
 use trident_host::{Subkind, TridentError};
 
 use super::esp::Esp;
-use super::uefi_entry::{Kernel, command_line, image_cmdline, pretty_name};
+use super::uefi_entry::{Kernel, command_line, image_cmdline, pretty_name, root_args};
 use crate::servicing::new_root::probe;
 use crate::servicing::new_root::volume::VolumeRoot;
 
@@ -75,15 +75,17 @@ fn image_loader(image_esp: &Esp, names: &[&str]) -> Result<Vec<u8>, TridentError
 }
 
 /// Writes `root.volume`'s directory: shim and GRUB from `image_esp`, the
-/// rendered `grub.cfg`. Returns what was written (ESP paths).
+/// rendered `grub.cfg` (`root_hash`: the image's, for a verity root).
+/// Returns what was written (ESP paths).
 pub fn prepare(
     root: &VolumeRoot<'_>,
     esp: &Esp,
     image_esp: &Esp,
+    root_hash: Option<&str>,
 ) -> Result<Vec<String>, TridentError> {
     let shim = image_loader(image_esp, &["BOOTX64.EFI", SHIM])?;
     let grub = image_loader(image_esp, &["grubx64-noprefix.efi", GRUB])?;
-    let config = volume_config(root)?;
+    let config = volume_config(root, root_hash)?;
     let dir = esp_dir(root.volume);
     let written = [
         (SHIM, &shim[..]),
@@ -102,14 +104,9 @@ pub fn prepare(
 
 /// The volume's `grub.cfg`: find `/boot` (its own filesystem, else the
 /// root's) by UUID, boot the newest kernel with the volume's command line.
-fn volume_config(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
+fn volume_config(root: &VolumeRoot<'_>, root_hash: Option<&str>) -> Result<String, TridentError> {
     let kernel = Kernel::find(root.path)?;
-    let Some(root_part) = root.partition_of("/") else {
-        return Err(TridentError::new(
-            Subkind::InvalidHostConfiguration,
-            "The GRUB boot control needs a filesystem mounted at '/'",
-        ));
-    };
+    let root_args = root_args(root, root_hash)?;
     let separate_boot = root
         .hc
         .storage
@@ -137,7 +134,7 @@ fn volume_config(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
         path.file_name()
             .map(|n| format!("{prefix}/{}", n.to_string_lossy()))
     };
-    let options = command_line(root.hc, &root_part.part_uuid, &image_cmdline(root.path));
+    let options = command_line(root.hc, &root_args, &image_cmdline(root.path));
     Ok(render(&ConfigParts {
         title: format!("{} ({})", pretty_name(root.path), root.volume),
         boot_uuid: uuid,

@@ -125,6 +125,9 @@ pub struct ImageBoot {
     /// itself was not written (an A/B update) and `kind` needs it; `None`:
     /// the host's ESP holds the image's (an install wrote it).
     pub esp_copy: Option<PathBuf>,
+    /// The root hash of the image's `/` when it went to a verity device
+    /// (the kernel command line opens the root with it).
+    pub verity_root_hash: Option<String>,
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //!   - `grub`: the image's shim and GRUB in the volume's ESP directory
 //!     (`EFI/AZLA`, `EFI/AZLB`, as upstream) with a rendered `grub.cfg`
 //!     ([`grub`]) and a `Boot####` option of its own ([`boot_vars`],
-//!     [`load_option`]): the trial boot of an A/B update is `BootNext`,
+//!     [`load_option`]; one per member of an ESP mirror,
+//!     [`esp_options`]): the trial boot of an A/B update is `BootNext`,
 //!     commit puts the volume first in `BootOrder`;
 //!   - `systemd-boot`: a Type 1 entry per volume ([`systemd_boot`]) with
 //!     the kernel and initrd from the volume's `/boot`, or the image's UKI;
@@ -30,14 +31,19 @@ pub mod boot_vars;
 pub mod booted;
 pub mod efivars;
 pub mod esp;
+pub mod esp_options;
 pub mod fallback;
 pub mod grub;
 pub mod image_boot;
 pub mod load_option;
+mod pe;
 pub mod record;
 pub mod systemd_boot;
 pub mod uefi;
 pub mod uefi_entry;
+pub mod verity;
+#[cfg(test)]
+mod verity_tests;
 
 use trident_host::TridentError;
 use trident_host::status::{AbVolume, HostStatus};
@@ -90,6 +96,11 @@ pub trait BootControl: Send + Sync + std::fmt::Debug {
     /// so for it always; a real host compares its kernel's boot time.
     fn rebooted_since(&self, _instant: std::time::SystemTime) -> bool {
         true
+    }
+    /// After `rebuild-raid` (recorded in `status`): where the ESP is a
+    /// mirror, the boot options of the rebuilt members.
+    fn raid_rebuilt(&self, _status: &HostStatus) -> Result<(), TridentError> {
+        Ok(())
     }
     /// Daemon start (the record backend simulates a pending reboot here).
     fn on_start(&self) -> Result<(), TridentError> {

@@ -16,7 +16,8 @@ use trident_host::{Subkind, TridentError};
 use super::esp::Esp;
 use super::fallback;
 use super::image_boot::BootKind;
-use super::uefi_entry::{EntryFiles, Kernel, command_line, entry_text, image_cmdline};
+use super::uefi_entry::{EntryFiles, Kernel, command_line, entry_text, image_cmdline, root_args};
+use super::verity::check_uki_root_hash;
 use crate::servicing::new_root::volume::VolumeRoot;
 
 /// Where images ship systemd-boot (Debian's systemd-boot-efi).
@@ -51,21 +52,18 @@ pub fn loader_conf(volume: AbVolume) -> String {
 }
 
 /// Writes `root.volume`'s entry and its files (`kind`: Type 1 or UKI;
-/// the UKI from `image_esp`); on `install`, systemd-boot itself. Returns
-/// what was written (ESP paths).
+/// the UKI from `image_esp`, checked to carry `root_hash` when the root is
+/// a verity device); on `install`, systemd-boot itself. Returns what was
+/// written (ESP paths).
 pub fn prepare(
     root: &VolumeRoot<'_>,
     esp: &Esp,
     kind: &BootKind,
     image_esp: &Esp,
     install: bool,
+    root_hash: Option<&str>,
 ) -> Result<Vec<String>, TridentError> {
-    let Some(root_part) = root.partition_of("/") else {
-        return Err(TridentError::new(
-            Subkind::InvalidHostConfiguration,
-            "The UEFI boot control needs a filesystem mounted at '/'",
-        ));
-    };
+    let root_args = root_args(root, root_hash)?;
     let dir = format!("trident/{}", root.volume);
     let mut written = Vec::new();
     let files = match kind {
@@ -82,6 +80,10 @@ pub fn prepare(
                     ),
                 ));
             };
+            if let Some(hash) = root_hash {
+                // A verity root: the UKI's own command line opens it.
+                check_uki_root_hash(&uki, hash)?;
+            }
             let linux = format!("{dir}/linux.efi");
             esp.write(&linux, &uki)?;
             written.push(linux.clone());
@@ -89,7 +91,7 @@ pub fn prepare(
                 version: kernel.clone(),
                 linux,
                 initrd: None,
-                options: command_line(root.hc, &root_part.part_uuid, cmdline),
+                options: command_line(root.hc, &root_args, cmdline),
             }
         }
         BootKind::Type1 | BootKind::Grub => {
@@ -110,7 +112,7 @@ pub fn prepare(
                 version: kernel.release,
                 linux,
                 initrd,
-                options: command_line(root.hc, &root_part.part_uuid, &image_cmdline(root.path)),
+                options: command_line(root.hc, &root_args, &image_cmdline(root.path)),
             }
         }
     };

@@ -22,16 +22,15 @@ use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{Subkind, TridentError};
 
 use super::boot_vars::{self, Position};
-use super::booted::root_partition;
+use super::booted::{root_md_array, root_partition};
 use super::esp::Esp;
+use super::esp_options::esp_partitions;
 use super::fallback::{self, Moment};
 use super::image_boot::{BootKind, ImageBoot};
-use super::load_option::{HardDrive, LoadOption};
+use super::load_option::LoadOption;
 use super::systemd_boot::{entry_id, entry_path, loader_conf, volume_of_entry};
 use super::{BootControl, efivars, grub};
-use crate::servicing::block_device::partition::LBA_SIZE;
 use crate::servicing::block_device::{BlockDevices, ResolvedDevice};
-use crate::servicing::new_root::partitions::read_partitions;
 use crate::servicing::new_root::volume::VolumeRoot;
 
 #[derive(Debug)]
@@ -111,41 +110,37 @@ impl UefiBootControl {
         Ok(())
     }
 
-    /// `volume`'s `Boot####` option (written, or rewritten in place).
-    fn boot_option(
+    /// `volume`'s `Boot####` options (written, or rewritten in place):
+    /// one, or one per member of an ESP mirror, in the configuration's
+    /// order.
+    fn boot_options(
         &self,
         status: &HostStatus,
         device: &ResolvedDevice,
         volume: AbVolume,
-    ) -> Result<u16, TridentError> {
-        let partitions = read_partitions(&status.layout)?;
-        let ResolvedDevice::Partition { layout, .. } = device else {
-            return Err(TridentError::new(
-                Subkind::BootControl,
-                format!("The ESP '{}' is not a partition", device.id()),
-            ));
-        };
-        let part_uuid = partitions
-            .get(device.id())
-            .and_then(|p| p.part_uuid.parse().ok())
-            .ok_or_else(|| {
-                TridentError::new(Subkind::BootControl, "The ESP's partition GUID is unknown")
-            })?;
-        let option = LoadOption::new(
-            &grub::label(volume),
-            HardDrive {
-                number: layout.number,
-                start_lba: layout.offset / LBA_SIZE,
-                size_lba: layout.size / LBA_SIZE,
-                part_uuid,
-            },
-            &grub::loader_path(volume),
-        );
-        let number = boot_vars::upsert(&self.efivars, &option)?;
-        tracing::info!(option = format!("Boot{number:04X}"), label = %option.description,
-            loader = %grub::loader_path(volume), "UEFI boot option written");
-        Ok(number)
+    ) -> Result<Vec<u16>, TridentError> {
+        let options: Vec<LoadOption> = esp_partitions(spec(status)?, status, device)?
+            .into_iter()
+            .map(|partition| {
+                LoadOption::new(&grub::label(volume), partition, &grub::loader_path(volume))
+            })
+            .collect();
+        let numbers = boot_vars::upsert_all(&self.efivars, &options)?;
+        for number in &numbers {
+            tracing::info!(option = format!("Boot{number:04X}"), label = %grub::label(volume),
+                loader = %grub::loader_path(volume), "UEFI boot option written");
+        }
+        Ok(numbers)
     }
+}
+
+/// `Boot0001 Boot0002`.
+fn option_names(numbers: &[u16]) -> String {
+    numbers
+        .iter()
+        .map(|n| format!("Boot{n:04X}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn spec(status: &HostStatus) -> Result<&HostConfiguration, TridentError> {
@@ -241,7 +236,7 @@ impl BootControl for UefiBootControl {
     ) -> Result<Vec<String>, TridentError> {
         let device = esp_device_id(root.hc)
             .and_then(|id| root.devices.device_of(&id, AbVolume::VolumeA).ok())
-            .filter(|device| root.partitions.contains_key(device.id()))
+            .filter(|device| root.source_of(device).is_some())
             .ok_or_else(no_esp)?;
         let esp = Esp::open(&device)?;
         // The image's ESP: copied out of the COSI, or (install) the one
@@ -250,11 +245,18 @@ impl BootControl for UefiBootControl {
         let image_esp = copied.as_ref().unwrap_or(&esp);
         let (written, other_marker) = match &image.kind {
             BootKind::Grub => (
-                grub::prepare(root, &esp, image_esp)?,
+                grub::prepare(root, &esp, image_esp, image.verity_root_hash.as_deref())?,
                 entry_path(root.volume),
             ),
             kind => (
-                super::systemd_boot::prepare(root, &esp, kind, image_esp, install)?,
+                super::systemd_boot::prepare(
+                    root,
+                    &esp,
+                    kind,
+                    image_esp,
+                    install,
+                    image.verity_root_hash.as_deref(),
+                )?,
                 format!("{}/{}", grub::esp_dir(root.volume), grub::GRUB_CFG),
             ),
         };
@@ -285,13 +287,15 @@ impl BootControl for UefiBootControl {
             },
         };
         if grub::is_grub_volume(&host.esp, volume)? {
-            let number = self.boot_option(status, &host.device, volume)?;
+            let numbers = self.boot_options(status, &host.device, volume)?;
             let position = match moment {
                 Moment::TrialFinalize { .. } => Position::Last,
                 _ => Position::First,
             };
+            // BootNext is one option: the first member's (as upstream).
+            let number = numbers[0];
             boot_vars::set_boot_next(&self.efivars, number)?;
-            boot_vars::place(&self.efivars, number, position)?;
+            boot_vars::place(&self.efivars, &numbers, position)?;
             tracing::info!(
                 option = format!("Boot{number:04X}"),
                 ?position,
@@ -324,8 +328,29 @@ impl BootControl for UefiBootControl {
         let Some(hc) = status.spec.as_ref() else {
             return Ok(None); // nothing installed
         };
+        let devices = BlockDevices::new(hc, status)?;
+        let on_root = |volume| {
+            let fs = hc
+                .storage
+                .filesystems
+                .iter()
+                .find(|f| f.mount_point.path() == "/")?;
+            devices.device_of(&fs.device_id, volume).ok()
+        };
+        // A root on a RAID array: the array whose device is the root's.
+        if let Some(md) = root_md_array()? {
+            for volume in [AbVolume::VolumeA, AbVolume::VolumeB] {
+                if let Some(ResolvedDevice::RaidArray { path, .. }) = on_root(volume)
+                    && std::fs::canonicalize(&path).is_ok_and(|p| p == md)
+                {
+                    return Ok(Some(volume));
+                }
+            }
+            tracing::warn!(root = %md.display(), "the running root is on no array of the Host Configuration");
+            return Ok(None);
+        }
         let Some(running) = root_partition()? else {
-            // The root is no partition (an array, a container, a test on a
+            // The root is no partition (a container, a test on a
             // disk-image file): the firmware's BootCurrent option, else
             // the entry systemd-boot says it booted.
             let by_option = boot_vars::booted_label(&self.efivars).and_then(|label| {
@@ -339,21 +364,9 @@ impl BootControl for UefiBootControl {
                     .and_then(volume_of_entry)
             }));
         };
-        let devices = BlockDevices::new(hc, status)?;
-        let on_root = |volume| {
-            let fs = hc
-                .storage
-                .filesystems
-                .iter()
-                .find(|f| f.mount_point.path() == "/")?;
-            devices.device_of(&fs.device_id, volume).ok()
-        };
         for volume in [AbVolume::VolumeA, AbVolume::VolumeB] {
-            let Some(device) = on_root(volume) else {
-                continue;
-            };
             // Partitions are matched by disk and entry number (sysfs).
-            let ResolvedDevice::Partition { layout: place, .. } = device else {
+            let Some(ResolvedDevice::Partition { layout: place, .. }) = on_root(volume) else {
                 continue;
             };
             let disk = std::fs::canonicalize(&place.device)
@@ -370,15 +383,45 @@ impl BootControl for UefiBootControl {
     fn commit(&self, status: &HostStatus, volume: AbVolume) -> Result<(), TridentError> {
         let (hc, host) = host_esp(status)?;
         if grub::is_grub_volume(&host.esp, volume)? {
-            let number = self.boot_option(status, &host.device, volume)?;
-            boot_vars::place(&self.efivars, number, Position::First)?;
+            let numbers = self.boot_options(status, &host.device, volume)?;
+            boot_vars::place(&self.efivars, &numbers, Position::First)?;
             tracing::info!(
-                option = format!("Boot{number:04X}"),
+                options = %option_names(&numbers),
                 "committed volume first in BootOrder"
             );
         }
         self.apply_plan(hc, &host.esp, Moment::Commit { volume })?;
         efivars::clear(&self.efivars, efivars::ONE_SHOT)
+    }
+
+    fn raid_rebuilt(&self, status: &HostStatus) -> Result<(), TridentError> {
+        let (_, host) = host_esp(status)?;
+        if !matches!(host.device, ResolvedDevice::RaidArray { .. }) {
+            return Ok(()); // the ESP was on no array: its option is as it was
+        }
+        // The volumes that have options (GRUB volumes), the active one
+        // first: its options lead BootOrder, the other's are kept in it.
+        let mut volumes = [AbVolume::VolumeA, AbVolume::VolumeB];
+        if status.ab_active_volume == Some(AbVolume::VolumeB) {
+            volumes.reverse();
+        }
+        for volume in volumes {
+            if !grub::is_grub_volume(&host.esp, volume)?
+                || boot_vars::find(&self.efivars, &grub::label(volume)).is_none()
+            {
+                continue;
+            }
+            let numbers = self.boot_options(status, &host.device, volume)?;
+            let position = if status.ab_active_volume == Some(volume) {
+                Position::First
+            } else {
+                Position::Last
+            };
+            boot_vars::place(&self.efivars, &numbers, position)?;
+            tracing::info!(%volume, options = %option_names(&numbers), ?position,
+                "boot options of the rebuilt ESP mirror");
+        }
+        Ok(())
     }
 }
 

@@ -3,9 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
+use trident_host::config::verity_rules::{
+    ETC_OVERLAY_MOUNT_POINT, ETC_OVERLAY_UPPER, ETC_OVERLAY_WORK,
+};
 use trident_host::config::{HostConfiguration, SelinuxMode};
 use trident_host::{Subkind, TridentError};
 
+use super::verity::{ROOT_DEVICE, VerityRoot, is_verity_arg, kernel_args};
 use crate::servicing::new_root::volume::VolumeRoot;
 
 /// The kernel a volume boots.
@@ -55,18 +59,91 @@ impl Kernel {
     }
 }
 
-/// The kernel command line: the root by PARTUUID, the image's arguments
-/// (`image_args`: its `/etc/kernel/cmdline`, or its UKI entry's cmdline;
-/// any `root=`, `rw`/`ro` of its own dropped), the SELinux arguments of
-/// `os.selinux.mode` (replacing the image's, as upstream's osmodifier
-/// does), then `os.kernelCommandLine.extraCommandLine`.
-pub fn command_line(hc: &HostConfiguration, part_uuid: &str, image_args: &str) -> String {
+/// The arguments naming the volume's root ([`root_args`]): as the booted
+/// OS names its device (`PARTUUID=...` of a partition, `/dev/md/<name>` of
+/// a RAID array, which the image's initramfs assembles with mdadm),
+/// read-write; a verity root `/dev/mapper/root`, read-only, opened from
+/// the verity arguments (`root_hash`: the image's).
+pub fn root_args(
+    root: &VolumeRoot<'_>,
+    root_hash: Option<&str>,
+) -> Result<Vec<String>, TridentError> {
+    let hc = root.hc;
+    let no_root = || {
+        TridentError::new(
+            Subkind::InvalidHostConfiguration,
+            "The UEFI boot control needs a filesystem mounted at '/'",
+        )
+    };
+    let fs = hc
+        .storage
+        .filesystems
+        .iter()
+        .find(|f| f.mount_point.path() == "/")
+        .ok_or_else(no_root)?;
+    let Some(verity) = hc.storage.verity.iter().find(|v| v.id == fs.device_id) else {
+        let (_, source) = root.mount_source("/").ok_or_else(no_root)?;
+        return Ok(vec![format!("root={source}"), "rw".to_owned()]);
+    };
+    let part_uuid = |role: &str, id: &str| {
+        root.device_of(id)
+            .and_then(|d| root.source_of(&d))
+            .ok_or_else(|| {
+                TridentError::new(
+                    Subkind::BootControl,
+                    format!(
+                        "verity device '{}': its {role} device '{id}' is on no partition or array",
+                        verity.id
+                    ),
+                )
+            })
+    };
+    let Some(root_hash) = root_hash else {
+        return Err(TridentError::new(
+            Subkind::BootControl,
+            format!(
+                "verity device '{}': the image gave no root hash for '/'",
+                verity.id
+            ),
+        ));
+    };
+    let mut args = vec![format!("root={ROOT_DEVICE}"), "ro".to_owned()];
+    args.extend(kernel_args(&VerityRoot {
+        root_hash: root_hash.to_owned(),
+        data: part_uuid("data", &verity.data_device_id)?,
+        hash: part_uuid("hash", &verity.hash_device_id)?,
+        corruption: verity.corruption_option,
+    }));
+    // The writable /etc, as upstream's osmodifier asks the initrd for it:
+    // `rd.overlayfs=LOWER,UPPER,WORK,DEVICE`.
+    if let Some(overlay) = hc
+        .storage
+        .filesystems
+        .iter()
+        .find(|f| f.mount_point.path() == ETC_OVERLAY_MOUNT_POINT)
+    {
+        let device = part_uuid("/etc overlay", &overlay.device_id)?;
+        let device = device.replace("PARTUUID=", "/dev/disk/by-partuuid/");
+        args.push(format!(
+            "rd.overlayfs=etc,{ETC_OVERLAY_UPPER},{ETC_OVERLAY_WORK},{device}"
+        ));
+    }
+    Ok(args)
+}
+
+/// The kernel command line: the root (`root`: [`root_args`]), the image's
+/// arguments (`image_args`: its `/etc/kernel/cmdline`, or its UKI entry's
+/// cmdline; any `root=`, `rw`/`ro` and verity arguments of its own
+/// dropped), the SELinux arguments of `os.selinux.mode` (replacing the
+/// image's, as upstream's osmodifier does), then
+/// `os.kernelCommandLine.extraCommandLine`.
+pub fn command_line(hc: &HostConfiguration, root: &[String], image_args: &str) -> String {
     let selinux = hc.os.selinux.mode.map(selinux_args);
-    let mut args = vec![format!("root=PARTUUID={part_uuid}"), "rw".to_owned()];
+    let mut args = root.to_vec();
     args.extend(
         image_args
             .split_whitespace()
-            .filter(|a| !a.starts_with("root=") && *a != "rw" && *a != "ro")
+            .filter(|a| !a.starts_with("root=") && *a != "rw" && *a != "ro" && !is_verity_arg(a))
             .filter(|a| selinux.is_none() || !is_selinux_arg(a))
             .map(str::to_owned),
     );
@@ -146,10 +223,11 @@ mod tests {
         let mut hc = HostConfiguration::default();
         hc.os.selinux.mode = Some(SelinuxMode::Permissive);
         hc.os.kernel_command_line.extra_command_line = vec!["quiet".to_owned()];
+        let root = ["root=PARTUUID=1234".to_owned(), "rw".to_owned()];
         let line = command_line(
             &hc,
-            "1234",
-            "root=UUID=x ro console=ttyS0 selinux=0 security=apparmor\n",
+            &root,
+            "root=UUID=x ro console=ttyS0 selinux=0 security=apparmor roothash=ab\n",
         );
         assert_eq!(
             line,
@@ -157,7 +235,7 @@ mod tests {
         );
         hc.os.selinux.mode = None;
         assert_eq!(
-            command_line(&hc, "1234", "console=ttyS0 selinux=0"),
+            command_line(&hc, &root, "console=ttyS0 selinux=0"),
             "root=PARTUUID=1234 rw console=ttyS0 selinux=0 quiet",
             "without a mode the image's SELinux arguments stay"
         );

@@ -12,7 +12,11 @@
 //!   finalized, or the failed update with its error.
 //!
 //! The datastore goes to `trident.datastorePath` of the Host Configuration,
-//! else `/var/lib/trident/datastore.sqlite`. A root volume with no
+//! else `/var/lib/trident/datastore.sqlite`, on the filesystem of the
+//! configuration that holds that path (the root, or one of its own such as
+//! upstream samples' `/var/lib/trident`). On a filesystem outside the A/B
+//! pairs, which both volumes share, an A/B handover has nothing to do: the
+//! booted OS reads what this daemon records there. A root volume with no
 //! filesystem we know (test fixtures) gets none.
 //!
 //! The telemetry journal goes with it, at the same moments, to
@@ -24,6 +28,7 @@
 
 use std::path::Path;
 
+use trident_host::config::HostConfiguration;
 use trident_host::datastore::{Datastore, OperationEnd, OperationResult};
 use trident_host::status::{AbVolume, HostStatus};
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
@@ -104,17 +109,27 @@ fn into_root(
     let Some(hc) = status.spec.as_ref() else {
         return Ok(());
     };
-    let devices = BlockDevices::new(hc, status)?;
-    let mut targets = devices.write_targets(which)?;
-    targets.retain(|mount_point, _| mount_point == "/");
-    let path = engine.new_root_dir(&format!("{}-datastore", op.id));
-    let Some(root) = NewRoot::mount(hc, &devices, &targets, volume, &path)? else {
-        return Ok(());
-    };
     let relative = hc
         .datastore_path()
         .map(|p| p.trim_start_matches('/').to_owned())
         .unwrap_or_else(|| DEFAULT_DATASTORE.to_owned());
+    let devices = BlockDevices::new(hc, status)?;
+    let mut targets = devices.write_targets(which)?;
+    // The filesystems the datastore and the journal live on: the root, or
+    // one of their own (upstream's samples mount /var/lib/trident apart).
+    let holders = [relative.as_str(), DEFAULT_JOURNAL].map(|p| holder(hc, p));
+    if !targets.contains_key(&holders[0]) {
+        // Not on an A/B volume: both volumes share it, and the booted OS's
+        // tridentd reads what this one records there.
+        tracing::info!(filesystem = %holders[0], %volume,
+            "the datastore is on a filesystem both volumes share: nothing to hand over");
+        return Ok(());
+    }
+    targets.retain(|mount_point, _| mount_point == "/" || holders.contains(mount_point));
+    let path = engine.new_root_dir(&format!("{}-datastore", op.id));
+    let Some(root) = NewRoot::mount(hc, &devices, &targets, volume, &path)? else {
+        return Ok(());
+    };
     let file = root.path.join(&relative);
     let written = prepare(&file)
         .and_then(|()| write(&file))
@@ -140,6 +155,20 @@ fn into_root(
         "datastore and journal handed to the volume that boots next"
     );
     Ok(())
+}
+
+/// The mount point of the Host Configuration's filesystem holding
+/// `relative` (a path under `/`): the longest mount point that is a
+/// prefix of it, else `/`.
+fn holder(hc: &HostConfiguration, relative: &str) -> String {
+    let path = format!("/{relative}");
+    hc.storage
+        .filesystems
+        .iter()
+        .map(|f| f.mount_point.path().trim_end_matches('/'))
+        .filter(|mp| !mp.is_empty() && (path == *mp || path.starts_with(&format!("{mp}/"))))
+        .max_by_key(|mp| mp.len())
+        .map_or_else(|| "/".to_owned(), str::to_owned)
 }
 
 /// The operation's end as the journal records it: the volume boots next,

@@ -90,7 +90,8 @@ async fn stage(
 
     let devices = BlockDevices::new(&hc, &status)?;
     let targets = devices.write_targets(Targets::Install)?;
-    let written = write::write_step(ctx, &current, &hc, &targets).await?;
+    let hash_trees = devices.verity_hash_targets(Targets::Install)?;
+    let written = write::write_step(ctx, &current, &hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, true)).await?;

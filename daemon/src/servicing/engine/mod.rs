@@ -7,12 +7,16 @@ pub mod install;
 pub mod new_root_step;
 pub mod plan;
 pub mod query;
+pub mod rebuild_raid;
 pub mod rollback;
 pub mod runner;
 pub mod runtime_update;
 pub mod step;
 pub mod unrecorded;
 pub mod update;
+pub mod verity;
+#[cfg(test)]
+mod verity_tests;
 pub mod write;
 
 use std::path::{Path, PathBuf};

@@ -13,6 +13,8 @@
 
 use trident_host::config::HostConfiguration;
 
+use crate::servicing::block_device::raid::RAID_SYNC_PHASE;
+use crate::servicing::block_device::raid::rebuild::RECOVERY_PHASE;
 use crate::servicing::extensions::EXTENSIONS_STEP;
 use crate::servicing::scripts::ServicingType;
 use crate::servicing::step_ids::{APPLY, BOOT_FILES, CONFIGURE};
@@ -58,6 +60,10 @@ impl StepPlan {
         steps.extend(group("preServicing", kind.selected(&scripts.pre_servicing)));
         if kind == ServicingType::CleanInstall {
             steps.push("partition".to_owned());
+            let raid = &hc.storage.raid;
+            if !raid.software.is_empty() && raid.sync_timeout.is_some() {
+                steps.push(RAID_SYNC_PHASE.to_owned());
+            }
         }
         steps.extend(["download", "verify"].map(str::to_owned));
         if has_extensions(hc) {
@@ -108,6 +114,12 @@ impl StepPlan {
     /// Commit of a finalized servicing: the booted volume, health checks.
     pub fn commit() -> StepPlan {
         StepPlan::of(&["check-root", "health-checks"])
+    }
+
+    /// RebuildRaid: what to rebuild, the new disks' partitions, the
+    /// recovery.
+    pub fn rebuild_raid() -> StepPlan {
+        StepPlan::of(&["validate", "partition", RECOVERY_PHASE])
     }
 
     /// StreamDisk: request and metadata, download and write, GPT check.
@@ -243,6 +255,27 @@ storage:
                 "boot-files"
             ]
         );
+    }
+
+    #[test]
+    fn an_install_with_a_raid_sync_timeout_plans_the_wait_after_partitioning() {
+        let yaml = STORAGE.replace(
+            "    - { id: root, type: root, size: 1G }\n",
+            "    - { id: r1, type: root, size: 1G }\n    - { id: r2, type: root, size: 1G }\n  raid:\n    software:\n    - { id: root, name: root, level: raid1, devices: [r1, r2] }\n    syncTimeout: 60\n",
+        );
+        let plan = StepPlan::servicing(&hc(&yaml), ServicingType::CleanInstall, Halves::Stage);
+        let steps: Vec<&str> = plan.steps().collect();
+        assert_eq!(
+            steps[..4],
+            ["validate", "partition", "raid-sync", "download"]
+        );
+        // Without syncTimeout the install does not wait, as upstream.
+        let no_wait = yaml.replace("    syncTimeout: 60\n", "");
+        let plan = StepPlan::servicing(&hc(&no_wait), ServicingType::CleanInstall, Halves::Stage);
+        assert!(!plan.steps().any(|s| s == "raid-sync"));
+        // An update never creates arrays.
+        let plan = StepPlan::servicing(&hc(&yaml), ServicingType::AbUpdate, Halves::Stage);
+        assert!(!plan.steps().any(|s| s == "raid-sync"));
     }
 
     #[test]

@@ -168,7 +168,8 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
         ));
     }
     tracing::info!(active = %active, target = %inactive, "staging A/B update into the inactive volume");
-    let written = write::write_step(ctx, &current, &hc, &targets).await?;
+    let hash_trees = devices.verity_hash_targets(Targets::AbUpdate { volume: inactive })?;
+    let written = write::write_step(ctx, &current, &hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, false)).await?;

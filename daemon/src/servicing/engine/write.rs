@@ -16,6 +16,7 @@ use trident_telemetry::progress::{Phase, Unit};
 
 use super::runner::StepContext;
 use super::step::blocking;
+use super::verity;
 use crate::servicing::block_device::ResolvedDevice;
 use crate::servicing::boot_control::image_boot::{self, BootKind, ImageBoot};
 use crate::servicing::new_storage;
@@ -100,7 +101,8 @@ impl trident_cosi::Progress for PhaseProgress<'_> {
 }
 
 /// The write step of install and A/B update: [`write_image`] of the Host
-/// Configuration's image into the `targets` that take an image, the
+/// Configuration's image into the `targets` that take an image (and the
+/// hash trees of verity filesystems into `hash_trees`), the
 /// engine's boot control checking the image against `current` and getting
 /// the image's ESP when it needs it (copied next to the operation's new
 /// root, removed with it).
@@ -109,6 +111,7 @@ pub async fn write_step(
     current: &HostStatus,
     hc: &HostConfiguration,
     targets: &BTreeMap<String, ResolvedDevice>,
+    hash_trees: &BTreeMap<String, ResolvedDevice>,
 ) -> Result<WrittenImage, TridentError> {
     let image = hc
         .image
@@ -122,22 +125,38 @@ pub async fn write_step(
             .with_extension("esp.img")
     });
     let current = current.clone();
+    let hash_trees = hash_trees.clone();
     blocking(move || {
         let check = |kind: &BootKind| engine.boot.check_image(&current, kind);
         let boot = BootCheck {
             esp_copy,
             check: &check,
         };
+        let written = ImageTargets {
+            filesystems: &written,
+            hash_trees: &hash_trees,
+        };
         write_image(&image.url, &image.sha384, &written, &boot)
     })
     .await
 }
 
-/// What [`write_image`] wrote: the image's `sha384:<hex>` and how it boots.
+/// What [`write_image`] wrote: the image's `sha384:<hex>`, how it boots,
+/// and the root hash of each verity filesystem written (by mount point).
 #[derive(Debug, Clone)]
 pub struct WrittenImage {
     pub hash: String,
     pub boot: ImageBoot,
+    pub verity_root_hashes: BTreeMap<String, String>,
+}
+
+/// Where [`write_image`] writes: mount point → the device its filesystem
+/// image goes into, and, for a filesystem on a verity device, mount point
+/// → the device its hash tree goes into.
+#[derive(Debug, Clone, Copy)]
+pub struct ImageTargets<'a> {
+    pub filesystems: &'a BTreeMap<String, ResolvedDevice>,
+    pub hash_trees: &'a BTreeMap<String, ResolvedDevice>,
 }
 
 /// How boot control takes part in [`write_image`].
@@ -158,7 +177,8 @@ impl std::fmt::Debug for BootCheck<'_> {
 }
 
 /// Opens `url`, checks that the image provides every mount point in
-/// `targets` and that each fits its partition, that its bootloader
+/// `targets` (with a hash tree where it goes to a verity device) and that
+/// each fits its partition, that its bootloader
 /// metadata is one this daemon boots (`boot`), then streams each region
 /// into its partition. Regions of other mount points (and the image's own
 /// GPT) are read and verified but not written; the image's ESP goes to
@@ -167,9 +187,11 @@ impl std::fmt::Debug for BootCheck<'_> {
 pub fn write_image(
     url: &str,
     sha384: &str,
-    targets: &BTreeMap<String, ResolvedDevice>,
+    image_targets: &ImageTargets<'_>,
     boot: &BootCheck<'_>,
 ) -> Result<WrittenImage, TridentError> {
+    let targets = image_targets.filesystems;
+    let hash_trees = image_targets.hash_trees;
     let download = Phase::start(
         "download",
         "Open and verify image metadata",
@@ -183,6 +205,7 @@ pub fn write_image(
     tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");
 
     check_image_matches(&source, targets)?;
+    let verity_root_hashes = verity::check_hash_trees(source.metadata(), hash_trees)?;
     let kind = image_boot::boot_kind(source.metadata())?;
     (boot.check)(&kind)?;
     let esp_copy = esp_to_copy(&source, targets, &kind, boot.esp_copy.as_deref())?;
@@ -193,7 +216,8 @@ pub fn write_image(
         .iter()
         .filter(|fs| targets.contains_key(&fs.mount_point))
         .map(|fs| fs.image.uncompressed_size)
-        .sum();
+        .sum::<u64>()
+        + verity::tree_bytes(source.metadata(), hash_trees);
     trident_telemetry::overall::plan_bytes(bytes_total);
 
     let mut files: HashMap<String, File> = HashMap::new();
@@ -204,8 +228,9 @@ pub fn write_image(
         let region = source.next_region().cosi()?;
         let Some(mut region) = region else { break };
         let info: RegionInfo = region.info().clone();
-        let target = match (&info.kind, info.mount_point.as_deref()) {
-            (RegionKind::Partition { .. }, Some(mp)) => targets.get(mp),
+        let target = match (&info.kind, info.mount_point.as_deref(), &info.verity_of) {
+            (RegionKind::Partition { .. }, Some(mp), _) => targets.get(mp),
+            (RegionKind::Partition { .. }, None, Some(mp)) => hash_trees.get(mp),
             _ => None,
         };
         let is_esp_copy = esp_copy
@@ -236,7 +261,9 @@ pub fn write_image(
         boot: ImageBoot {
             kind,
             esp_copy: esp_copy.map(|(_, path)| path),
+            verity_root_hash: verity_root_hashes.get("/").cloned(),
         },
+        verity_root_hashes,
     })
 }
 
@@ -273,7 +300,10 @@ fn esp_to_copy(
 }
 
 /// Streams one region into the file `path` (created, sized to the
-/// region), hash-checked on the way.
+/// region), hash-checked on the way. Sparse: all-zero chunks are left as
+/// holes, so an ESP image that is mostly free space takes only its files'
+/// room where the copy lands (the datastore's filesystem, which upstream's
+/// samples make a 128 MiB volume of its own, no larger than the ESP).
 fn copy_region(
     region: &mut RegionReader<'_>,
     info: &RegionInfo,
@@ -300,16 +330,36 @@ fn copy_region(
         Subkind::WriteImage,
         format!("Cannot size {}", path.display()),
     )?;
-    let stats =
-        trident_cosi::write_region_at(region, &file, path, 0, size, &mut NoProgress).cosi()?;
-    tracing::info!(region = %info.name(), copy = %path.display(), bytes = stats.uncompressed_bytes,
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut offset, mut stored) = (0u64, 0u64);
+    loop {
+        let n = region.read_chunk(&mut buf).cosi()?;
+        if n == 0 {
+            break; // the end, verified
+        }
+        let chunk = &buf[..n];
+        if offset + n as u64 > size {
+            return Err(TridentError::new(
+                Subkind::WriteImage,
+                format!(
+                    "{}: more bytes than its uncompressed size {size}",
+                    info.name()
+                ),
+            ));
+        }
+        if chunk.iter().any(|b| *b != 0) {
+            std::os::unix::fs::FileExt::write_all_at(&file, chunk, offset).structured_msg(
+                Subkind::WriteImage,
+                format!("{}: write at offset {offset}", path.display()),
+            )?;
+            stored += n as u64;
+        }
+        offset += n as u64;
+    }
+    tracing::info!(region = %info.name(), copy = %path.display(), bytes = offset, stored,
         "the image's ESP copied out for its boot files");
     Ok(())
 }
-
-struct NoProgress;
-
-impl trident_cosi::Progress for NoProgress {}
 
 /// Writes one region into its target device (opening its backing file or
 /// block device on first use) as a `write/<partition>` phase nested in `verify` (the
@@ -336,11 +386,10 @@ fn write_region(
     let phase = Phase::child(
         verify,
         format!("write/{}", t.id()),
-        format!(
-            "Write {} to {}",
-            info.mount_point.as_deref().unwrap_or(""),
-            t.id()
-        ),
+        match (&info.mount_point, &info.verity_of) {
+            (None, Some(mp)) => format!("Write the hash tree of {mp} to {}", t.id()),
+            (mp, _) => format!("Write {} to {}", mp.as_deref().unwrap_or(""), t.id()),
+        },
         Unit::Bytes,
         Some(info.image.uncompressed_size),
     );

@@ -1,8 +1,9 @@
 //! `/etc/fstab` of the new root, from the Host Configuration's
 //! filesystems: each by what it lands on for the serviced volume (the
 //! block-device stack resolves its `deviceId`): a partition by PARTUUID,
-//! an encrypted volume by `/dev/mapper/<deviceName>`, with
-//! `mountPoint.options`; then `storage.swap`.
+//! a RAID array by `/dev/md/<name>`, an encrypted volume by its mapping
+//! (`/dev/mapper/<deviceName>`), one on a verity device by its
+//! `/dev/mapper/<name>`, with `mountPoint.options`; then `storage.swap`.
 
 use trident_host::config::FileSystemType;
 use trident_host::{ResultExt, Subkind, TridentError};
@@ -57,6 +58,12 @@ pub fn render(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
         let path = fs.mount_point.path();
         let options = fs.mount_point.options().unwrap_or("defaults");
         let pass = if path == "/" { 1 } else { 2 };
+        // A filesystem on a verity device is mounted from the device the
+        // initrd opened (`/dev/mapper/<name>`), never from its data.
+        let source = match root.hc.storage.verity.iter().find(|v| v.id == fs.device_id) {
+            Some(verity) => format!("/dev/mapper/{}", verity.name),
+            None => source,
+        };
         out.push_str(&format!("{source} {path} {fs_type} {options} 0 {pass}\n"));
     }
     for (i, swap) in root.hc.storage.swap.iter().enumerate() {

@@ -5,6 +5,7 @@
 //! on it in between (configure steps, scripts, boot files) is the engine's
 //! new-root step (`engine::new_root_step`); configure steps and boot
 //! control see it through [`volume::VolumeRoot`]. Its tools: fstab,
+//! mdadm.conf,
 //! chroot mounts for postConfigure, loop devices and mounts, partition
 //! identities.
 //!
@@ -14,12 +15,20 @@
 //! Volumes that hold no filesystem we recognize (the pseudo-random test
 //! fixtures) are not mounted; when the root is one of them the step is
 //! skipped with a warning and scripts run without `TARGET_ROOT`.
+//!
+//! A filesystem on a verity device is mounted read-only and never grown
+//! (its bytes are what the root hash covers); a verity root gets the
+//! writable `/etc` overlay ([`etc_overlay`]) on top.
 
 pub mod chroot;
 pub mod crypttab;
+pub mod etc_overlay;
 pub mod fstab;
+pub mod mdadm_conf;
 pub mod partitions;
 pub mod probe;
+#[cfg(test)]
+mod raid_tests;
 pub mod tools;
 pub mod volume;
 
@@ -30,6 +39,7 @@ use trident_host::config::HostConfiguration;
 use trident_host::status::AbVolume;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 
+use self::etc_overlay::EtcOverlay;
 use self::partitions::PartitionInfo;
 use self::probe::FsKind;
 use self::tools::{LoopDevice, MountGuard, run_tool};
@@ -60,6 +70,8 @@ pub struct NewRoot {
     pub partitions: BTreeMap<String, PartitionInfo>,
     /// Mounted filesystems, parents first.
     pub mounted: Vec<MountedFs>,
+    /// The writable `/etc` over a verity root (unmounted first).
+    etc_overlay: Option<EtcOverlay>,
 }
 
 impl NewRoot {
@@ -91,6 +103,7 @@ impl NewRoot {
             devices: devices.clone(),
             partitions: partitions::read_partitions(devices.partitions())?,
             mounted: Vec::new(),
+            etc_overlay: None,
         };
         // Parents before children: "/" then "/boot" then "/boot/efi".
         let mut order: Vec<(&String, &ResolvedDevice)> = targets.iter().collect();
@@ -112,6 +125,9 @@ impl NewRoot {
                 other => other?,
             }
         }
+        if on_verity(hc, "/") {
+            new_root.etc_overlay = Some(EtcOverlay::mount(&new_root.path)?);
+        }
         Ok(Some(new_root))
     }
 
@@ -122,14 +138,24 @@ impl NewRoot {
         kind: FsKind,
     ) -> Result<(), TridentError> {
         let extent = target.extent();
-        let device = LoopDevice::attach(extent.backing, extent.offset, extent.size)?;
-        if kind == FsKind::Ext4 {
-            grow_ext4(&device)
-                .with_context(|| format!("Growing '{mount_point}' to its partition"))?;
-        }
         let dir = self.path.join(mount_point.trim_start_matches('/'));
-        let guard = MountGuard::mount(device, kind.as_str(), &dir)
-            .with_context(|| format!("Mounting '{mount_point}' of the new root"))?;
+        let guard = if on_verity(&self.hc, mount_point) {
+            // Read-only all the way down: its bytes are what the root hash covers.
+            let device = LoopDevice::attach_read_only_range(
+                Path::new(extent.backing),
+                extent.offset,
+                extent.size,
+            )?;
+            MountGuard::mount_unchanged(device, kind.as_str(), &dir)
+        } else {
+            let device = LoopDevice::attach(extent.backing, extent.offset, extent.size)?;
+            if kind == FsKind::Ext4 {
+                grow_ext4(&device)
+                    .with_context(|| format!("Growing '{mount_point}' to its partition"))?;
+            }
+            MountGuard::mount(device, kind.as_str(), &dir)
+        }
+        .with_context(|| format!("Mounting '{mount_point}' of the new root"))?;
         tracing::info!(mount_point, partition = %target.id(), fs = kind.as_str(),
             loop_device = %guard.device().path().display(), "mounted in the new root");
         self.mounted.push(MountedFs {
@@ -155,6 +181,11 @@ impl NewRoot {
     /// Unmounts children first, then removes the mount directory.
     pub fn unmount(mut self) -> Result<(), TridentError> {
         let mut first_error = None;
+        if let Some(overlay) = self.etc_overlay.take()
+            && let Err(e) = overlay.unmount()
+        {
+            first_error = Some(e);
+        }
         while let Some(fs) = self.mounted.pop() {
             if let Err(e) = fs.guard.unmount() {
                 first_error.get_or_insert(e);
@@ -169,11 +200,22 @@ impl NewRoot {
 
 impl Drop for NewRoot {
     fn drop(&mut self) {
-        // Children first (a Vec drops front to back).
+        // The overlay on top first, then children first (a Vec drops
+        // front to back).
+        drop(self.etc_overlay.take());
         while let Some(fs) = self.mounted.pop() {
             drop(fs);
         }
     }
+}
+
+/// Whether the filesystem mounted at `mount_point` is on a verity device.
+fn on_verity(hc: &HostConfiguration, mount_point: &str) -> bool {
+    hc.storage
+        .filesystems
+        .iter()
+        .find(|f| f.mount_point.path() == mount_point)
+        .is_some_and(|f| hc.storage.verity.iter().any(|v| v.id == f.device_id))
 }
 
 /// Grows an unmounted ext4 filesystem to its (loop) device: offline, as

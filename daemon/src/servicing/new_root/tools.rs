@@ -117,6 +117,17 @@ impl MountGuard {
         Self::mount_with(device, &["-o", "ro"], target)
     }
 
+    /// Mounts a filesystem that must not change by a byte: read-only and,
+    /// for ext4, without replaying its journal (`noload`).
+    pub fn mount_unchanged(
+        device: LoopDevice,
+        fs_type: &str,
+        target: &Path,
+    ) -> Result<MountGuard, TridentError> {
+        let options = if fs_type == "ext4" { "ro,noload" } else { "ro" };
+        Self::mount_with(device, &["-t", fs_type, "-o", options], target)
+    }
+
     fn mount_with(
         device: LoopDevice,
         options: &[&str],

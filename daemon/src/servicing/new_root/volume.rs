@@ -33,8 +33,10 @@ impl VolumeRoot<'_> {
         self.devices.device_of(id, self.volume).ok()
     }
 
-    /// How the booted OS names `device` (fstab's first column): a
-    /// partition by its PARTUUID, an encrypted volume by its mapping
+    /// How the booted OS names `device` (fstab's first column, the
+    /// kernel's `root=`): a partition by its PARTUUID, a RAID array by
+    /// `/dev/md/<name>` (the same on every host: arrays are created for
+    /// any homehost), an encrypted volume by its mapping
     /// (`/dev/mapper/<deviceName>`, which crypttab opens). `None`: a
     /// partition not on disk.
     pub fn source_of(&self, device: &ResolvedDevice) -> Option<String> {
@@ -43,18 +45,22 @@ impl VolumeRoot<'_> {
                 .partitions
                 .get(id)
                 .map(|p| format!("PARTUUID={}", p.part_uuid)),
-            ResolvedDevice::EncryptedVolume { path, .. } => Some(path.clone()),
+            ResolvedDevice::RaidArray { path, .. }
+            | ResolvedDevice::EncryptedVolume { path, .. } => Some(path.clone()),
         }
     }
 
-    /// The partition a mount point of the Host Configuration lands on.
-    pub fn partition_of(&self, mount_point: &str) -> Option<&PartitionInfo> {
+    /// The device a mount point of the Host Configuration lands on, and
+    /// its [`source_of`](Self::source_of).
+    pub fn mount_source(&self, mount_point: &str) -> Option<(ResolvedDevice, String)> {
         let fs = self
             .hc
             .storage
             .filesystems
             .iter()
             .find(|f| f.mount_point.path() == mount_point)?;
-        self.partitions.get(self.device_of(&fs.device_id)?.id())
+        let device = self.device_of(&fs.device_id)?;
+        let source = self.source_of(&device)?;
+        Some((device, source))
     }
 }

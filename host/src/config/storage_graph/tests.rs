@@ -398,12 +398,14 @@ fn parse_reports_graph_errors_with_their_line_before_unsupported_features() {
         "{}",
         e.message()
     );
-    let raid = format!(
-        "{shared}  raid:\n    software:\n    - {{ id: md, name: md, level: raid1, devices: [r2, esp] }}\n"
-    );
-    let e = parse(&raid).unwrap_err();
+    let encrypted = format!("{shared}  encryption:\n    volumes: []\n    pcrs: [7]\n");
+    let e = parse(&encrypted).unwrap_err();
     assert_eq!(e.category(), Category::UnsupportedConfiguration);
-    assert!(e.message().contains("'storage.raid'"), "{}", e.message());
+    assert!(
+        e.message().contains("'storage.encryption'"),
+        "{}",
+        e.message()
+    );
     assert!(
         e.message()
             .contains("the storage is invalid: Host Configuration key 'storage."),

@@ -2,8 +2,8 @@
 //! (`engine/storage/encryption.rs`) for images that boot with their PCRs
 //! sealed directly (`trident_host::config`'s encryption rules):
 //!
-//! - *create* (install): on each volume's device (a partition, through a
-//!   loop device over its byte range), `cryptsetup luksFormat --type
+//! - *create* (install): on each volume's device (a partition or a RAID
+//!   array, through a loop device over it), `cryptsetup luksFormat --type
 //!   luks2` with the recovery key file (`recoveryKeyUrl`) or, without one,
 //!   a temporary random key; a TPM 2.0 key enrolled with
 //!   `systemd-cryptenroll --tpm2-device=auto --tpm2-pcrs=<pcrs>`; the
@@ -42,6 +42,7 @@ use trident_host::{ContextExt, Subkind, TridentError};
 use self::luks::{LoopNode, TempKey};
 use super::layer::{BlockDeviceError, BlockDeviceLayer, ResolvedDevice};
 use super::partition::PartitionLayer;
+use super::raid::RaidLayer;
 
 pub use self::luks::{CIPHER, KEY_SIZE};
 
@@ -104,13 +105,16 @@ fn mapping_names(hc: &HostConfiguration, status: &HostStatus) -> Vec<String> {
 }
 
 /// The device under an encrypted volume, as the layer below recorded it:
-/// a partition (the storage graph allows a partition or a RAID array; RAID
-/// is refused before any layer runs until its layer lands).
+/// a partition or a RAID array (the storage graph allows no other).
 fn backing_device(
     device_id: &str,
     status: &HostStatus,
 ) -> Result<ResolvedDevice, BlockDeviceError> {
-    PartitionLayer.resolve(device_id, status)
+    if status.raid_arrays.contains_key(device_id) {
+        RaidLayer.resolve(device_id, status)
+    } else {
+        PartitionLayer.resolve(device_id, status)
+    }
 }
 
 /// Creates volume `i` of `encryption` on `device`, opened, with `key`.
