@@ -84,6 +84,8 @@ declare -A APT_FOR_COMMAND=(
     [mksquashfs]=squashfs-tools
     [strip]=binutils
     [socat]=socat                       # QEMU guestfwd to the reverse-connect listener (tests/src/vm.rs)
+    [swtpm]=swtpm                       # the VMs' software TPM 2.0 (tests/src/vm/swtpm.rs; encryption scenarios)
+    [swtpm_setup]=swtpm-tools
     # OS configuration and new storage in the new root (servicing_os_config.rs).
     [useradd]=passwd
     [mkswap]=util-linux
@@ -103,6 +105,9 @@ declare -A APT_FOR_COMMAND=(
 # file -> Debian package providing it (packages without a command)
 declare -A APT_FOR_FILE=(
     [/usr/share/OVMF/OVMF_CODE_4M.fd]=ovmf    # UEFI firmware of the VMs
+    # systemd-cryptenroll into a software TPM (block_device::encryption tests).
+    [/usr/lib/x86_64-linux-gnu/libtss2-tcti-swtpm.so.0]=libtss2-tcti-swtpm0
+    [/usr/sbin/cryptsetup]=cryptsetup-bin
 )
 
 install_system_packages() {

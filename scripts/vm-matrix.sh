@@ -44,6 +44,8 @@ SCENARIOS=(
     "raid-mirrored|two blank disks: upstream's raid-mirrored sample (as our fixture, root split into an A/B pair of mirrors) installs, boots with / on RAID1, A/B updates on the arrays and commits"
     "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean; the rebuilt disk then boots alone (the CI scenario)"
     "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots"
+    "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
+    "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
 )
 
 # Runs the ignored e2e test TEST of test file FILE (tests/tests/FILE.rs).
@@ -87,6 +89,17 @@ scenario_rebuild_raid() {
 
 scenario_raid() {
     run_vm_test vm_raid matrix_raid_sample_installs_and_boots_with_root_on_a_mirror
+}
+
+scenario_encryption() {
+    # systemd-boot: no shim measurements in PCR 7 besides the firmware's.
+    export TRIDENT_VM_BOOTLOADER=systemd-boot
+    run_vm_test vm_encryption upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
+}
+
+scenario_tpm_pcrs_changed() {
+    export TRIDENT_VM_BOOTLOADER=systemd-boot
+    run_vm_test vm_tpm_pcrs_changed an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }
@@ -142,9 +155,12 @@ for name in "${selected[@]}"; do
     log="$LOG_DIR/$name.log"
     echo "==> $name (waiting for $VM_LOCK; log: ${log#"$REPO"/})"
     started=$(date +%s)
-    # The function runs in a child bash that holds the lock; `declare -f`
-    # hands it the scenario's function and run_vm_test.
-    if flock "$VM_LOCK" bash -c "set -euo pipefail; $(declare -f run_vm_test "scenario_${name//-/_}"); scenario_${name//-/_}" \
+    # The function runs in a child bash while flock holds the lock;
+    # `declare -f` hands it the scenario's function and run_vm_test. -o:
+    # the scenario does not inherit the lock's descriptor, so what a killed
+    # test leaves running (QEMU, swtpm, its HTTP server) does not keep the
+    # lock from the next VM run.
+    if flock -o "$VM_LOCK" bash -c "set -euo pipefail; $(declare -f run_vm_test "scenario_${name//-/_}"); scenario_${name//-/_}" \
         > >(tee "$log") 2>&1; then
         result=pass
     else

@@ -117,6 +117,10 @@ pub struct HostStatus {
     /// members, UUID) and its state when last looked at; addition.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub raid_arrays: BTreeMap<String, RaidArrayStatus>,
+    /// Encrypted volume id → the LUKS2 volume install created on its
+    /// device (never a key); addition.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub encrypted_volumes: BTreeMap<String, EncryptedVolumeStatus>,
 }
 
 /// One software RAID array created by install.
@@ -141,6 +145,32 @@ impl RaidArrayStatus {
     /// `/dev/md/<name>`.
     pub fn path(&self) -> String {
         format!("/dev/md/{}", self.name)
+    }
+}
+
+/// One LUKS2 volume created by install, its key sealed to the TPM.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EncryptedVolumeStatus {
+    /// `storage.encryption.volumes[].deviceName`: opened as
+    /// `/dev/mapper/<deviceName>`.
+    pub device_name: String,
+    /// The partition (or array) it is on.
+    pub device_id: String,
+    /// The LUKS2 header's UUID (`/etc/crypttab` names the volume by it).
+    pub luks_uuid: String,
+    /// Bytes of the opened volume (the device less the LUKS2 header).
+    pub size: u64,
+    /// The PCRs its TPM 2.0 key is sealed to.
+    pub pcrs: Vec<u8>,
+    /// Whether the recovery key (`recoveryKeyUrl`) opens it too.
+    pub recovery_key: bool,
+}
+
+impl EncryptedVolumeStatus {
+    /// `/dev/mapper/<deviceName>`.
+    pub fn path(&self) -> String {
+        format!("/dev/mapper/{}", self.device_name)
     }
 }
 

@@ -24,12 +24,7 @@ fn basic_is_valid() {
 }
 
 /// `(fixture, the key its refusal names)`.
-const REFUSED: [(&str, &str); 4] = [
-    ("base", "storage.encryption"),
-    ("advanced", "storage.encryption"),
-    ("encryption", "storage.encryption"),
-    ("verity", "storage.verity"),
-];
+const REFUSED: [(&str, &str); 2] = [("advanced", "storage.verity"), ("verity", "storage.verity")];
 
 #[test]
 fn the_others_are_refused_only_as_unsupported_configuration() {
@@ -49,6 +44,16 @@ fn the_others_are_refused_only_as_unsupported_configuration() {
             err.message()
         );
     }
+}
+
+/// `encryption`: the LUKS2 volume under /srv, sealed to PCR 7 by name.
+#[test]
+fn encryption_is_valid() {
+    let hc = parse(&fixture("encryption")).unwrap_or_else(|e| panic!("{}", e.report()));
+    let encryption = hc.storage.encryption.unwrap();
+    assert_eq!(encryption.volumes[0].device_name, "srv");
+    assert_eq!(encryption.pcr_numbers(), [7]);
+    assert_eq!(encryption.tpm2_pcrs_arg(), "7");
 }
 
 /// `simple`: users, netplan, an additional file and both kinds of health

@@ -23,11 +23,11 @@ fn sample(name: &str) -> String {
 const EXPECTED: [(&str, Option<&str>); 8] = [
     ("basic", None),
     ("simple", None),
-    ("base", Some("storage.encryption")),
-    ("advanced", Some("storage.encryption")),
+    ("base", None),
+    ("advanced", Some("storage.verity")),
     ("raid", None),
     ("raid-mirrored", None),
-    ("encryption", Some("storage.encryption")),
+    ("encryption", None),
     ("verity", Some("storage.verity")),
 ];
 

@@ -77,7 +77,8 @@ impl ScriptHook {
 /// The A/B disk-image layout's Host Configuration: one disk `os` holding
 /// `esp`, `root-a` and `root-b`, the A/B pair `root` over the two roots,
 /// the ESP mounted at /boot/efi and `root` at `/`. Knobs: the image (url,
-/// sha384), the device, partition sizes, scripts and extra top-level YAML.
+/// sha384), the device, partition sizes, scripts, an encrypted `/srv`
+/// and extra top-level YAML.
 #[derive(Debug, Clone)]
 pub struct AbHostConfig {
     image_url: String,
@@ -86,6 +87,7 @@ pub struct AbHostConfig {
     esp_size: String,
     root_size: String,
     scripts: Vec<(ScriptHook, String, String)>,
+    encrypted_srv: Option<(String, Option<String>)>,
     extra: String,
 }
 
@@ -100,6 +102,7 @@ impl AbHostConfig {
             esp_size: "8M".to_owned(),
             root_size: "48M".to_owned(),
             scripts: Vec::new(),
+            encrypted_srv: None,
             extra: String::new(),
         }
     }
@@ -129,6 +132,15 @@ impl AbHostConfig {
         self
     }
 
+    /// Adds a `size` partition `secret` holding the LUKS2 volume `srv`
+    /// (`/dev/mapper/srv`, sealed to PCR 7, a new ext4 at `/srv`), with
+    /// the recovery key file `recovery_key` when given.
+    pub fn encrypted_srv(mut self, size: &str, recovery_key: Option<&Path>) -> Self {
+        let key = recovery_key.map(|p| p.display().to_string());
+        self.encrypted_srv = Some((size.to_owned(), key));
+        self
+    }
+
     /// Appends `yaml` (whole top-level sections, e.g. `os:` or `health:`,
     /// but no `scripts:` when [`AbHostConfig::script`] is used).
     pub fn extra(mut self, yaml: &str) -> Self {
@@ -150,18 +162,24 @@ storage:
     - {{ id: esp, type: esp, size: {esp} }}
     - {{ id: root-a, type: root, size: {root} }}
     - {{ id: root-b, type: root, size: {root} }}
-  abUpdate:
+{secret}  abUpdate:
     volumePairs:
     - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
   filesystems:
   - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
   - {{ deviceId: root, mountPoint: / }}
-"#,
+{srv}"#,
             url = self.image_url,
             sha384 = self.sha384,
             device = self.device,
             esp = self.esp_size,
             root = self.root_size,
+            secret = self.encryption_yaml(),
+            srv = if self.encrypted_srv.is_some() {
+                "  - { deviceId: srv, source: new, type: ext4, mountPoint: /srv }\n"
+            } else {
+                ""
+            },
         );
         if !self.scripts.is_empty() {
             text.push_str("scripts:\n");
@@ -182,6 +200,22 @@ storage:
         }
         text.push_str(&self.extra);
         text
+    }
+
+    /// The `secret` partition and `storage.encryption` of
+    /// [`AbHostConfig::encrypted_srv`] (the partition line goes on the
+    /// disk, the section after it).
+    fn encryption_yaml(&self) -> String {
+        let Some((size, key)) = &self.encrypted_srv else {
+            return String::new();
+        };
+        let recovery = key
+            .as_ref()
+            .map(|k| format!("    recoveryKeyUrl: file://{k}\n"))
+            .unwrap_or_default();
+        format!(
+            "    - {{ id: secret, type: linux-generic, size: {size} }}\n  encryption:\n{recovery}    pcrs: [secure-boot-policy]\n    volumes:\n    - {{ id: srv, deviceName: srv, deviceId: secret }}\n"
+        )
     }
 
     /// Writes the configuration to `path` and returns it.

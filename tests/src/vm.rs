@@ -11,12 +11,17 @@
 //!   given the test OS's PKI ([`VmSpec::orchestrator`]) runs that listener,
 //!   and [`Vm::forward_tridentd`] exposes the guest's tridentd as a local
 //!   Unix socket, so the real `trident` CLI and tonic channels work unchanged.
+//! - A VM given a TPM ([`VmSpec::tpm`]) gets a software TPM 2.0: `swtpm
+//!   socket --tpm2` with its state in the VM's work directory, attached as
+//!   `tpm-crb` through QEMU's `-tpmdev emulator` (OVMF measures the boot
+//!   into it), stopped with the VM ([`swtpm`]).
 //! - A guest that prints `reboot: machine restart` and then nothing for
 //!   [`REBOOT_STALL`] is reset through QEMU's QMP socket (see [`reboot_stall`]):
 //!   under TCG the firmware's reset sometimes never completes, and a wait
 //!   would otherwise sit out its whole timeout and fail a sound run.
 
 mod reboot_stall;
+mod swtpm;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -63,6 +68,7 @@ pub struct VmSpec {
     memory_mib: u32,
     cpus: u32,
     rcp: Option<RcpPki>,
+    tpm: bool,
     nvram: Option<PathBuf>,
 }
 
@@ -76,6 +82,7 @@ impl VmSpec {
             memory_mib: 1024,
             cpus: 2,
             rcp: None,
+            tpm: false,
             nvram: None,
         }
     }
@@ -104,6 +111,12 @@ impl VmSpec {
 
     pub fn memory_mib(mut self, mib: u32) -> Self {
         self.memory_mib = mib;
+        self
+    }
+
+    /// Gives the VM a software TPM 2.0 (swtpm, package swtpm).
+    pub fn tpm(mut self) -> Self {
+        self.tpm = true;
         self
     }
 
@@ -138,6 +151,8 @@ pub struct Vm {
     qmp: PathBuf,
     /// Resets the harness made for stalled reboots (reported by each wait).
     stalled_reboot_resets: u32,
+    /// The software TPM, stopped after QEMU.
+    tpm: Option<swtpm::Swtpm>,
     _dir: TempDir,
 }
 
@@ -181,6 +196,13 @@ impl Vm {
             }
         }
 
+        let tpm = match spec.tpm {
+            true => Some(swtpm::Swtpm::start(
+                dir.path(),
+                &spec.artifacts.join(format!("swtpm-{}.log", spec.name)),
+            )?),
+            false => None,
+        };
         let mut cmd = Command::new("qemu-system-x86_64");
         cmd.args(["-machine", "q35", "-accel", "tcg", "-no-user-config"])
             .args(["-m", &spec.memory_mib.to_string()])
@@ -201,6 +223,9 @@ impl Vm {
             .arg("-netdev")
             .arg(netdev(orchestrator.as_ref()))
             .args(["-device", "virtio-net-pci,netdev=net0"]);
+        if let Some(tpm) = &tpm {
+            cmd.args(tpm.qemu_args());
+        }
         for (i, disk) in spec.disks.iter().enumerate() {
             cmd.arg("-drive")
                 .arg(format!(
@@ -236,6 +261,7 @@ impl Vm {
             boots: 0,
             qmp,
             stalled_reboot_resets: 0,
+            tpm,
             _dir: dir,
         })
     }
@@ -355,8 +381,15 @@ impl Vm {
         }
     }
 
-    /// Stops QEMU (SIGTERM, then SIGKILL after 10 s).
+    /// Stops QEMU (SIGTERM, then SIGKILL after 10 s), then its TPM.
     pub fn stop(&mut self) {
+        self.stop_qemu();
+        if let Some(mut tpm) = self.tpm.take() {
+            tpm.stop();
+        }
+    }
+
+    fn stop_qemu(&mut self) {
         if matches!(self.child.try_wait(), Ok(Some(_))) {
             return;
         }

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use otlp_support::{Receiver, exporting_daemon};
 use servicing_support::{Clients, Fixture};
+use trident_e2e::fixture::AbHostConfig;
 use trident_e2e::trident_cli;
 use trident_proto::v1::GetHostStatusRequest;
 use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
@@ -111,6 +112,29 @@ fn bundle_files(bundle: &Path, into: &Path) -> Vec<(String, String)> {
     files
 }
 
+/// A `trident diagnose` bundle of `daemon`, unpacked under `work`: its
+/// files (lossily as text) and the directory they are in.
+fn diagnose_files(
+    daemon: &trident_e2e::Daemon,
+    work: &Path,
+) -> (Vec<(String, String)>, std::path::PathBuf) {
+    let bundle = work.join("bundle.tar");
+    let state_dir = daemon.state_dir().display().to_string();
+    stdout_of(&trident_cli(
+        daemon.socket_path(),
+        &[
+            "diagnose",
+            "-o",
+            bundle.to_str().unwrap(),
+            "--state-dir",
+            &state_dir,
+        ],
+    ));
+    let unpacked = work.join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    (bundle_files(&bundle, &unpacked), unpacked)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log() {
     let receiver = Receiver::start().unwrap();
@@ -154,21 +178,7 @@ async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log(
 
     // A diagnose bundle: every file, the datastore copy included.
     let work = tempfile::tempdir().unwrap();
-    let bundle = work.path().join("bundle.tar");
-    let state_dir = daemon.state_dir().display().to_string();
-    stdout_of(&trident_cli(
-        socket,
-        &[
-            "diagnose",
-            "-o",
-            bundle.to_str().unwrap(),
-            "--state-dir",
-            &state_dir,
-        ],
-    ));
-    let unpacked = work.path().join("unpacked");
-    std::fs::create_dir(&unpacked).unwrap();
-    let files = bundle_files(&bundle, &unpacked);
+    let (files, unpacked) = diagnose_files(&daemon, work.path());
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.contains(&"datastore.sqlite"), "{names:?}");
     for (name, text) in &files {
@@ -218,4 +228,81 @@ async fn secrets_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log(
         .await
         .expect("script output in the daemon log");
     assert_no_secret("the daemon log", &log);
+}
+
+/// A recovery key file's content (upstream's keys are random bytes; a
+/// marker here, to be searched for).
+const RECOVERY_KEY: &str = "rk-9f1e-luks-recovery-d00d";
+
+/// An install of an encrypted volume with a recovery key file, on a host
+/// without a TPM 2.0: refused before anything is written (first for the
+/// key file's mode, then for the missing TPM), and the key file's content
+/// is in no error, status view, diagnose bundle file or the daemon's log.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_encrypted_install_refused_before_writing_shows_no_recovery_key() {
+    let has_tpm = std::fs::read_dir("/sys/class/tpmrm").is_ok_and(|mut d| d.next().is_some());
+    if has_tpm {
+        eprintln!("skipped: this host has a TPM 2.0, so the install would go on");
+        return;
+    }
+    let fixture = Fixture::new();
+    let image = fixture.image("v1", 1, None);
+    let key_file = fixture.dir.path().join("recovery.key");
+    std::fs::write(&key_file, RECOVERY_KEY).unwrap();
+    let config = AbHostConfig::file(&image.path, &fixture.disk)
+        .sha384(&image.metadata_sha384)
+        .encrypted_srv("16M", Some(&key_file))
+        .yaml();
+    assert!(config.contains("deviceId: secret"), "{config}");
+    let daemon = servicing_support::daemon().await;
+    let mut clients = Clients::new(&daemon).await;
+    let untouched = std::fs::read(&fixture.disk).unwrap();
+
+    use std::os::unix::fs::PermissionsExt;
+    for (mode, subkind) in [
+        (0o644, "invalid-recovery-key-file"),
+        (0o600, "tpm-unavailable"),
+    ] {
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(mode)).unwrap();
+        let failed = clients.install(&config).await;
+        assert!(!failed.succeeded(), "mode {mode:o}: the install succeeded");
+        let error = failed.error();
+        assert_eq!(error.subkind, subkind, "mode {mode:o}: {error:?}");
+        assert!(
+            error.message.contains("storage.encryption"),
+            "{}",
+            error.message
+        );
+        assert!(!format!("{error:?}").contains(RECOVERY_KEY), "{error:?}");
+        assert!(
+            std::fs::read(&fixture.disk).unwrap() == untouched,
+            "mode {mode:o}: the disk was written"
+        );
+    }
+
+    let socket = daemon.socket_path();
+    for args in [
+        &["get", "status"][..],
+        &["get", "last-error"],
+        &["get", "configuration"],
+    ] {
+        let out = trident_cli(socket, args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains(RECOVERY_KEY), "trident {args:?}:\n{text}");
+    }
+    let work = tempfile::tempdir().unwrap();
+    let (files, _) = diagnose_files(&daemon, work.path());
+    assert!(!files.is_empty());
+    for (name, text) in &files {
+        assert!(!text.contains(RECOVERY_KEY), "bundle file {name}");
+    }
+    let log = daemon
+        .wait_for_stderr("tpm-unavailable", Duration::from_secs(30))
+        .await
+        .expect("the refusal in the daemon log");
+    assert!(!log.contains(RECOVERY_KEY), "the daemon log:\n{log}");
 }

@@ -97,7 +97,8 @@ async fn invalid_and_unsupported_configurations_are_rejected_naming_the_key() {
 
     let encrypted = fx.config(&v1, "").replace(
         "  abUpdate:\n",
-        "  encryption:\n    volumes: []\n    pcrs: [7]\n  abUpdate:\n",
+        // Clearing the TPM stays unsupported (encryption itself is applied).
+        "  encryption:\n    volumes: []\n    pcrs: [7]\n    clearTpmOnInstall: true\n  abUpdate:\n",
     );
     let typo = fx.config(&v1, "").replace("size: 8M", "sise: 8M");
     for (config, kind, needle) in [

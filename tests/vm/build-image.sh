@@ -114,6 +114,12 @@ PACKAGES="$PACKAGES,shim-signed,grub-efi-amd64-signed,efibootmgr"
 # is mounted); openssh-server and sudo: upstream's samples set
 # `sshMode: key-only` and write /etc/sudoers.d, and apply unchanged.
 PACKAGES="$PACKAGES,mdadm,openssh-server,sudo"
+# Encrypted volumes sealed to the TPM 2.0 (the encryption scenarios; one
+# list for every scenario keeps one cached tree): cryptsetup, and the TSS2
+# libraries systemd 252 dlopens for systemd-cryptenroll, systemd-cryptsetup
+# and cryptsetup's systemd-tpm2 token (libtss2-esys.so.0, -rc.so.0,
+# -mu.so.0, the device TCTI); tpm2-tools extends a PCR in the guest.
+PACKAGES="$PACKAGES,cryptsetup-bin,libtss2-esys-3.0.2-0,libtss2-rc0,libtss2-mu0,libtss2-tcti-device0,tpm2-tools"
 [ -z "$NETPLAN" ] || PACKAGES="$PACKAGES,netplan.io"
 # Further apt sources after the main mirror (mmdebstrap's MIRROR...).
 EXTRA_SOURCES=()

@@ -11,6 +11,9 @@
 //! Our JSON schema (`host/schema/host-config-schema.json`) is generated from
 //! these types ([`schema::generate`]); a test keeps the committed file current.
 
+mod encryption;
+#[cfg(test)]
+mod encryption_tests;
 mod os;
 mod parse;
 pub mod raid;
@@ -33,6 +36,7 @@ mod warnings;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use encryption::{PCR_NAMES, SEALABLE_PCRS};
 pub use os::{
     AdditionalFile, CONFEXT_DIRECTORIES, DEFAULT_CONFEXT_DIRECTORY, DEFAULT_SYSEXT_DIRECTORY,
     Extension, KernelCommandLine, LoadMode, ManagementOs, Module, NETPLAN_FILE, Os, Password,

@@ -22,7 +22,9 @@ pub struct Storage {
     // rebuild-raid.
     #[serde(default, skip_serializing_if = "Raid::is_empty")]
     pub raid: Raid,
-    #[serde(default, skip_serializing)]
+    // Serialized: the Host Status's spec keeps it, which the commit and
+    // an A/B update build the installed storage graph from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Encryption>,
     #[serde(default, skip_serializing)]
     pub verity: Vec<VerityDevice>,

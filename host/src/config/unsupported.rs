@@ -42,10 +42,18 @@ fn each<T>(items: &[T], base: &str, suffix: &str, uses: impl Fn(&T) -> bool) -> 
 /// Every refused feature, in document order of the keys.
 pub const RULES: &[Rule] = &[
     Rule {
-        key: "storage.encryption",
-        what: "disk encryption",
-        instead: None,
-        used: |hc| when(hc.storage.encryption.is_some(), "storage.encryption"),
+        key: "storage.encryption.clearTpmOnInstall",
+        what: "clearing the TPM at install",
+        instead: Some("clear the TPM before the install (tpm2_clear, or the firmware's setup)"),
+        used: |hc| {
+            when(
+                hc.storage
+                    .encryption
+                    .as_ref()
+                    .is_some_and(|e| e.clear_tpm_on_install == Some(true)),
+                "storage.encryption.clearTpmOnInstall",
+            )
+        },
     },
     Rule {
         key: "storage.verity",

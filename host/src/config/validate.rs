@@ -152,6 +152,7 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
     }
     StorageGraph::build(hc)?;
     super::raid::validate_raid(hc)?;
+    super::encryption::validate_encryption(hc)?;
     let mut devices: HashSet<&str> = HashSet::new();
     let mut guids: HashMap<uuid::Uuid, String> = HashMap::new();
     for (d, disk) in storage.disks.iter().enumerate() {

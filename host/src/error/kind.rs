@@ -137,6 +137,14 @@ subkinds! {
     OpenRaid => Servicing, "open-raid", "Failed to assemble a recorded RAID array";
     RebuildRaid => Servicing, "rebuild-raid", "Failed to rebuild RAID arrays";
     ValidateRebuildRaid => Servicing, "validate-rebuild-raid", "Trident rebuild-raid validation failed";
+    // Encryption (upstream's names where upstream has them).
+    CleanupEncryption => Servicing, "cleanup-encryption", "Failed to clean up pre-existing LUKS2-encrypted volumes";
+    EncryptBlockDevice => Servicing, "encrypt-block-device", "Failed to encrypt and open a block device";
+    OpenEncryptedVolume => Servicing, "open-encrypted-volume", "Failed to open a recorded encrypted volume";
+    TpmUnsealFailed => Servicing, "tpm-unseal-failed", "The TPM 2.0 did not unseal an encrypted volume's key: the PCRs it is sealed to changed";
+    CreateCrypttab => Servicing, "create-crypttab", "Failed to create the crypttab file";
+    TpmUnavailable => ExecutionEnvironmentMisconfiguration, "tpm-unavailable", "Encryption requires access to a TPM 2.0 device but one is not accessible";
+    InvalidRecoveryKeyFile => InvalidInput, "invalid-recovery-key-file", "The encryption recovery key file (recoveryKeyUrl) is missing or unsafe";
     // unsupported-configuration
     UnsupportedFeature => UnsupportedConfiguration, "unsupported-feature", "The Host Configuration uses a feature this daemon does not support";
     RegistryAccessDenied => ExecutionEnvironmentMisconfiguration, "registry-access-denied", "The OCI registry refused access: credentials missing or refused (see --registry-auth-file)";

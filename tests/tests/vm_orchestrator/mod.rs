@@ -276,3 +276,91 @@ pub async fn installer_disk(work: &Path, os: &TestOs) -> PathBuf {
     stream_disk(os, &installer).await;
     installer
 }
+
+/// Installs `config` through the guest's tridentd (`vm`'s reverse-connect
+/// socket), TRIDENT_HANDLES_REBOOT, following live progress and keeping
+/// the log lines of `target`; the installer reboots itself into the
+/// installed OS.
+pub async fn install_following(
+    vm: &mut trident_e2e::vm::Vm,
+    config: String,
+    target: Option<&str>,
+) -> Followed {
+    use trident_proto::v1::{RebootHandling, RebootManagement, RebootStatus};
+    use trident_proto::v1preview::{
+        FinalizeInstallRequest, InstallRequest, StageInstallRequest,
+        install_service_client::InstallServiceClient,
+    };
+    let guest = vm.forward_tridentd().unwrap();
+    guest
+        .wait_until_answering(Duration::from_secs(180))
+        .await
+        .unwrap();
+    let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
+    let client = InstallServiceClient::new(channel);
+    let request = InstallRequest {
+        stage: Some(StageInstallRequest {
+            config: Some(trident_proto::v1::HostConfiguration { config }),
+        }),
+        finalize: Some(FinalizeInstallRequest {
+            reboot: Some(RebootManagement {
+                handling: RebootHandling::TridentHandlesReboot as i32,
+            }),
+        }),
+    };
+    vm.boot_clock_restart();
+    let stream = start_servicing(|| {
+        let (mut client, request) = (client.clone(), request.clone());
+        async move { client.install(request).await }
+    })
+    .await;
+    let followed = follow_logging("install", stream, target).await;
+    assert_eq!(
+        followed.completed.reboot_status(),
+        RebootStatus::RebootStarted
+    );
+    assert_phases(&followed.phases, &["mount", "configure", "boot-files"]);
+    followed
+}
+
+/// A VM test's work directory with the test OS versions it needs (built
+/// from this tree's binaries and sysext, booting as `TRIDENT_VM_BOOTLOADER`
+/// says) and an installer disk: the first version StreamDisk'd onto
+/// `installer.img`.
+pub struct InstallerWork {
+    pub dir: tempfile::TempDir,
+    pub versions: Vec<TestOs>,
+    pub installer: PathBuf,
+}
+
+impl InstallerWork {
+    pub async fn build(prefix: &str, versions: &[&str]) -> InstallerWork {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
+        let sysext = trident_e2e::test_os::build_sysext(dir.path()).unwrap();
+        let bootloader = trident_e2e::test_os::TestBootloader::from_env().unwrap();
+        let versions: Vec<TestOs> = versions
+            .iter()
+            .map(|v| {
+                trident_e2e::test_os::build_test_os(v, bootloader, &sysext, dir.path()).unwrap()
+            })
+            .collect();
+        let installer = installer_disk(dir.path(), &versions[0]).await;
+        InstallerWork {
+            dir,
+            versions,
+            installer,
+        }
+    }
+
+    /// A blank (sparse) disk-image file `name` of `size` bytes in it.
+    pub fn blank_disk(&self, name: &str, size: u64) -> PathBuf {
+        blank_disk(self.dir.path(), name, size)
+    }
+}
+
+/// A blank (sparse) disk-image file `name` of `size` bytes in `dir`.
+pub fn blank_disk(dir: &Path, name: &str, size: u64) -> PathBuf {
+    let path = dir.join(name);
+    fs::File::create(&path).unwrap().set_len(size).unwrap();
+    path
+}

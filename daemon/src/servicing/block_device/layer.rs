@@ -19,6 +19,10 @@ pub enum ResolvedDevice {
     /// A software RAID array: `/dev/md/<name>` from offset 0, `size`
     /// usable bytes, as the RAID layer recorded it.
     RaidArray { id: String, path: String, size: u64 },
+    /// An encrypted volume, opened: `/dev/mapper/<deviceName>` from offset
+    /// 0, `size` bytes (its device less the LUKS2 header), as the
+    /// encryption layer recorded it.
+    EncryptedVolume { id: String, path: String, size: u64 },
 }
 
 /// The bytes of a device: `size` bytes at `offset` of `backing` (a file
@@ -34,7 +38,9 @@ impl ResolvedDevice {
     /// The id of the device itself (for an A/B volume pair, the member's).
     pub fn id(&self) -> &str {
         match self {
-            Self::Partition { id, .. } | Self::RaidArray { id, .. } => id,
+            Self::Partition { id, .. }
+            | Self::RaidArray { id, .. }
+            | Self::EncryptedVolume { id, .. } => id,
         }
     }
 
@@ -46,11 +52,13 @@ impl ResolvedDevice {
                 offset: layout.offset,
                 size: layout.size,
             },
-            Self::RaidArray { path, size, .. } => Extent {
-                backing: path,
-                offset: 0,
-                size: *size,
-            },
+            Self::RaidArray { path, size, .. } | Self::EncryptedVolume { path, size, .. } => {
+                Extent {
+                    backing: path,
+                    offset: 0,
+                    size: *size,
+                }
+            }
         }
     }
 }

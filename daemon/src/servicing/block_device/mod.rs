@@ -12,9 +12,10 @@
 //! bottom-up: partitions ([`partition`], which also keeps adopted
 //! partitions: [`adoption`]), then software RAID arrays over them
 //! ([`raid`], which also repairs a host after a disk was replaced:
-//! [`raid::rebuild`]). Verity devices resolve to their data device, their
-//! hash trees to their hash device ([`verity`]: nothing to create, the
-//! kernel opens them). Encryption and verity are refused by validation
+//! [`raid::rebuild`]), then LUKS2 volumes sealed to the TPM 2.0 over
+//! partitions or arrays ([`encryption`]). Verity devices resolve to their
+//! data device, their hash trees to their hash device ([`verity`]: nothing
+//! to create, the kernel opens them). Verity is refused by validation
 //! (`trident_host::config::unsupported`) before any layer runs, and land
 //! as modules beside them with their issues.
 //!
@@ -27,6 +28,7 @@
 
 pub mod adoption;
 mod disk_guids;
+pub mod encryption;
 mod layer;
 pub mod partition;
 pub mod raid;
@@ -38,6 +40,7 @@ mod verity;
 mod tests;
 
 pub use self::disk_guids::read_disk_guids;
+pub use self::encryption::EncryptionLayer;
 pub use self::layer::{BlockDeviceError, BlockDeviceLayer, Extent, ResolvedDevice};
 pub use self::partition::PartitionLayer;
 pub use self::raid::RaidLayer;

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use trident_host::config::storage_graph::{DeviceKind, NodeData, StorageGraph};
 use trident_host::config::{FilesystemSource, HostConfiguration};
-use trident_host::status::{AbVolume, HostStatus, PartitionLayout, RaidArrayStatus};
+use trident_host::status::{
+    AbVolume, EncryptedVolumeStatus, HostStatus, PartitionLayout, RaidArrayStatus,
+};
 use trident_host::{Subkind, TridentError};
 
 use super::layer::{BlockDeviceError, ResolvedDevice};
@@ -150,6 +152,11 @@ impl BlockDevices {
             targets.insert(mount_point.clone(), device);
         }
         Ok(targets)
+    }
+
+    /// Every encrypted volume the encryption layer recorded.
+    pub fn encrypted_volumes(&self) -> &BTreeMap<String, EncryptedVolumeStatus> {
+        &self.status.encrypted_volumes
     }
 
     /// Every software RAID array the RAID layer recorded.

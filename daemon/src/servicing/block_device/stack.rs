@@ -5,13 +5,14 @@ use trident_host::config::HostConfiguration;
 use trident_host::config::storage_graph::DeviceKind;
 use trident_host::status::HostStatus;
 
+use super::encryption::EncryptionLayer;
 use super::layer::BlockDeviceLayer;
 use super::partition::PartitionLayer;
 use super::raid::RaidLayer;
 
 /// Every layer, bottom-up: created and opened in this order, closed in
 /// the reverse one.
-pub const LAYERS: &[&dyn BlockDeviceLayer] = &[&PartitionLayer, &RaidLayer];
+pub const LAYERS: &[&dyn BlockDeviceLayer] = &[&PartitionLayer, &RaidLayer, &EncryptionLayer];
 
 /// The layer providing devices of `kind`.
 pub(super) fn layer_of(kind: DeviceKind) -> Option<&'static dyn BlockDeviceLayer> {

@@ -225,6 +225,68 @@ fn a_second_install_replaces_the_first_ones_record() {
     drop(dir);
 }
 
+#[test]
+fn an_encrypted_volume_resolves_to_its_recorded_mapping_and_takes_its_filesystem() {
+    use trident_host::config::{EncryptedVolume, Encryption, Pcr};
+    use trident_host::status::EncryptedVolumeStatus;
+
+    let (_dir, mut hc, mut status) = installed();
+    // /srv on a LUKS2 volume over the srv partition.
+    hc.storage.encryption = Some(Encryption {
+        recovery_key_url: None,
+        volumes: vec![EncryptedVolume {
+            id: "srv-crypt".into(),
+            device_name: "srv".into(),
+            device_id: "srv".into(),
+        }],
+        pcrs: vec![Pcr::Number(7)],
+        clear_tpm_on_install: None,
+    });
+    let fs = hc
+        .storage
+        .filesystems
+        .iter_mut()
+        .find(|f| f.device_id == "srv");
+    fs.unwrap().device_id = "srv-crypt".into();
+    // Not recorded yet (a Host Status from before the install).
+    let err = BlockDevices::new(&hc, &status)
+        .unwrap()
+        .device_of("srv-crypt", AbVolume::VolumeA)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        BlockDeviceError::NotRecorded {
+            id: "srv-crypt".into(),
+            kind: DeviceKind::EncryptedVolume
+        }
+    );
+    status.encrypted_volumes.insert(
+        "srv-crypt".into(),
+        EncryptedVolumeStatus {
+            device_name: "srv".into(),
+            device_id: "srv".into(),
+            luks_uuid: "0b9c6a8e-3f0e-4f5c-9d3a-2c1f0e9b8a7d".into(),
+            size: 4 << 20,
+            pcrs: vec![7],
+            recovery_key: false,
+        },
+    );
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    let expected = ResolvedDevice::EncryptedVolume {
+        id: "srv-crypt".into(),
+        path: "/dev/mapper/srv".into(),
+        size: 4 << 20,
+    };
+    assert_eq!(
+        devices.device_of("srv-crypt", AbVolume::VolumeB).unwrap(),
+        expected
+    );
+    assert_eq!(range(&expected), (0, 4 << 20));
+    assert_eq!(expected.extent().backing, "/dev/mapper/srv");
+    let targets = devices.write_targets(Targets::Install).unwrap();
+    assert_eq!(targets["/srv"], expected);
+}
+
 /// A RAID array recorded by the RAID layer resolves to `/dev/md/<name>`
 /// from offset 0 (its usable size), also as the member of an A/B pair.
 #[test]

@@ -227,6 +227,8 @@ fn mtool(program: &str, args: &[&str]) -> Result<Vec<u8>, TridentError> {
 fn mounted_at(device: &ResolvedDevice) -> Option<PathBuf> {
     let layout = match device {
         ResolvedDevice::Partition { layout, .. } => layout,
+        // The ESP is never encrypted (the storage graph's rule).
+        ResolvedDevice::EncryptedVolume { .. } => return None,
         ResolvedDevice::RaidArray { path, .. } => {
             let md = std::fs::canonicalize(path).ok()?;
             let dev = std::fs::read_to_string(

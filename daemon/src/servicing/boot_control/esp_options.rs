@@ -34,6 +34,9 @@ pub fn esp_partitions(
             .find(|array| &array.id == id)
             .map(|array| array.devices.iter().map(String::as_str).collect())
             .unwrap_or_default(),
+        // The ESP is never encrypted (the storage graph's rule): no
+        // partition to name, which the caller reports.
+        ResolvedDevice::EncryptedVolume { .. } => Vec::new(),
     };
     let mut found = Vec::new();
     for id in &ids {

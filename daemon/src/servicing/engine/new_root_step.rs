@@ -1,7 +1,7 @@
 //! The new-root step of install and A/B update: mount the written volume
 //! (`new_root::NewRoot`), run the configure steps on it ([`CONFIGURE_STEPS`]:
-//! fstab, mdadm.conf, then the OS configuration) and place the extension
-//! images, postProvision scripts on this host
+//! fstab, mdadm.conf, crypttab, then the OS configuration) and place the
+//! extension images, postProvision scripts on this host
 //! with `TARGET_ROOT` set to it, postConfigure scripts chrooted into it,
 //! the volume's boot files (the boot control, as a trait object), unmount.
 
@@ -22,7 +22,7 @@ use crate::servicing::boot_control::BootControl;
 use crate::servicing::boot_control::image_boot::ImageBoot;
 use crate::servicing::extensions::{Staged, place};
 use crate::servicing::new_root::volume::VolumeRoot;
-use crate::servicing::new_root::{NewRoot, chroot, fstab, mdadm_conf};
+use crate::servicing::new_root::{NewRoot, chroot, crypttab, fstab, mdadm_conf};
 use crate::servicing::os_config;
 use crate::servicing::scripts::ScriptEnv;
 use crate::servicing::step_ids::{BOOT_FILES, CONFIGURE};
@@ -44,6 +44,10 @@ pub const CONFIGURE_STEPS: &[ConfigureStep] = &[
     ConfigureStep {
         name: "mdadm.conf",
         run: mdadm_conf::write_mdadm_conf,
+    },
+    ConfigureStep {
+        name: "crypttab",
+        run: crypttab::write_crypttab,
     },
     ConfigureStep {
         name: "os-config",

@@ -1,7 +1,8 @@
 //! `/etc/fstab` of the new root, from the Host Configuration's
 //! filesystems: each by what it lands on for the serviced volume (the
 //! block-device stack resolves its `deviceId`): a partition by PARTUUID,
-//! a RAID array by `/dev/md/<name>`, one on a verity device by its
+//! a RAID array by `/dev/md/<name>`, an encrypted volume by its mapping
+//! (`/dev/mapper/<deviceName>`), one on a verity device by its
 //! `/dev/mapper/<name>`, with `mountPoint.options`; then `storage.swap`.
 
 use trident_host::config::FileSystemType;

@@ -21,6 +21,7 @@
 //! writable `/etc` overlay ([`etc_overlay`]) on top.
 
 pub mod chroot;
+pub mod crypttab;
 pub mod etc_overlay;
 pub mod fstab;
 pub mod mdadm_conf;

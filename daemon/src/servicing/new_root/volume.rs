@@ -36,14 +36,17 @@ impl VolumeRoot<'_> {
     /// How the booted OS names `device` (fstab's first column, the
     /// kernel's `root=`): a partition by its PARTUUID, a RAID array by
     /// `/dev/md/<name>` (the same on every host: arrays are created for
-    /// any homehost). `None`: a partition not on disk.
+    /// any homehost), an encrypted volume by its mapping
+    /// (`/dev/mapper/<deviceName>`, which crypttab opens). `None`: a
+    /// partition not on disk.
     pub fn source_of(&self, device: &ResolvedDevice) -> Option<String> {
         match device {
             ResolvedDevice::Partition { id, .. } => self
                 .partitions
                 .get(id)
                 .map(|p| format!("PARTUUID={}", p.part_uuid)),
-            ResolvedDevice::RaidArray { path, .. } => Some(path.clone()),
+            ResolvedDevice::RaidArray { path, .. }
+            | ResolvedDevice::EncryptedVolume { path, .. } => Some(path.clone()),
         }
     }
 

@@ -398,11 +398,15 @@ fn parse_reports_graph_errors_with_their_line_before_unsupported_features() {
         "{}",
         e.message()
     );
-    let encrypted = format!("{shared}  encryption:\n    volumes: []\n    pcrs: [7]\n");
+    // Clearing the TPM stays unsupported (encryption itself is applied).
+    let encrypted = format!(
+        "{shared}  encryption:\n    volumes: []\n    pcrs: [7]\n    clearTpmOnInstall: true\n"
+    );
     let e = parse(&encrypted).unwrap_err();
     assert_eq!(e.category(), Category::UnsupportedConfiguration);
     assert!(
-        e.message().contains("'storage.encryption'"),
+        e.message()
+            .contains("'storage.encryption.clearTpmOnInstall'"),
         "{}",
         e.message()
     );
