@@ -1,5 +1,6 @@
 //! Upstream's Host Configuration samples, vendored verbatim in
-//! `host/tests/fixtures/upstream-samples/`, rewritten for a test VM by
+//! `host/tests/fixtures/upstream-samples/` (and our fixtures of them in
+//! `host/tests/fixtures/host-config/`), rewritten for a test VM by
 //! exact-line edits: each edit names the line it replaces, which must be in
 //! the sample exactly once (or once in the named partition's block), so a
 //! sample that changes upstream fails the rewrite loudly instead of
