@@ -263,9 +263,11 @@ fn assert_postconfigure_ran(logs: &[String]) {
 
 /// The committed host's Host Status, after its health checks passed
 /// (upstream's script and `systemd-networkd` active: the commit service
-/// commits only then); the records show both checks ran at each of the
-/// `commits` commits so far.
-async fn committed(socket: &GuestSocket, commits: usize) -> String {
+/// commits only then, and an A/B update's failed check would have rolled
+/// back to the other volume); the records show both checks ran. (After
+/// `base`'s A/B update, `trident logs` showed the new volume's commit's
+/// checks only, not the install's: so they are this commit's.)
+async fn committed(socket: &GuestSocket) -> String {
     let status = wait_provisioned(socket.path()).await;
     let records = trident_cli(socket.path(), &["logs", "-v", "DEBUG"]).await;
     for wanted in [
@@ -274,8 +276,8 @@ async fn committed(socket: &GuestSocket, commits: usize) -> String {
         "running systemd health check",
     ] {
         assert!(
-            records.matches(wanted).count() >= commits,
-            "{wanted} {commits} times in the records:\n{records}"
+            records.contains(wanted),
+            "{wanted} in the records:\n{records}"
         );
     }
     status
@@ -297,7 +299,7 @@ async fn upstreams_basic_sample_installs_and_boots() {
 async fn upstreams_simple_sample_installs_boots_and_passes_its_health_checks() {
     let mut s = SampleVm::start("simple", &["v1"]).await;
     s.install().await;
-    committed(&s.socket().await, 1).await;
+    committed(&s.socket().await).await;
     s.stop();
 }
 
@@ -338,7 +340,7 @@ async fn upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v
         "a passphrase was asked for on the console"
     );
     let guest = s.socket().await;
-    let status = committed(&guest, 1).await;
+    let status = committed(&guest).await;
     for wanted in [
         "abActiveVolume: volume-a",
         "deviceName: luks-srv",
@@ -412,7 +414,7 @@ async fn upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v
     );
     assert_base_boot(&boot.line);
     let guest = s.socket().await;
-    let status = committed(&guest, 2).await;
+    let status = committed(&guest).await;
     assert!(status.contains("abActiveVolume: volume-b"), "{status}");
     println!(
         "timing: base update to v2, boot B, commit {:.1}s",
