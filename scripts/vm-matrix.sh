@@ -45,6 +45,9 @@ SCENARIOS=(
     "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean; the rebuilt disk then boots alone (the CI scenario)"
     "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots"
     "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
+    "basic|upstream's basic sample (devices, image and sizes rewritten): ESP and root on one disk; installs and boots"
+    "simple|upstream's simple sample (and its placeholder SSH key): scripts, netplan, a user, an additional file; installs, boots, passes its health checks (a script, systemd-networkd)"
+    "base|upstream's base sample on a VM with a software TPM: A/B root, swap, /srv on LUKS2 sealed to PCR 7 with a recovery key file, /mnt/raid on a RAID1 mirror; installs, boots, A/B updates to v2 (/srv unlocked by the TPM again) and commits"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
 )
 
@@ -100,6 +103,20 @@ scenario_encryption() {
 scenario_tpm_pcrs_changed() {
     export TRIDENT_VM_BOOTLOADER=systemd-boot
     run_vm_test vm_tpm_pcrs_changed an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing
+}
+
+scenario_basic() {
+    run_vm_test vm_samples upstreams_basic_sample_installs_and_boots
+}
+
+scenario_simple() {
+    run_vm_test vm_samples upstreams_simple_sample_installs_boots_and_passes_its_health_checks
+}
+
+scenario_base() {
+    # systemd-boot, as encryption: PCR 7 holds the firmware's measurements only.
+    export TRIDENT_VM_BOOTLOADER=systemd-boot
+    run_vm_test vm_samples upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }

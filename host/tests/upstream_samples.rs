@@ -3,7 +3,9 @@
 //! parses, and is valid or refused only as unsupported-configuration
 //! naming the feature not applied yet: never a parse, schema or
 //! unknown-key error. What each sample asks for is installed for real by
-//! the VM scenarios from our fixtures (tests/fixtures/host-config/).
+//! the VM scenarios: `basic`, `simple` and `base` from these files
+//! themselves (tests/tests/vm_samples.rs rewrites devices, image and
+//! sizes), the others from our fixtures (tests/fixtures/host-config/).
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 

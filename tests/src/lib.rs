@@ -21,6 +21,7 @@ pub mod test_os;
 pub mod throttled_http;
 pub mod tmux;
 pub mod trusted_stream_disk;
+pub mod upstream_sample;
 pub mod vm;
 pub mod vm_rcp;
 

@@ -28,6 +28,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use trident_e2e::test_os::TestOs;
+use trident_e2e::upstream_sample::replace_lines;
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use vm_orchestrator::{
     HttpServer, InstallerWork, install_following, trident_cli, wait_provisioned,
@@ -39,18 +40,6 @@ const INSTALL_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);
 
 /// Where the installer's preServicing script puts the recovery key.
 const RECOVERY_KEY: &str = "/root/recovery.key";
-
-/// `text` with each `(old, new)` line replaced; each old line must be there
-/// exactly once.
-fn replace_lines(text: &str, changes: &[(&str, &str)]) -> String {
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    for (old, new) in changes {
-        let at: Vec<usize> = (0..lines.len()).filter(|&i| lines[i] == *old).collect();
-        assert_eq!(at.len(), 1, "exactly one line '{old}' in the fixture");
-        lines[at[0]] = (*new).to_owned();
-    }
-    lines.join("\n") + "\n"
-}
 
 /// The scripts that make and prove the recovery key (see the module docs).
 fn recovery_key_scripts() -> String {

@@ -36,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
+use trident_e2e::upstream_sample::replace_lines;
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::vm_rcp::GuestSocket;
 use trident_proto::v1::{
@@ -50,32 +51,6 @@ use vm_orchestrator::{
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(180);
 const INSTALL_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);
-
-/// `text` with each `(old, new)` line replaced; each old line must be there
-/// exactly once.
-fn rewrite(text: &str, changes: &[(&str, &str)]) -> String {
-    let mut out = text.to_owned();
-    for (old, new) in changes {
-        assert_eq!(
-            out.lines().filter(|l| l == old).count(),
-            1,
-            "exactly one line '{old}' in the fixture"
-        );
-        out = out
-            .lines()
-            .map(|l| {
-                if l == *old {
-                    (*new).to_owned()
-                } else {
-                    l.to_owned()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-            + "\n";
-    }
-    out
-}
 
 /// Our fixture of upstream's `raid-mirrored` (host/tests/fixtures/
 /// host-config/raid-mirrored.yaml) for this VM: the image (`os` over
@@ -109,7 +84,7 @@ fn raid_mirrored(os: &TestOs, http_port: u16) -> String {
         part("m2", "esp", "esp", "160M"),
     );
     let (m1_roots, m2_roots) = (roots("m1"), roots("m2"));
-    rewrite(
+    replace_lines(
         &fixture,
         &[
             ("  url: file:///images/mirrored.cosi", &url),
@@ -649,7 +624,7 @@ async fn matrix_raid_sample_installs_and_boots_with_root_on_a_mirror() {
     let mut s = RaidVm::start("raid-sample", false, 2 << 30).await;
     let fixture = fixture("raid");
     let (url, sha) = image_lines(&s.v1, s.http.port);
-    let config = rewrite(
+    let config = replace_lines(
         &fixture,
         &[
             ("  url: file:///images/raid.cosi", &url),
