@@ -224,8 +224,7 @@ async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_b
     let part = |name: &str| mini_os::partition(&target, name);
     let cmdline = serial
         .lines()
-        .filter(|l| l.contains("Command line:") && l.contains("roothash="))
-        .next_back()
+        .rfind(|l| l.contains("Command line:") && l.contains("roothash="))
         .expect("the installed OS's kernel command line on the console")
         .to_owned();
     for wanted in [
