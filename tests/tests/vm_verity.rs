@@ -86,28 +86,6 @@ fn verity_config(os: &TestOs, http_port: u16) -> String {
     config.replacen(&sha, &format!("  sha384: {}", os.cosi.metadata_sha384), 1)
 }
 
-/// The root hash the COSI's metadata gives `/` (images[].verity.roothash).
-fn cosi_root_hash(os: &TestOs) -> String {
-    let mut archive = tar::Archive::new(fs::File::open(&os.cosi.path).unwrap());
-    let mut metadata = None;
-    for entry in archive.entries().unwrap() {
-        let entry = entry.unwrap();
-        if entry.path().unwrap().to_string_lossy() == "metadata.json" {
-            metadata = Some(serde_json::from_reader::<_, serde_json::Value>(entry).unwrap());
-            break;
-        }
-    }
-    let metadata = metadata.expect("metadata.json in the COSI");
-    metadata["images"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["mountPoint"] == "/")
-        .and_then(|i| i["verity"]["roothash"].as_str())
-        .expect("a verity root hash for / in the COSI")
-        .to_owned()
-}
-
 /// `key=value` of a probe line.
 fn field<'a>(line: &'a str, key: &str) -> &'a str {
     line.split_whitespace()
@@ -220,7 +198,7 @@ async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_b
     let status = wait_provisioned(guest.path()).await;
     println!("Host Status:\n{status}");
     vm.stop();
-    let root_hash = cosi_root_hash(&v1);
+    let root_hash = mini_os::cosi_verity_root_hash(&v1.cosi.path, "/");
     let recorded = status
         .split_once("verityRootHashes:")
         .map(|(_, rest)| rest.lines().take(3).collect::<Vec<_>>().join("\n"))
