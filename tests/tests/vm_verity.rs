@@ -148,8 +148,8 @@ async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_b
     let v1 = test_os::build_verity_test_os("v1", bootloader, &sysext, dir).unwrap();
     let verity = v1.verity.clone().unwrap();
     let installer = installer_disk(dir, &installer_os).await;
-    // Sparse: the sample's partitions add up to 10.3 GiB.
-    let target = vm_orchestrator::blank_disk(dir, "target.img", 11 << 30);
+    // Sparse: the sample's partitions (the ESP at 160M) add up to 11.3 GiB.
+    let target = vm_orchestrator::blank_disk(dir, "target.img", 12 << 30);
     let nvram = dir.join("OVMF_VARS.fd");
     let spec = VmSpec::new("verity", &artifacts)
         .disk(&target)
