@@ -273,6 +273,11 @@ fi
 if [ -n "$VERITY" ]; then
     cp -r "$HERE/verity/guest/." "$ROOT/"
     enable trident-test-verity.service multi-user.target /etc/systemd/system
+    # /tmp a tmpfs (systemd's tmp.mount, which Debian ships unused): the
+    # root is read-only, and PrivateTmp= units (trident-rcp) set up their
+    # /tmp under it.
+    cp "$ROOT/usr/share/systemd/tmp.mount" "$ROOT/etc/systemd/system/tmp.mount"
+    enable tmp.mount local-fs.target /etc/systemd/system
     mkdir -p "$ROOT/usr/share/trident-test"
     for i in $(seq 1 528); do
         printf 'TRIDENT-VERITY-CANARY-%s-%05d\n' "$VERSION" "$i"
