@@ -401,7 +401,11 @@ USED_KIB="$(du -s --block-size=1K "$ROOT" | cut -f1)"
 ROOT_MIB=$(( (USED_KIB * 5 / 4) / 1024 + 64 ))
 RIMG="$OUTDIR/root.img"
 rm -f "$RIMG"
-mkfs.ext4 -q -L root -U "$ROOT_UUID" -d "$ROOT" "$RIMG" "${ROOT_MIB}M"
+# A verity root: 4 KiB blocks (mke2fs picks 1 KiB for a small image), the
+# block size of the dm-verity device it is mounted from.
+ROOT_BLOCK=()
+[ -z "$VERITY" ] || ROOT_BLOCK=(-b 4096)
+mkfs.ext4 -q -L root -U "$ROOT_UUID" "${ROOT_BLOCK[@]}" -d "$ROOT" "$RIMG" "${ROOT_MIB}M"
 timing root
 
 cat >"$OUTDIR/image.env" <<ENV
