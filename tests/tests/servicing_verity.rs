@@ -28,12 +28,13 @@ use trident_host::status::AbVolume;
 /// XBOOTLDR).
 const PART_TYPE_XBOOTLDR: &str = "bc13c2ff-59e6-4262-a352-b275fd6f7172";
 
-/// ext4 image `name.img` of `size` from `tree`.
+/// ext4 image `name.img` of `size` from `tree`, with 4 KiB blocks (as a
+/// verity root needs them: the dm-verity device's block size).
 fn ext4(dir: &Path, name: &str, tree: &Path, size: &str) -> PathBuf {
     let image = dir.join(format!("{name}.img"));
     mini_os::sh(
         Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-d"])
+            .args(["-q", "-F", "-b", "4096", "-d"])
             .arg(tree)
             .arg(&image)
             .arg(size),
