@@ -49,6 +49,7 @@ SCENARIOS=(
     "simple|upstream's simple sample (and its placeholder SSH key): scripts, netplan, a user, an additional file; installs, boots, passes its health checks (a script, systemd-networkd)"
     "base|upstream's base sample on a VM with a software TPM: A/B root, swap, /srv on LUKS2 sealed to PCR 7 with a recovery key file, /mnt/raid on a RAID1 mirror; installs, boots, A/B updates to v2 (/srv unlocked by the TPM again) and commits"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
+    "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots"
 )
 
 # Runs the ignored e2e test TEST of test file FILE (tests/tests/FILE.rs).
@@ -117,6 +118,10 @@ scenario_base() {
     # systemd-boot, as encryption: PCR 7 holds the firmware's measurements only.
     export TRIDENT_VM_BOOTLOADER=systemd-boot
     run_vm_test vm_samples upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2
+}
+
+scenario_verity() {
+    run_vm_test vm_verity upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_byte_fails_its_reads
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }

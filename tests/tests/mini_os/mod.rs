@@ -179,20 +179,26 @@ pub fn build_with(dir: &Path, version: &str, boot: MiniBoot) -> FixtureOutput {
                 bootloader_type: BootloaderType::Grub,
                 systemd_boot: None,
             },
-            MiniBoot::Type1 => Bootloader {
-                bootloader_type: BootloaderType::SystemdBoot,
-                systemd_boot: Some(SystemdBoot {
-                    entries: vec![SystemdBootEntry {
-                        entry_type: SystemdBootEntryType::Config,
-                        path: format!("loader/entries/mini-{KERNEL_RELEASE}.conf"),
-                        kernel: KERNEL_RELEASE.to_owned(),
-                        cmdline: CMDLINE.to_owned(),
-                    }],
-                }),
-            },
+            MiniBoot::Type1 => type1_bootloader(),
         },
     };
     writer::pack_images(&spec, &dir.join(format!("{version}.cosi"))).unwrap()
+}
+
+/// The mini OS's systemd-boot metadata: one Type 1 entry (kernel
+/// [`KERNEL_RELEASE`], [`CMDLINE`]).
+pub fn type1_bootloader() -> Bootloader {
+    Bootloader {
+        bootloader_type: BootloaderType::SystemdBoot,
+        systemd_boot: Some(SystemdBoot {
+            entries: vec![SystemdBootEntry {
+                entry_type: SystemdBootEntryType::Config,
+                path: format!("loader/entries/mini-{KERNEL_RELEASE}.conf"),
+                kernel: KERNEL_RELEASE.to_owned(),
+                cmdline: CMDLINE.to_owned(),
+            }],
+        }),
+    }
 }
 
 /// Applets of the image's shell (chrooted postConfigure scripts).
@@ -387,6 +393,34 @@ pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
 /// (`e2fsck -E journal_only`): a VM stopped without unmounting leaves
 /// committed metadata in the ext4 journal, which debugfs alone does not see.
 pub fn trident_state_after_power_off(disk: &Path, name: &str, dir: &Path) -> PathBuf {
+    let copy = replayed_copy(disk, name, dir);
+    let out = dir.join(format!("{name}-trident"));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    sh(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump /var/lib/trident {}", out.display()))
+        .arg(&copy));
+    let _ = std::fs::remove_file(&copy);
+    out.join("trident")
+}
+
+/// File `path` of the ext4 filesystem in partition `name` of `disk` as the
+/// OS left it when the VM was powered off: read from a copy in `dir`
+/// whose journal was replayed (see [`trident_state_after_power_off`]).
+pub fn ext4_file_after_power_off(disk: &Path, name: &str, path: &str, dir: &Path) -> String {
+    let copy = replayed_copy(disk, name, dir);
+    let text = sh(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("cat {path}"))
+        .arg(&copy));
+    let _ = std::fs::remove_file(&copy);
+    text
+}
+
+/// Partition `name` of `disk` copied to `dir/<name>.ext4`, its ext4
+/// journal replayed.
+fn replayed_copy(disk: &Path, name: &str, dir: &Path) -> PathBuf {
     let p = partition(disk, name);
     let copy = dir.join(format!("{name}.ext4"));
     sh(Command::new("dd")
@@ -407,13 +441,26 @@ pub fn trident_state_after_power_off(disk: &Path, name: &str, dir: &Path) -> Pat
         "e2fsck {}: {fsck:?}",
         copy.display()
     );
-    let out = dir.join(format!("{name}-trident"));
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
-    sh(Command::new("debugfs")
-        .arg("-R")
-        .arg(format!("rdump /var/lib/trident {}", out.display()))
-        .arg(&copy));
-    let _ = std::fs::remove_file(&copy);
-    out.join("trident")
+    copy
+}
+
+/// The dm-verity root hash a COSI's metadata gives the filesystem mounted
+/// at `mount_point` (`images[].verity.roothash`).
+pub fn cosi_verity_root_hash(cosi: &Path, mount_point: &str) -> String {
+    let mut archive = tar::Archive::new(File::open(cosi).unwrap());
+    let entry = archive
+        .entries()
+        .unwrap()
+        .map(Result::unwrap)
+        .find(|e| e.path().unwrap().to_string_lossy() == "metadata.json")
+        .expect("metadata.json in the COSI");
+    let metadata: serde_json::Value = serde_json::from_reader(entry).unwrap();
+    metadata["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["mountPoint"] == mount_point)
+        .and_then(|i| i["verity"]["roothash"].as_str())
+        .unwrap_or_else(|| panic!("no verity root hash for {mount_point} in the COSI"))
+        .to_owned()
 }
