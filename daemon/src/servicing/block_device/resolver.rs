@@ -134,6 +134,14 @@ impl BlockDevices {
                 continue;
             }
             let device_id = fs.references.first().map_or("", |r| r.target.as_str());
+            if mount_point.is_empty() {
+                // An image's filesystem with no mount point (upstream's
+                // `advanced` sample's second ESP): the image's filesystems
+                // go where they are mounted, so nothing is written to its
+                // device, which keeps what partitioning left there.
+                tracing::info!(device = %device_id, "no mount point: nothing written to it");
+                continue;
+            }
             let volume = match which {
                 Targets::Install => AbVolume::VolumeA,
                 Targets::AbUpdate { volume } if self.serviced_by_ab_update(device_id) => volume,
