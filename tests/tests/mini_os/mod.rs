@@ -386,7 +386,7 @@ pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
 /// folder. The partition is copied out first and its ext4 journal replayed
 /// (`e2fsck -E journal_only`): a VM stopped without unmounting leaves
 /// committed metadata in the ext4 journal, which debugfs alone does not see.
-pub fn trident_state_after_power_off(disk: &Path, name: &str, dir: &Path) -> PathBuf {
+pub fn trident_state_after_power_off(disk: &Path, name: &str, state: &str, dir: &Path) -> PathBuf {
     let p = partition(disk, name);
     let copy = dir.join(format!("{name}.ext4"));
     sh(Command::new("dd")
@@ -412,8 +412,13 @@ pub fn trident_state_after_power_off(disk: &Path, name: &str, dir: &Path) -> Pat
     std::fs::create_dir_all(&out).unwrap();
     sh(Command::new("debugfs")
         .arg("-R")
-        .arg(format!("rdump /var/lib/trident {}", out.display()))
+        .arg(format!("rdump {state} {}", out.display()))
         .arg(&copy));
     let _ = std::fs::remove_file(&copy);
-    out.join("trident")
+    // rdump copies a directory under its name; the filesystem's root as
+    // its files.
+    match state.trim_end_matches('/').rsplit('/').next() {
+        Some(last) if !last.is_empty() => out.join(last),
+        _ => out,
+    }
 }

@@ -132,8 +132,8 @@ fn operation_of(rec: &Record) -> Option<&str> {
 /// After the VM stopped: B's journal, read offline from the target disk,
 /// holds every operation of B's datastore history, each started and ended,
 /// with its records.
-pub fn in_the_booted_volumes_journal(target: &Path, work: &Path) {
-    let state = mini_os::trident_state_after_power_off(target, "root-b", work);
+pub fn in_the_booted_volumes_journal(target: &Path, partition: &str, dir: &str, work: &Path) {
+    let state = mini_os::trident_state_after_power_off(target, partition, dir, work);
     let datastore =
         trident_host::datastore::Datastore::open(state.join("datastore.sqlite")).unwrap();
     let operations = datastore.operations(10_000).unwrap();
