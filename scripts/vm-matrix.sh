@@ -46,6 +46,7 @@ SCENARIOS=(
     "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots"
     "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
+    "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots"
 )
 
 # Runs the ignored e2e test TEST of test file FILE (tests/tests/FILE.rs).
@@ -100,6 +101,10 @@ scenario_encryption() {
 scenario_tpm_pcrs_changed() {
     export TRIDENT_VM_BOOTLOADER=systemd-boot
     run_vm_test vm_tpm_pcrs_changed an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing
+}
+
+scenario_verity() {
+    run_vm_test vm_verity upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_byte_fails_its_reads
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }

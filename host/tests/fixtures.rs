@@ -24,7 +24,16 @@ fn basic_is_valid() {
 }
 
 /// `(fixture, the key its refusal names)`.
-const REFUSED: [(&str, &str); 2] = [("advanced", "storage.verity"), ("verity", "storage.verity")];
+const REFUSED: [(&str, &str); 1] = [("advanced", "storage.filesystems[1]")];
+
+/// `verity`: the root on a verity device with upstream's rules kept
+/// (a separate /boot, the /etc overlay's filesystem off the data device).
+#[test]
+fn verity_is_valid() {
+    let hc = parse(&fixture("verity")).unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(hc.storage.verity.len(), 1);
+    assert_eq!(hc.storage.verity[0].name, "root");
+}
 
 #[test]
 fn the_others_are_refused_only_as_unsupported_configuration() {

@@ -24,11 +24,11 @@ const EXPECTED: [(&str, Option<&str>); 8] = [
     ("basic", None),
     ("simple", None),
     ("base", None),
-    ("advanced", Some("storage.verity")),
+    ("advanced", Some("storage.filesystems[1]")),
     ("raid", None),
     ("raid-mirrored", None),
     ("encryption", None),
-    ("verity", Some("storage.verity")),
+    ("verity", None),
 ];
 
 #[test]

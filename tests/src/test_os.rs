@@ -137,7 +137,31 @@ pub struct TestOs {
     pub cosi: FixtureOutput,
     /// The reverse-connect PKI it carries (give it to `VmSpec::orchestrator`).
     pub rcp: RcpPki,
+    /// What the verity test OS adds ([`build_verity_test_os`]).
+    pub verity: Option<VerityTestOs>,
 }
+
+/// The verity test OS's own parts (`build-image.sh --verity`): its root is
+/// packed `verity=yes` (its hash tree the partition after it), `/boot` and
+/// `/var` are filesystem images of their own.
+#[derive(Debug, Clone)]
+pub struct VerityTestOs {
+    pub boot_image: PathBuf,
+    pub boot_fs_uuid: String,
+    pub var_image: PathBuf,
+    pub var_fs_uuid: String,
+    /// A file of the root (`/usr/share/trident-test/canary`) made of lines
+    /// `<canary_pattern>NNNNN`: nothing else in the image holds the pattern,
+    /// so a test finds the file's blocks on the data partition by it.
+    pub canary: String,
+    pub canary_pattern: String,
+}
+
+/// The GPT type of an XBOOTLDR partition (`/boot`), the Discoverable
+/// Partitions Specification's.
+const PART_TYPE_XBOOTLDR: &str = "bc13c2ff-59e6-4262-a352-b275fd6f7172";
+/// The GPT type of a `/var` partition, the same specification's.
+const PART_TYPE_VAR: &str = "4d21b016-b534-45c2-a9fb-5c16e091fd2d";
 
 fn read_env(path: &Path) -> anyhow::Result<HashMap<String, String>> {
     let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -171,6 +195,35 @@ pub fn build_test_os_with(
     dir: &Path,
     options: &[&str],
 ) -> anyhow::Result<TestOs> {
+    build(version, bootloader, sysext, dir, options, false)
+}
+
+/// Builds the verity test OS `version` (`build-image.sh --verity`) in
+/// `dir/<version>/` and packs it as `dir/<version>.cosi`: ESP (`/boot/efi`),
+/// `/boot`, the root packed `verity=yes` (its hash tree the next
+/// partition, its root hash in the metadata) and `/var`, the filesystems
+/// upstream's `verity` sample takes from an image. Its initrd opens
+/// `/dev/mapper/root` from the kernel arguments tridentd writes for a
+/// verity root and mounts the `/etc` overlay of `rd.overlayfs=`; each boot
+/// prints the verity probe (`TRIDENT-TEST-OS-VERITY ...`) before the ready
+/// marker. `bootloader`: GRUB or systemd-boot (not a UKI).
+pub fn build_verity_test_os(
+    version: &str,
+    bootloader: TestBootloader,
+    sysext: &Path,
+    dir: &Path,
+) -> anyhow::Result<TestOs> {
+    build(version, bootloader, sysext, dir, &["--verity"], true)
+}
+
+fn build(
+    version: &str,
+    bootloader: TestBootloader,
+    sysext: &Path,
+    dir: &Path,
+    options: &[&str],
+    verity: bool,
+) -> anyhow::Result<TestOs> {
     let out = dir.join(version);
     let rcp = RcpPki::in_dir(dir)?;
     run(
@@ -194,39 +247,58 @@ pub fn build_test_os_with(
             .with_context(|| format!("image.env has no {key}"))
     };
     let os_release = fs::read_to_string(out.join("os-release"))?;
-    let partition =
-        |image: &str, name: &str, part_type: &str, fs: &str, uuid: String, mount: &str| {
-            anyhow::Ok(ImagePartition {
-                image: PathBuf::from(get(image)?),
-                name: name.to_owned(),
-                part_type: part_type.parse()?,
-                fs_type: fs.to_owned(),
-                fs_uuid: uuid,
-                mount_point: mount.to_owned(),
-                size: None,
-                verity: false,
-            })
+    let partition = |image: &str, name: &str, part_type: &str, uuid: &str, mount: &str| {
+        let fs = if mount == "/boot/efi" { "vfat" } else { "ext4" };
+        anyhow::Ok(ImagePartition::new(
+            PathBuf::from(get(image)?),
+            name,
+            part_type.parse()?,
+            fs,
+            &get(uuid)?,
+            mount,
+        ))
+    };
+    let esp = partition(
+        "ESP_IMAGE",
+        "esp",
+        PART_TYPE_ESP,
+        "ESP_FS_UUID",
+        "/boot/efi",
+    )?;
+    let mut root = partition(
+        "ROOT_IMAGE",
+        "root",
+        PART_TYPE_ROOT_X86_64,
+        "ROOT_FS_UUID",
+        "/",
+    )?;
+    let (partitions, verity) = if verity {
+        root.verity = true;
+        let boot = partition(
+            "BOOT_IMAGE",
+            "boot",
+            PART_TYPE_XBOOTLDR,
+            "BOOT_FS_UUID",
+            "/boot",
+        )?;
+        let var = partition("VAR_IMAGE", "var", PART_TYPE_VAR, "VAR_FS_UUID", "/var")?;
+        let parts = VerityTestOs {
+            boot_image: boot.image.clone(),
+            boot_fs_uuid: boot.fs_uuid.clone(),
+            var_image: var.image.clone(),
+            var_fs_uuid: var.fs_uuid.clone(),
+            canary: get("CANARY")?,
+            canary_pattern: get("CANARY_PATTERN")?,
         };
+        (vec![esp, boot, root, var], Some(parts))
+    } else {
+        (vec![esp, root], None)
+    };
+    let esp_image = partitions[0].image.clone();
+    let root_image = get("ROOT_IMAGE")?.into();
     let root_fs_uuid = get("ROOT_FS_UUID")?;
     let spec = ImagesSpec {
-        partitions: vec![
-            partition(
-                "ESP_IMAGE",
-                "esp",
-                PART_TYPE_ESP,
-                "vfat",
-                get("ESP_FS_UUID")?,
-                "/boot/efi",
-            )?,
-            partition(
-                "ROOT_IMAGE",
-                "root",
-                PART_TYPE_ROOT_X86_64,
-                "ext4",
-                root_fs_uuid.clone(),
-                "/",
-            )?,
-        ],
+        partitions,
         disk_size: None,
         lba_size: 512,
         zstd_level: writer::DEFAULT_ZSTD_LEVEL,
@@ -245,11 +317,12 @@ pub fn build_test_os_with(
         version: version.to_owned(),
         bootloader,
         os_release,
-        esp_image: spec.partitions[0].image.clone(),
-        root_image: spec.partitions[1].image.clone(),
+        esp_image,
+        root_image,
         root_fs_uuid,
         cosi,
         rcp,
+        verity,
     })
 }
 

@@ -18,7 +18,7 @@
 #
 #   tests/vm/build-image.sh [--sysext FILE] [--rcp DIR]
 #       [--bootloader systemd-boot|grub|uki] [--systemd-backports] [--netplan]
-#       VERSION OUTDIR
+#       [--verity] VERSION OUTDIR
 #
 # One package list serves every bootloader (systemd-boot-efi, shim-signed,
 # grub-efi-amd64-signed, efibootmgr), so one cached tree serves them all.
@@ -52,6 +52,26 @@
 # host's own 10.0.2.2 cannot be forwarded) and expect the orchestrator's
 # certificate for orchestrator.test.
 #
+# --verity builds the verity test OS, for a root protected by dm-verity
+# (upstream's `verity` sample): /boot and /var become filesystem images of
+# their own (OUTDIR/boot.img, OUTDIR/var.img; upstream's verity rules need a
+# separate /boot, and the sample takes /var from the image) beside a root
+# that is never written once booted (pack it verity=yes). Its initrd opens
+# /dev/mapper/root from exactly the kernel arguments tridentd writes (as
+# upstream's osmodifier: roothash=, systemd.verity_root_data/hash/options=)
+# and mounts the writable /etc overlay `rd.overlayfs=` asks for: Debian's
+# initramfs-tools has neither, so tests/vm/verity/initramfs/ adds them (a
+# hook copying veritysetup and dm_verity, a local-top/local-block script,
+# a local-bottom script) and the initrd is made again in the tree (chroot,
+# in a mount namespace of its own; ~20 s). No package beyond the default
+# list (veritysetup is cryptsetup-bin's), so the cached tree is the default
+# one. The root carries /usr/share/trident-test/canary (a unique pattern:
+# TRIDENT-VERITY-CANARY-VERSION-NNNNN lines, ~16 KiB) that a test finds on
+# the data partition to corrupt it, and a probe unit
+# (tests/vm/verity/guest/) that prints the verity state at each boot.
+# systemd-boot and grub only (a UKI would need the root hash before mkcosi
+# computes it).
+#
 # Needs root (ownership in the tree), mmdebstrap, e2fsprogs, dosfstools, mtools
 # (and objcopy, binutils, for --bootloader uki).
 
@@ -63,6 +83,7 @@ RCP=""
 BOOTLOADER=systemd-boot
 BACKPORTS=""
 NETPLAN=""
+VERITY=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --sysext) SYSEXT="$(realpath "$2")"; shift 2 ;;
@@ -70,15 +91,20 @@ while [ $# -gt 0 ]; do
     --rcp) RCP="$(realpath "$2")"; shift 2 ;;
     --systemd-backports) BACKPORTS=1; shift ;;
     --netplan) NETPLAN=1; shift ;;
+    --verity) VERITY=1; shift ;;
     -h | --help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) break ;;
     esac
 done
-[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] [--bootloader systemd-boot|grub|uki] [--systemd-backports] [--netplan] VERSION OUTDIR" >&2; exit 2; }
+[ $# -eq 2 ] || { echo "usage: $0 [--sysext FILE] [--rcp DIR] [--bootloader systemd-boot|grub|uki] [--systemd-backports] [--netplan] [--verity] VERSION OUTDIR" >&2; exit 2; }
 case "$BOOTLOADER" in
 systemd-boot | grub | uki) ;;
 *) echo "--bootloader is systemd-boot, grub or uki (not $BOOTLOADER)" >&2; exit 2 ;;
 esac
+if [ -n "$VERITY" ] && [ "$BOOTLOADER" = uki ]; then
+    echo "--verity: systemd-boot or grub (a UKI must carry the root hash mkcosi computes)" >&2
+    exit 2
+fi
 VERSION="$1"
 OUTDIR="$2"
 [[ "$VERSION" =~ ^[A-Za-z0-9._-]+$ ]] || { echo "VERSION must be [A-Za-z0-9._-]+" >&2; exit 2; }
@@ -171,6 +197,8 @@ as_uuid() { local h="$1"; echo "${h:0:8}-${h:8:4}-4${h:13:3}-a${h:17:3}-${h:20:1
 ROOT_UUID="$(as_uuid "$(hash_of "trident-test-os/$VERSION/root")")"
 ESP_ID="$(hash_of "trident-test-os/$VERSION/esp" | cut -c1-8 | tr a-f A-F)"
 ESP_UUID="${ESP_ID:0:4}-${ESP_ID:4:4}"
+BOOT_UUID="$(as_uuid "$(hash_of "trident-test-os/$VERSION/boot")")"
+VAR_UUID="$(as_uuid "$(hash_of "trident-test-os/$VERSION/var")")"
 
 sed -i -e '/^PRETTY_NAME=/d' "$ROOT/usr/lib/os-release"
 cat >>"$ROOT/usr/lib/os-release" <<OSR
@@ -180,10 +208,21 @@ IMAGE_VERSION=$VERSION
 TRIDENT_TEST_VERSION=$VERSION
 OSR
 echo "$RCP_HOST" >"$ROOT/etc/hostname"
-cat >"$ROOT/etc/fstab" <<FSTAB
+if [ -n "$VERITY" ]; then
+    # Pass 0 for /: no fsck of a device nothing may write (nor one in
+    # the initrd, whose fsck hook reads this).
+    cat >"$ROOT/etc/fstab" <<FSTAB
+UUID=$ROOT_UUID / ext4 ro 0 0
+UUID=$BOOT_UUID /boot ext4 defaults 0 2
+UUID=$ESP_UUID /boot/efi vfat umask=0077,nofail 0 2
+UUID=$VAR_UUID /var ext4 defaults 0 2
+FSTAB
+else
+    cat >"$ROOT/etc/fstab" <<FSTAB
 UUID=$ROOT_UUID / ext4 defaults 0 1
 UUID=$ESP_UUID /boot/efi vfat umask=0077,nofail 0 2
 FSTAB
+fi
 mkdir -p "$ROOT/boot/efi" "$ROOT/etc/kernel"
 # The OS's own kernel arguments: tridentd's UEFI boot control puts them in
 # each volume's entry after root=PARTUUID=<volume>. no_timer_check: under
@@ -231,6 +270,29 @@ RCPYAML
     # Dangling until systemd-sysext merges /usr, like tridentd.socket.
     enable trident-rcp.service multi-user.target /usr/lib/systemd/system
 fi
+if [ -n "$VERITY" ]; then
+    cp -r "$HERE/verity/guest/." "$ROOT/"
+    enable trident-test-verity.service multi-user.target /etc/systemd/system
+    mkdir -p "$ROOT/usr/share/trident-test"
+    for i in $(seq 1 528); do
+        printf 'TRIDENT-VERITY-CANARY-%s-%05d\n' "$VERSION" "$i"
+    done >"$ROOT/usr/share/trident-test/canary"
+    initramfs="$ROOT/etc/initramfs-tools"
+    install -D -m 0755 "$HERE/verity/initramfs/hook" "$initramfs/hooks/trident-verity"
+    for phase in local-top local-block; do
+        install -D -m 0755 "$HERE/verity/initramfs/verity-root" \
+            "$initramfs/scripts/$phase/trident-verity-root"
+    done
+    install -D -m 0755 "$HERE/verity/initramfs/etc-overlay" \
+        "$initramfs/scripts/local-bottom/trident-etc-overlay"
+    kernel="$(find "$ROOT/boot" -maxdepth 1 -name 'vmlinuz-*' | sort | tail -n 1)"
+    # The tree's own update-initramfs, with /dev and /proc only inside a
+    # mount namespace that ends with it (nothing left mounted on failure).
+    unshare --mount --propagation private sh -c '
+        mount --rbind /dev "$1/dev" && mount -t proc proc "$1/proc" &&
+        chroot "$1" update-initramfs -u -k "$2"' sh "$ROOT" "${kernel##*/vmlinuz-}" >/dev/null
+    timing initrd
+fi
 timing customize
 
 # --- 3. filesystem images -----------------------------------------------------
@@ -244,6 +306,14 @@ rm -f "$ESP"
 mkfs.vfat -F 32 -n ESP -i "$ESP_ID" -C "$ESP" $((ESP_MIB * 1024)) >/dev/null
 mmd -i "$ESP" ::/EFI ::/EFI/BOOT
 CMDLINE="root=UUID=$ROOT_UUID rw $KERNEL_ARGS"
+# Where GRUB finds the kernel: the root's /boot, or /boot's own filesystem.
+GRUB_BOOT_UUID=$ROOT_UUID
+GRUB_BOOT_DIR=/boot
+if [ -n "$VERITY" ]; then
+    CMDLINE="root=UUID=$ROOT_UUID ro $KERNEL_ARGS"
+    GRUB_BOOT_UUID=$BOOT_UUID
+    GRUB_BOOT_DIR=""
+fi
 SYSTEMD_BOOT="$ROOT/usr/lib/systemd/boot/efi/systemd-bootx64.efi"
 BOOT_ENTRY_TYPE=""
 BOOT_ENTRY=""
@@ -273,10 +343,10 @@ grub)
     # Debian's signed GRUB sources the grub.cfg beside it ($cmdpath) when
     # its built-in prefix (/EFI/debian) is absent: top-level commands boot.
     cat >"$WORK/grub.cfg" <<GRUBCFG
-search --no-floppy --fs-uuid --set=root $ROOT_UUID
+search --no-floppy --fs-uuid --set=root $GRUB_BOOT_UUID
 echo 'Booting Trident test OS $VERSION'
-linux /boot/${KERNEL##*/} $CMDLINE
-initrd /boot/${INITRD##*/}
+linux $GRUB_BOOT_DIR/${KERNEL##*/} $CMDLINE
+initrd $GRUB_BOOT_DIR/${INITRD##*/}
 boot
 GRUBCFG
     mcopy -i "$ESP" "$WORK/grub.cfg" ::/EFI/BOOT/grub.cfg
@@ -304,6 +374,23 @@ uki)
 esac
 timing esp
 
+# The verity test OS: /boot and /var out of the root, each an image.
+# tree_mib DIR EXTRA: 25% + EXTRA MiB over DIR's tree, in whole MiB.
+tree_mib() { echo $(( ($(du -s --block-size=1K "$1" | cut -f1) * 5 / 4) / 1024 + $2 )); }
+if [ -n "$VERITY" ]; then
+    for part in boot var; do
+        mkdir -p "$WORK/$part"
+        find "$ROOT/$part" -mindepth 1 -maxdepth 1 -exec mv -t "$WORK/$part" {} +
+    done
+    mkdir -p "$WORK/boot/efi"
+    BOOT_MIB=$(tree_mib "$WORK/boot" 16)
+    VAR_MIB=$(tree_mib "$WORK/var" 64)
+    rm -f "$OUTDIR/boot.img" "$OUTDIR/var.img"
+    mkfs.ext4 -q -L boot -U "$BOOT_UUID" -d "$WORK/boot" "$OUTDIR/boot.img" "${BOOT_MIB}M"
+    mkfs.ext4 -q -L var -U "$VAR_UUID" -d "$WORK/var" "$OUTDIR/var.img" "${VAR_MIB}M"
+    timing boot-var
+fi
+
 # Room to breathe: 25% + 64 MiB over the tree, in whole MiB.
 USED_KIB="$(du -s --block-size=1K "$ROOT" | cut -f1)"
 ROOT_MIB=$(( (USED_KIB * 5 / 4) / 1024 + 64 ))
@@ -329,6 +416,17 @@ CMDLINE='$CMDLINE'
 SYSEXT=${SYSEXT:+trident.raw}
 RCP_HOST=${RCP:+$RCP_HOST}
 ENV
+if [ -n "$VERITY" ]; then
+    cat >>"$OUTDIR/image.env" <<ENV
+VERITY=1
+BOOT_IMAGE=$OUTDIR/boot.img
+BOOT_FS_UUID=$BOOT_UUID
+VAR_IMAGE=$OUTDIR/var.img
+VAR_FS_UUID=$VAR_UUID
+CANARY=/usr/share/trident-test/canary
+CANARY_PATTERN=TRIDENT-VERITY-CANARY-$VERSION-
+ENV
+fi
 cp "$ROOT/usr/lib/os-release" "$OUTDIR/os-release"
 echo "image $VERSION ($BOOTLOADER): $ESP (${ESP_MIB} MiB), $RIMG (${ROOT_MIB} MiB, UUID $ROOT_UUID)"
 echo "timing: total $((SECONDS - STARTED))s"

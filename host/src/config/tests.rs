@@ -101,23 +101,6 @@ fn bad_size_names_the_key_and_the_value() {
 
 #[test]
 fn unsupported_features_are_unsupported_configuration_naming_the_key() {
-    let cases = [(
-        "  verity:\n  - { id: v, name: root, dataDeviceId: root-a, hashDeviceId: esp }\n",
-        "storage.verity",
-        Subkind::UnsupportedFeature,
-    )];
-    for (snippet, key, subkind) in cases {
-        let yaml = good().replace("  abUpdate:\n", &format!("{snippet}  abUpdate:\n"));
-        let err = err_of(&yaml);
-        assert_eq!(err.category(), Category::UnsupportedConfiguration, "{key}");
-        assert_eq!(err.subkind(), subkind);
-        assert!(err.message().contains(key), "{}", err.message());
-        assert!(
-            err.message().contains("(line 13, column 3)"),
-            "{}",
-            err.message()
-        );
-    }
     for (snippet, key) in [
         (
             "managementOs:\n  users: [{name: a}]\n",

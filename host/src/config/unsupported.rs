@@ -56,12 +56,6 @@ pub const RULES: &[Rule] = &[
         },
     },
     Rule {
-        key: "storage.verity",
-        what: "dm-verity",
-        instead: None,
-        used: |hc| when(!hc.storage.verity.is_empty(), "storage.verity"),
-    },
-    Rule {
         key: "storage.filesystems[].type: ntfs | tmpfs | auto (source: new)",
         what: "creating a filesystem of this type",
         instead: Some("ext4, xfs or vfat"),

@@ -1,9 +1,9 @@
 //! Upstream's `storage.verity` rules through [`super::parse`]: each broken
 //! rule is an invalid Host Configuration naming the key; a document that
-//! keeps them reaches the (still standing) unsupported-feature refusal.
+//! keeps them is accepted (the daemon applies it).
 
 use super::parse;
-use crate::error::{Category, Subkind};
+use crate::error::Subkind;
 
 const VERITY: &str = include_str!("../../tests/fixtures/host-config/verity.yaml");
 
@@ -26,14 +26,10 @@ fn refused_at(yaml: &str, key: &str, says: &str) {
 }
 
 #[test]
-fn a_configuration_keeping_upstreams_verity_rules_reaches_the_unsupported_refusal() {
-    let err = parse(VERITY).expect_err("verity is not applied yet");
-    assert_eq!(err.category(), Category::UnsupportedConfiguration);
-    assert!(
-        err.message().contains("storage.verity"),
-        "{}",
-        err.message()
-    );
+fn a_configuration_keeping_upstreams_verity_rules_is_accepted() {
+    let hc = parse(VERITY).unwrap_or_else(|e| panic!("{}", e.message()));
+    assert_eq!(hc.storage.verity.len(), 1);
+    assert_eq!(hc.storage.verity[0].name, "root");
 }
 
 #[test]
@@ -128,8 +124,7 @@ fn with_ab_update_the_etc_overlay_must_be_on_a_volume_pair() {
     .replacen("  - deviceId: home-part\n", "  - deviceId: homes\n", 1);
     refused_at(&base, "storage.filesystems[3].deviceId", "A/B volume pair");
 
-    // On a pair of its own, the rules hold (and verity is refused as not
-    // applied yet).
+    // On a pair of its own, the rules hold.
     let paired = base
         .replacen(
             "    - { id: homes,",
@@ -137,11 +132,7 @@ fn with_ab_update_the_etc_overlay_must_be_on_a_volume_pair() {
             1,
         )
         .replacen("  - deviceId: overlay\n", "  - deviceId: ov\n", 1);
-    let err = parse(&paired).expect_err("verity is not applied yet");
-    assert_eq!(
-        err.category(),
-        Category::UnsupportedConfiguration,
-        "{}",
-        err.message()
-    );
+    if let Err(e) = parse(&paired) {
+        panic!("{}", e.message());
+    }
 }
