@@ -45,6 +45,7 @@ SCENARIOS=(
     "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean; the rebuilt disk then boots alone (the CI scenario)"
     "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots"
     "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
+    "advanced|upstream's advanced sample on two disks with a software TPM: RAID1 arrays, /home on LUKS2 over an array unlocked by the TPM, swap on both disks, the verity root (read-only, /etc an overlay); the grub scenario's flow: install v1, A/B update to v2 with v2's root hash, commit, a failing update rolls back (the CI scenario)"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
     "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots"
 )
@@ -59,17 +60,17 @@ run_vm_test() {
 
 scenario_grub() {
     export TRIDENT_VM_BOOTLOADER=grub
-    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_uki() {
     export TRIDENT_VM_BOOTLOADER=uki
-    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_type1() {
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_stream_disk_boot() {
@@ -96,6 +97,11 @@ scenario_encryption() {
     # systemd-boot: no shim measurements in PCR 7 besides the firmware's.
     export TRIDENT_VM_BOOTLOADER=systemd-boot
     run_vm_test vm_encryption upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
+}
+
+scenario_advanced() {
+    export TRIDENT_VM_BOOTLOADER=grub
+    run_vm_test vm_scenario upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_tpm_pcrs_changed() {

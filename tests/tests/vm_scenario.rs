@@ -4,7 +4,7 @@
 //! section (`--run-ignored`). Serial logs stay in `target/vm-artifacts/`.
 //!
 //! Steps 1-4, one VM
-//! (`an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`):
+//! (`matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`):
 //! an installer VM installs v1 onto its first disk through its tridentd
 //! (reached through the reverse-connect proxy: the guest's `trident-rcp`
 //! dials the harness; after each reboot the OS dials again and the test's
@@ -22,6 +22,22 @@
 //! boot, `trident get last-error` the recent logs of A's failed commit; and
 //! after the VM stops, B's journal read offline from the target disk holds
 //! every operation of B's datastore with its records.
+//!
+//! The same steps on upstream's `advanced` sample
+//! (`upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`,
+//! the CI scenario; the plain layout above is `scripts/vm-matrix.sh grub`,
+//! `uki` and `type1`): two blank disks and a software TPM; the sample
+//! (`tests/vm/advanced.yaml`, `vm_orchestrator::advanced`) makes twelve
+//! RAID1 arrays, `/home` a LUKS2 volume over one sealed to PCR 7, swap on
+//! both disks, and installs the verity test OS: `/` is `/dev/mapper/root`
+//! over the array `root-data-a` with its hash tree on `root-hash-a`,
+//! read-only, `/etc` an overlay on `trident-overlay-a`, `/boot` and `/var`
+//! from the image on their arrays. Each boot is checked on the console:
+//! every array a clean mirror, `/home` unlocked by the TPM (no passphrase
+//! prompt) and mounted, swap on both disks, the kernel's command line
+//! naming the volume's arrays and its version's root hash, `veritysetup
+//! status root` verified, `/` read-only. The A/B update opens `/home` with
+//! the TPM before writing B's arrays.
 //!
 //! Step 5: a disk written by StreamDisk boots. A private tridentd on
 //! the host StreamDisks the v1 COSI onto a disk-image file; the VM boots it
@@ -180,6 +196,9 @@ struct Scenario {
     vm: Vm,
     layout: Layout,
     bootloader: TestBootloader,
+    /// The versions installed and updated to.
+    v1: TestOs,
+    v2: TestOs,
     /// The first target disk (the only one of [`Layout::Plain`]).
     target: std::path::PathBuf,
     http: HttpServer,
@@ -261,7 +280,10 @@ impl Scenario {
                 let wanted = format!("root-partuuid={partition}");
                 assert!(line.contains(&wanted), "{wanted} in {line}");
             }
-            Layout::Advanced(_) => advanced::assert_boot(&line, volume, &self.vm.serial()),
+            Layout::Advanced(root) => {
+                let os = if version == "v2" { &self.v2 } else { &self.v1 };
+                advanced::assert_boot(root, os, &line, volume, &self.vm.serial());
+            }
         }
         line
     }
@@ -328,7 +350,7 @@ impl Scenario {
 /// Type 1 scenarios of `scripts/vm-matrix.sh`.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh"]
-async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
+async fn matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
     scenario("install", Layout::Plain).await;
 }
 
@@ -339,7 +361,7 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section"]
 async fn upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
-    scenario("advanced", Layout::Advanced(advanced::Root::Plain)).await;
+    scenario("advanced", Layout::Advanced(advanced::Root::Verity)).await;
 }
 
 /// Each disk of the advanced sample: its partitions (2.7 GiB) and room.
@@ -354,9 +376,22 @@ async fn scenario(name: &str, layout: Layout) {
         .unwrap();
     let sysext = test_os::build_sysext(work.path()).unwrap();
     let bootloader = TestBootloader::from_env().unwrap();
-    let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
-    let v2 = test_os::build_test_os("v2", bootloader, &sysext, work.path()).unwrap();
-    let installer = installer_disk(work.path(), &v1).await;
+    let verity = layout == Layout::Advanced(advanced::Root::Verity);
+    let build = |version: &str| {
+        if verity {
+            test_os::build_verity_test_os(version, bootloader, &sysext, work.path()).unwrap()
+        } else {
+            test_os::build_test_os(version, bootloader, &sysext, work.path()).unwrap()
+        }
+    };
+    let (v1, v2) = (build("v1"), build("v2"));
+    // The installer media: v1, or the plain test OS beside a verity v1.
+    let installer_os = if verity {
+        test_os::build_test_os("installer", bootloader, &sysext, work.path()).unwrap()
+    } else {
+        v1.clone()
+    };
+    let installer = installer_disk(work.path(), &installer_os).await;
     let targets: Vec<std::path::PathBuf> = match layout {
         Layout::Plain => vec![blank_disk(work.path(), "target.img", 2 << 30)],
         Layout::Advanced(_) => ["disk1.img", "disk2.img"]
@@ -381,6 +416,8 @@ async fn scenario(name: &str, layout: Layout) {
         vm,
         layout,
         bootloader,
+        v1: v1.clone(),
+        v2: v2.clone(),
         target,
         http: HttpServer::start(work.path()),
         ssh_key: ssh_key(work.path(), KEY_COMMENT),
@@ -389,7 +426,7 @@ async fn scenario(name: &str, layout: Layout) {
         s.vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT)
             .await
             .unwrap();
-    image_boot(&v1, &boot.line);
+    image_boot(&installer_os, &boot.line);
 
     let step = std::time::Instant::now();
     let config = s.config(&v1, "trident-v1", &["systemd-journald.service"], 60);

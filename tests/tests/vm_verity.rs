@@ -37,7 +37,9 @@ use std::time::Duration;
 
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
-use vm_orchestrator::{HttpServer, install_following, installer_disk, wait_provisioned};
+use vm_orchestrator::{
+    HttpServer, cosi_root_hash, install_following, installer_disk, wait_provisioned,
+};
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const INSTALL_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);
@@ -83,28 +85,6 @@ fn verity_config(os: &TestOs, http_port: u16) -> String {
         .unwrap()
         .to_owned();
     config.replacen(&sha, &format!("  sha384: {}", os.cosi.metadata_sha384), 1)
-}
-
-/// The root hash the COSI's metadata gives `/` (images[].verity.roothash).
-fn cosi_root_hash(os: &TestOs) -> String {
-    let mut archive = tar::Archive::new(fs::File::open(&os.cosi.path).unwrap());
-    let mut metadata = None;
-    for entry in archive.entries().unwrap() {
-        let entry = entry.unwrap();
-        if entry.path().unwrap().to_string_lossy() == "metadata.json" {
-            metadata = Some(serde_json::from_reader::<_, serde_json::Value>(entry).unwrap());
-            break;
-        }
-    }
-    let metadata = metadata.expect("metadata.json in the COSI");
-    metadata["images"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["mountPoint"] == "/")
-        .and_then(|i| i["verity"]["roothash"].as_str())
-        .expect("a verity root hash for / in the COSI")
-        .to_owned()
 }
 
 /// `key=value` of a probe line.
@@ -224,8 +204,7 @@ async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_b
     let part = |name: &str| mini_os::partition(&target, name);
     let cmdline = serial
         .lines()
-        .filter(|l| l.contains("Command line:") && l.contains("roothash="))
-        .next_back()
+        .rfind(|l| l.contains("Command line:") && l.contains("roothash="))
         .expect("the installed OS's kernel command line on the console")
         .to_owned();
     for wanted in [

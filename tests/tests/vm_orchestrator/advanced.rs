@@ -40,6 +40,11 @@ pub enum Root {
     /// pairs have no filesystem (the image has none for them): their
     /// arrays are made and synced, nothing is written to them.
     Plain,
+    /// The sample as it is: the verity test OS's root (read-only,
+    /// `/dev/mapper/root` over `root-data` with its hash tree on
+    /// `root-hash`), `/boot` and `/var` from the image, `/etc` an overlay
+    /// on `trident-overlay`.
+    Verity,
 }
 
 /// The sample for this VM: `os` over HTTP at `http_port`, the scenario's
@@ -92,6 +97,7 @@ impl AdvancedConfig<'_> {
         ));
         match self.root {
             Root::Plain => plain_root(&text),
+            Root::Verity => text,
         }
     }
 }
@@ -144,13 +150,20 @@ pub fn marker_field<'a>(line: &'a str, field: &str) -> &'a str {
         .unwrap_or("missing")
 }
 
-/// Checks a boot of `volume` (`a`, `b`) of the sample: `/` on the array
-/// `root-data-{volume}`; every array running, a mirror, none degraded;
-/// `/home` unlocked by the TPM (nothing types a passphrase on the serial
-/// console) and mounted; swap on both disks.
-pub fn assert_boot(line: &str, volume: &str, serial: &str) {
-    let root = format!("root-md=root-data-{volume} ");
-    assert!(line.contains(&root), "{root} in {line}");
+/// Checks a boot of `volume` (`a`, `b`) of `os` with the sample: `/` on
+/// the array `root-data-{volume}` (with verity: `/dev/mapper/root` over it,
+/// see [`assert_verity_root`]); every array running, a mirror, none
+/// degraded; `/home` unlocked by the TPM (nothing types a passphrase on
+/// the serial console) and mounted; swap on both disks. `line`: the boot's
+/// ready marker, `serial`: the console so far.
+pub fn assert_boot(root: Root, os: &TestOs, line: &str, volume: &str, serial: &str) {
+    match root {
+        Root::Plain => {
+            let root = format!("root-md=root-data-{volume} ");
+            assert!(line.contains(&root), "{root} in {line}");
+        }
+        Root::Verity => assert_verity_root(os, line, volume, serial),
+    }
     let mut arrays: Vec<(&str, &str)> = marker_field(line, "md")
         .split(',')
         .filter(|a| !a.is_empty())
@@ -186,4 +199,55 @@ pub fn assert_boot(line: &str, volume: &str, serial: &str) {
             "swap on {disk}: {line}"
         );
     }
+}
+
+/// The verity test OS's probe line, printed before each ready marker.
+const VERITY_PROBE: &str = "TRIDENT-TEST-OS-VERITY ";
+
+/// A verity root booted from `volume`: the kernel's command line opens
+/// `/dev/mapper/root` from `root-data-{volume}` and `root-hash-{volume}`
+/// with `os`'s root hash (the COSI's) and mounts `/etc` as an overlay on
+/// `trident-overlay-{volume}`; the probe says `veritysetup status root` is
+/// verified, `/` read-only from `/dev/mapper/root` (a write fails with
+/// EROFS), `/etc` an overlay and a file of the root reads.
+fn assert_verity_root(os: &TestOs, line: &str, volume: &str, serial: &str) {
+    // This boot's part of the console: from the previous ready marker on.
+    let end = serial.rfind(line).unwrap_or(serial.len());
+    let start = serial[..end]
+        .rfind(trident_e2e::vm::READY_MARKER)
+        .unwrap_or(0);
+    let boot = &serial[start..end];
+    let cmdline = boot
+        .lines()
+        .rfind(|l| l.contains("Command line:") && l.contains("roothash="))
+        .unwrap_or_else(|| panic!("no verity command line before {line}"));
+    for wanted in [
+        "root=/dev/mapper/root ro ".to_owned(),
+        format!("roothash={} ", super::cosi_root_hash(os)),
+        format!("systemd.verity_root_data=/dev/md/root-data-{volume} "),
+        format!("systemd.verity_root_hash=/dev/md/root-hash-{volume} "),
+        format!("rd.overlayfs=etc,etc/upper,etc/work,/dev/md/trident-overlay-{volume}"),
+    ] {
+        assert!(cmdline.contains(&wanted), "{wanted} in {cmdline}");
+    }
+    let probe = boot
+        .lines()
+        .rfind(|l| l.contains(VERITY_PROBE))
+        .unwrap_or_else(|| panic!("no verity probe before {line}"));
+    println!("verity probe of {volume}: {probe}");
+    for (key, value) in [
+        ("status", "verified"),
+        ("root-source", "/dev/mapper/root"),
+        ("root-opts", "ro"),
+        ("root-write", "erofs"),
+        ("etc", "overlay"),
+        ("canary", "ok"),
+        ("corrupted-logs", "0"),
+    ] {
+        assert_eq!(marker_field(probe, key), value, "{key} in {probe}");
+    }
+    assert!(
+        boot.contains("TRIDENT-TEST-OS-VERITY-STATUS /dev/mapper/root is active"),
+        "veritysetup status root on the console: {line}"
+    );
 }
