@@ -46,6 +46,7 @@ SCENARIOS=(
     "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots"
     "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
     "advanced|upstream's advanced sample on two disks with a software TPM: RAID1 arrays, /home on LUKS2 over an array unlocked by the TPM, swap on both disks, the verity root (read-only, /etc an overlay); the grub scenario's flow: install v1, A/B update to v2 with v2's root hash, commit, a failing update rolls back (the CI scenario)"
+    "advanced-plain-root|the advanced scenario without the sample's verity section, on the plain test OS: root-data a plain A/B root on mirrors (RAID, /home encrypted on an array, swap, A/B and the TPM apart from verity)"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
     "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots"
 )
@@ -102,6 +103,11 @@ scenario_encryption() {
 scenario_advanced() {
     export TRIDENT_VM_BOOTLOADER=grub
     run_vm_test vm_scenario upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+}
+
+scenario_advanced_plain_root() {
+    export TRIDENT_VM_BOOTLOADER=grub
+    run_vm_test vm_scenario matrix_advanced_sample_without_verity_installs_updates_and_rolls_back
 }
 
 scenario_tpm_pcrs_changed() {

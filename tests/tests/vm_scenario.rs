@@ -364,6 +364,21 @@ async fn upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_fa
     scenario("advanced", Layout::Advanced(advanced::Root::Verity)).await;
 }
 
+/// The advanced sample without its verity section on the plain test OS
+/// (`advanced::Root::Plain`: `root-data` a plain A/B root; no `/boot` or
+/// `/var` in that image): RAID, encryption over an array, swap and A/B
+/// with the TPM apart from verity (`advanced-plain-root` in
+/// `scripts/vm-matrix.sh`).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh"]
+async fn matrix_advanced_sample_without_verity_installs_updates_and_rolls_back() {
+    scenario(
+        "advanced-plain-root",
+        Layout::Advanced(advanced::Root::Plain),
+    )
+    .await;
+}
+
 /// Each disk of the advanced sample: its partitions (2.7 GiB) and room.
 const ADVANCED_DISK_BYTES: u64 = 3 << 30;
 
