@@ -535,7 +535,7 @@ async fn scenario(name: &str, layout: Layout) {
         "timing: step 4 (failing update, trial boot A, back on B) {:.1}s",
         step.elapsed().as_secs_f64()
     );
-    vm_timeline::on_b(guest.path()).await;
+    vm_timeline::on_b(guest.path(), &s.root_volume("b")).await;
     println!(
         "timing: scenario {:.1}s",
         scenario_started.elapsed().as_secs_f64()
