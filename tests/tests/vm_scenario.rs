@@ -559,6 +559,19 @@ async fn scenario(name: &str, layout: Layout) {
             // /var/lib/trident is the array `trident` (metadata 1.0: its
             // filesystem starts where each member starts).
             vm_timeline::in_the_booted_volumes_journal(&s.target, "trident1", "/", work.path());
+            // The second disk's ESP, a filesystem with no mount point:
+            // nothing was written to it (no FAT boot sector).
+            use std::os::unix::fs::FileExt;
+            let esp2 = mini_os::partition(&targets[1], "esp2");
+            let mut head = vec![0u8; 64 << 10];
+            fs::File::open(&targets[1])
+                .unwrap()
+                .read_exact_at(&mut head, esp2.offset)
+                .unwrap();
+            assert!(
+                head.iter().all(|b| *b == 0),
+                "esp2 untouched by the install and updates"
+            );
         }
     }
 }
