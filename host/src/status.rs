@@ -40,7 +40,7 @@ impl std::fmt::Display for ServicingState {
 }
 
 /// Volume of an A/B pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AbVolume {
     VolumeA,
@@ -121,6 +121,13 @@ pub struct HostStatus {
     /// device (never a key); addition.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub encrypted_volumes: BTreeMap<String, EncryptedVolumeStatus>,
+    /// Volume → mount point (`/`, `/usr`) → the dm-verity root hash of the
+    /// image written there (the COSI's `images[].verity.roothash`, which
+    /// the volume's kernel command line carries): what a verity device of
+    /// that volume must verify to; addition. A clean install starts it
+    /// over; an A/B update replaces the inactive volume's.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub verity_root_hashes: BTreeMap<AbVolume, BTreeMap<String, String>>,
 }
 
 /// One software RAID array created by install.

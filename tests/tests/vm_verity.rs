@@ -17,7 +17,8 @@
 //!    mounted read-only from `/dev/mapper/root` and a write to it fails
 //!    with EROFS, `/etc` is an overlay and a file written there lands on
 //!    the overlay's partition; the kernel's command line carries the
-//!    COSI's root hash and the data, hash and overlay partitions.
+//!    COSI's root hash and the data, hash and overlay partitions, and the
+//!    Host Status records that root hash for volume A.
 //! 2. The VM off, one byte of the root's data partition flipped inside the
 //!    canary file's blocks (found by its unique pattern), booted again:
 //!    the OS boots (`corruptionOption: io-error`), reading the canary fails
@@ -149,8 +150,8 @@ async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_b
     let v1 = test_os::build_verity_test_os("v1", bootloader, &sysext, dir).unwrap();
     let verity = v1.verity.clone().unwrap();
     let installer = installer_disk(dir, &installer_os).await;
-    // Sparse: the sample's partitions add up to 10.3 GiB.
-    let target = vm_orchestrator::blank_disk(dir, "target.img", 11 << 30);
+    // Sparse: the sample's partitions (the ESP at 160M) add up to 11.3 GiB.
+    let target = vm_orchestrator::blank_disk(dir, "target.img", 12 << 30);
     let nvram = dir.join("OVMF_VARS.fd");
     let spec = VmSpec::new("verity", &artifacts)
         .disk(&target)
@@ -199,6 +200,15 @@ async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_b
     let status = wait_provisioned(guest.path()).await;
     println!("Host Status:\n{status}");
     vm.stop();
+    let root_hash = mini_os::cosi_verity_root_hash(&v1.cosi.path, "/");
+    let recorded = status
+        .split_once("verityRootHashes:")
+        .map(|(_, rest)| rest.lines().take(3).collect::<Vec<_>>().join("\n"))
+        .expect("verityRootHashes in the Host Status");
+    assert!(
+        recorded.contains("volume-a:") && recorded.contains(&format!("/: {root_hash}")),
+        "the root hash of volume A's / in the Host Status: {recorded}"
+    );
 
     // The kernel's command line, as tridentd wrote it for the installed OS.
     let part = |name: &str| mini_os::partition(&target, name);
@@ -210,7 +220,7 @@ async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_b
     for wanted in [
         "root=/dev/mapper/root ro ".to_owned(),
         "rd.systemd.verity=1".to_owned(),
-        format!("roothash={}", cosi_root_hash(&v1)),
+        format!("roothash={root_hash}"),
         format!(
             "systemd.verity_root_data=PARTUUID={}",
             part("root-data").part_uuid

@@ -179,20 +179,26 @@ pub fn build_with(dir: &Path, version: &str, boot: MiniBoot) -> FixtureOutput {
                 bootloader_type: BootloaderType::Grub,
                 systemd_boot: None,
             },
-            MiniBoot::Type1 => Bootloader {
-                bootloader_type: BootloaderType::SystemdBoot,
-                systemd_boot: Some(SystemdBoot {
-                    entries: vec![SystemdBootEntry {
-                        entry_type: SystemdBootEntryType::Config,
-                        path: format!("loader/entries/mini-{KERNEL_RELEASE}.conf"),
-                        kernel: KERNEL_RELEASE.to_owned(),
-                        cmdline: CMDLINE.to_owned(),
-                    }],
-                }),
-            },
+            MiniBoot::Type1 => type1_bootloader(),
         },
     };
     writer::pack_images(&spec, &dir.join(format!("{version}.cosi"))).unwrap()
+}
+
+/// The mini OS's systemd-boot metadata: one Type 1 entry (kernel
+/// [`KERNEL_RELEASE`], [`CMDLINE`]).
+pub fn type1_bootloader() -> Bootloader {
+    Bootloader {
+        bootloader_type: BootloaderType::SystemdBoot,
+        systemd_boot: Some(SystemdBoot {
+            entries: vec![SystemdBootEntry {
+                entry_type: SystemdBootEntryType::Config,
+                path: format!("loader/entries/mini-{KERNEL_RELEASE}.conf"),
+                kernel: KERNEL_RELEASE.to_owned(),
+                cmdline: CMDLINE.to_owned(),
+            }],
+        }),
+    }
 }
 
 /// Applets of the image's shell (chrooted postConfigure scripts).
@@ -421,4 +427,25 @@ pub fn trident_state_after_power_off(disk: &Path, name: &str, state: &str, dir: 
         Some(last) if !last.is_empty() => out.join(last),
         _ => out,
     }
+}
+
+/// The dm-verity root hash a COSI's metadata gives the filesystem mounted
+/// at `mount_point` (`images[].verity.roothash`).
+pub fn cosi_verity_root_hash(cosi: &Path, mount_point: &str) -> String {
+    let mut archive = tar::Archive::new(File::open(cosi).unwrap());
+    let entry = archive
+        .entries()
+        .unwrap()
+        .map(Result::unwrap)
+        .find(|e| e.path().unwrap().to_string_lossy() == "metadata.json")
+        .expect("metadata.json in the COSI");
+    let metadata: serde_json::Value = serde_json::from_reader(entry).unwrap();
+    metadata["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["mountPoint"] == mount_point)
+        .and_then(|i| i["verity"]["roothash"].as_str())
+        .unwrap_or_else(|| panic!("no verity root hash for {mount_point} in the COSI"))
+        .to_owned()
 }

@@ -93,6 +93,12 @@ async fn stage(
     let hash_trees = devices.verity_hash_targets(Targets::Install)?;
     let written = write::write_step(ctx, &current, &hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
+    status.verity_root_hashes.clear();
+    if !written.verity_root_hashes.is_empty() {
+        status
+            .verity_root_hashes
+            .insert(AbVolume::VolumeA, written.verity_root_hashes.clone());
+    }
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, true)).await?;
     let (extensions, _staging) = stage_extensions(ctx, &hc.os, None).await?;

@@ -171,6 +171,7 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     let hash_trees = devices.verity_hash_targets(Targets::AbUpdate { volume: inactive })?;
     let written = write::write_step(ctx, &current, &hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
+    let verity_root_hashes = written.verity_root_hashes.clone();
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, false)).await?;
     let (extensions, _staging) = stage_extensions(ctx, &hc.os, Some(&running.os)).await?;
@@ -193,6 +194,13 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     status.spec = Some(hc);
     status.servicing_state = ServicingState::AbUpdateStaged;
     status.staged_image_hash = Some(image_hash.clone());
+    if verity_root_hashes.is_empty() {
+        status.verity_root_hashes.remove(&inactive);
+    } else {
+        status
+            .verity_root_hashes
+            .insert(inactive, verity_root_hashes);
+    }
     Ok(Staged::Ab(Box::new(status), image_hash))
 }
 

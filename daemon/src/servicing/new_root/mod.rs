@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use trident_host::config::HostConfiguration;
+use trident_host::config::verity_rules::ETC_OVERLAY_MOUNT_POINT;
 use trident_host::status::AbVolume;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 
@@ -125,7 +126,14 @@ impl NewRoot {
                 other => other?,
             }
         }
-        if on_verity(hc, "/") {
+        // The overlay's directories are on its own filesystem: a partial
+        // mount without it (the datastore handoff mounts `/` and
+        // `/var/lib/trident` only) writes nothing to /etc and gets none.
+        let overlay_mounted = new_root
+            .mounted
+            .iter()
+            .any(|m| m.mount_point == ETC_OVERLAY_MOUNT_POINT);
+        if on_verity(hc, "/") && overlay_mounted {
             new_root.etc_overlay = Some(EtcOverlay::mount(&new_root.path)?);
         }
         Ok(Some(new_root))

@@ -1,0 +1,236 @@
+//! A dm-verity root installed on a disk-image file through the real daemon
+//! (`storage.verity` applied). This machine's kernel has no dm-verity, and
+//! the daemon needs none: it writes the image's root to the data partition
+//! and its hash tree to the hash partition, mounts the root read-only (a
+//! read-only loop device) with the writable `/etc` overlay for configuring
+//! it, and boots it by the root hash. Checked from outside: the partitions
+//! still verify against the COSI's root hash (`veritysetup verify` works on
+//! files, in user space), the configuration (fstab) went to the overlay's
+//! upper directory, the boot entry carries the verity arguments, and the
+//! Host Status handed to the installed OS records the root hash. The VM
+//! scenario `verity` (tests/tests/vm_verity.rs) boots such a root. Needs
+//! root.
+
+#![allow(clippy::unwrap_used)]
+
+mod mini_os;
+mod servicing_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use servicing_support::Clients;
+use trident_cosi::metadata::{PART_TYPE_ESP, PART_TYPE_ROOT_X86_64};
+use trident_cosi::writer::{self, FixtureOutput, ImagePartition, ImagesSpec};
+use trident_host::status::AbVolume;
+
+/// `/boot`'s partition type (the Discoverable Partitions Specification's
+/// XBOOTLDR).
+const PART_TYPE_XBOOTLDR: &str = "bc13c2ff-59e6-4262-a352-b275fd6f7172";
+
+/// ext4 image `name.img` of `size` from `tree`.
+fn ext4(dir: &Path, name: &str, tree: &Path, size: &str) -> PathBuf {
+    let image = dir.join(format!("{name}.img"));
+    mini_os::sh(
+        Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-d"])
+            .arg(tree)
+            .arg(&image)
+            .arg(size),
+    );
+    image
+}
+
+fn write(path: PathBuf, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A verity OS: an ESP, `/boot` (kernel and initrd) and a root packed
+/// `verity=yes` (with the mount points of the filesystems the Host
+/// Configuration adds: nothing can make them in a read-only root).
+fn verity_os(dir: &Path) -> FixtureOutput {
+    let root = dir.join("root-tree");
+    let os_release = "ID=mini\nVERSION_ID=verity\nPRETTY_NAME=\"Mini verity\"\n";
+    write(root.join("etc/os-release"), os_release);
+    write(root.join("etc/fstab"), "# image fstab\n");
+    write(
+        root.join("etc/kernel/cmdline"),
+        &format!("root=UUID=x ro {}\n", mini_os::CMDLINE),
+    );
+    write(
+        root.join("usr/lib/systemd/boot/efi/systemd-bootx64.efi"),
+        &mini_os::fake_systemd_boot("verity"),
+    );
+    for mount_point in ["boot", "var/lib/trident", "var/lib/trident-overlay"] {
+        std::fs::create_dir_all(root.join(mount_point)).unwrap();
+    }
+    let boot = dir.join("boot-tree");
+    let release = mini_os::KERNEL_RELEASE;
+    write(boot.join(format!("vmlinuz-{release}")), "kernel verity");
+    write(boot.join(format!("initrd.img-{release}")), "initrd verity");
+    std::fs::create_dir_all(boot.join("efi")).unwrap();
+    let esp = dir.join("esp.img");
+    mini_os::sh(
+        Command::new("mkfs.vfat")
+            .args(["-C", "-i", "12345678"])
+            .arg(&esp)
+            .arg("6144"),
+    );
+    let part = |image: PathBuf, name: &str, t: &str, fs: &str, mount: &str| {
+        let uuid = mini_os::sh(
+            Command::new("blkid")
+                .args(["-o", "value", "-s", "UUID"])
+                .arg(&image),
+        );
+        ImagePartition::new(image, name, t.parse().unwrap(), fs, uuid.trim(), mount)
+    };
+    let mut root_part = part(
+        ext4(dir, "root", &root, "16M"),
+        "root",
+        PART_TYPE_ROOT_X86_64,
+        "ext4",
+        "/",
+    );
+    root_part.verity = true;
+    let spec = ImagesSpec {
+        partitions: vec![
+            part(esp, "esp", PART_TYPE_ESP, "vfat", "/boot/efi"),
+            part(
+                ext4(dir, "boot", &boot, "8M"),
+                "boot",
+                PART_TYPE_XBOOTLDR,
+                "ext4",
+                "/boot",
+            ),
+            root_part,
+        ],
+        disk_size: None,
+        lba_size: 512,
+        zstd_level: writer::DEFAULT_ZSTD_LEVEL,
+        os_release: os_release.to_owned(),
+        bootloader: mini_os::type1_bootloader(),
+    };
+    writer::pack_images(&spec, &dir.join("verity.cosi")).unwrap()
+}
+
+/// Upstream's `verity` sample's storage, shrunk to the test disk: the
+/// root's data and hash partitions, a separate `/boot`, the overlay's
+/// filesystem and the datastore's.
+fn config(image: &FixtureOutput, disk: &Path) -> String {
+    format!(
+        r#"image:
+  url: file://{cosi}
+  sha384: {sha}
+storage:
+  disks:
+  - id: os
+    device: {disk}
+    partitionTableType: gpt
+    partitions:
+    - {{ id: esp, type: esp, size: 16M }}
+    - {{ id: boot, type: xbootldr, size: 16M }}
+    - {{ id: root-data, type: root, size: 32M }}
+    - {{ id: root-hash, type: root-verity, size: 8M }}
+    - {{ id: trident, type: linux-generic, size: 16M }}
+    - {{ id: trident-overlay, type: linux-generic, size: 16M }}
+  filesystems:
+  - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
+  - {{ deviceId: boot, mountPoint: /boot }}
+  - {{ deviceId: trident, source: new, type: ext4, mountPoint: /var/lib/trident }}
+  - {{ deviceId: trident-overlay, source: new, type: ext4, mountPoint: /var/lib/trident-overlay }}
+  - {{ deviceId: root, mountPoint: {{ path: /, options: ro }} }}
+  verity:
+  - {{ id: root, name: root, dataDeviceId: root-data, hashDeviceId: root-hash, corruptionOption: panic }}
+"#,
+        cosi = image.path.display(),
+        sha = image.metadata_sha384,
+        disk = disk.display(),
+    )
+}
+
+/// Partition `name` of `disk` copied out to `dir/<name>.part`.
+fn copy_out(disk: &Path, dir: &Path, name: &str) -> PathBuf {
+    let p = mini_os::partition(disk, name);
+    let out = dir.join(format!("{name}.part"));
+    mini_os::sh(
+        Command::new("dd")
+            .arg(format!("if={}", disk.display()))
+            .arg(format!("of={}", out.display()))
+            .args(["bs=512", "status=none", "iflag=skip_bytes,count_bytes"])
+            .arg(format!("skip={}", p.offset))
+            .arg(format!("count={}", p.size)),
+    );
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_verity_root_is_installed_verifying_configured_through_the_etc_overlay_and_booted_by_its_root_hash()
+ {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: the new-root step needs root (loop devices, mount)");
+        return;
+    }
+    let f = servicing_support::Fixture::new();
+    let dir = f.dir.path();
+    let image = verity_os(dir);
+    let root_hash = mini_os::cosi_verity_root_hash(&image.path, "/");
+    let d = mini_os::uefi_daemon(dir).await;
+    let mut c = Clients::new(&d).await;
+    c.install(&config(&image, &f.disk)).await.assert_success();
+
+    // The written root verifies: configuring it changed no data byte.
+    let data = copy_out(&f.disk, dir, "root-data");
+    let hash = copy_out(&f.disk, dir, "root-hash");
+    mini_os::sh(
+        Command::new("veritysetup")
+            .arg("verify")
+            .arg(&data)
+            .arg(&hash)
+            .arg(&root_hash),
+    );
+    // What configuring wrote to /etc is in the overlay's upper directory;
+    // the root's own /etc is the image's.
+    let fstab = mini_os::ext4_file(&f.disk, "trident-overlay", "/etc/upper/fstab");
+    assert!(fstab.contains("/dev/mapper/root / ext4 ro 0 1"), "{fstab}");
+    assert_eq!(
+        mini_os::ext4_file(&f.disk, "root-data", "/etc/fstab"),
+        "# image fstab\n"
+    );
+    // The entry opens the root by the image's root hash.
+    let part = |name: &str| mini_os::partition(&f.disk, name).part_uuid;
+    let entry = mini_os::esp_file(&f.disk, "loader/entries/trident-volume-a.conf").unwrap();
+    let options = format!(
+        "options root=/dev/mapper/root ro rd.systemd.verity=1 roothash={root_hash} \
+         systemd.verity_root_data=PARTUUID={} systemd.verity_root_hash=PARTUUID={} \
+         systemd.verity_root_options=panic-on-corruption \
+         rd.overlayfs=etc,etc/upper,etc/work,/dev/disk/by-partuuid/{} {}\n",
+        part("root-data"),
+        part("root-hash"),
+        part("trident-overlay"),
+        mini_os::CMDLINE
+    );
+    assert!(entry.contains(&options), "{entry}\nwanted: {options}");
+    assert_eq!(
+        mini_os::esp_file(&f.disk, "trident/volume-a/vmlinuz").unwrap(),
+        "kernel verity"
+    );
+    // The Host Status handed to the installed OS records the root hash.
+    let handed = dir.join("handed.sqlite");
+    let trident = mini_os::partition(&f.disk, "trident");
+    mini_os::sh(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("dump /datastore.sqlite {}", handed.display()))
+            .arg(format!("{}?offset={}", f.disk.display(), trident.offset)),
+    );
+    let ds = trident_host::datastore::Datastore::open_read_only(&handed).unwrap();
+    let status = ds.host_status().unwrap();
+    assert_eq!(
+        status.verity_root_hashes[&AbVolume::VolumeA]["/"],
+        root_hash,
+        "{:?}",
+        status.verity_root_hashes
+    );
+    assert_eq!(mini_os::loop_devices_on(&f.disk), "");
+}
