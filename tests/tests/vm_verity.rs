@@ -38,9 +38,7 @@ use std::time::Duration;
 
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
-use vm_orchestrator::{
-    HttpServer, cosi_root_hash, install_following, installer_disk, wait_provisioned,
-};
+use vm_orchestrator::{HttpServer, install_following, installer_disk, wait_provisioned};
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const INSTALL_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);
