@@ -282,7 +282,11 @@ impl Scenario {
             }
             Layout::Advanced(root) => {
                 let os = if version == "v2" { &self.v2 } else { &self.v1 };
-                advanced::assert_boot(root, os, &line, volume, &self.vm.serial());
+                let root_hash = match root {
+                    advanced::Root::Verity => mini_os::cosi_verity_root_hash(&os.cosi.path, "/"),
+                    advanced::Root::Plain => String::new(),
+                };
+                advanced::assert_boot(root, &root_hash, &line, volume, &self.vm.serial());
             }
         }
         line

@@ -150,19 +150,20 @@ pub fn marker_field<'a>(line: &'a str, field: &str) -> &'a str {
         .unwrap_or("missing")
 }
 
-/// Checks a boot of `volume` (`a`, `b`) of `os` with the sample: `/` on
+/// Checks a boot of `volume` (`a`, `b`) with the sample: `/` on
 /// the array `root-data-{volume}` (with verity: `/dev/mapper/root` over it,
 /// see [`assert_verity_root`]); every array running, a mirror, none
 /// degraded; `/home` unlocked by the TPM (nothing types a passphrase on
 /// the serial console) and mounted; swap on both disks. `line`: the boot's
-/// ready marker, `serial`: the console so far.
-pub fn assert_boot(root: Root, os: &TestOs, line: &str, volume: &str, serial: &str) {
+/// ready marker, `serial`: the console so far, `root_hash`: with verity,
+/// the booted version's (its COSI's).
+pub fn assert_boot(root: Root, root_hash: &str, line: &str, volume: &str, serial: &str) {
     match root {
         Root::Plain => {
             let root = format!("root-md=root-data-{volume} ");
             assert!(line.contains(&root), "{root} in {line}");
         }
-        Root::Verity => assert_verity_root(os, line, volume, serial),
+        Root::Verity => assert_verity_root(root_hash, line, volume, serial),
     }
     let mut arrays: Vec<(&str, &str)> = marker_field(line, "md")
         .split(',')
@@ -206,11 +207,11 @@ const VERITY_PROBE: &str = "TRIDENT-TEST-OS-VERITY ";
 
 /// A verity root booted from `volume`: the kernel's command line opens
 /// `/dev/mapper/root` from `root-data-{volume}` and `root-hash-{volume}`
-/// with `os`'s root hash (the COSI's) and mounts `/etc` as an overlay on
+/// with `root_hash` and mounts `/etc` as an overlay on
 /// `trident-overlay-{volume}`; the probe says `veritysetup status root` is
 /// verified, `/` read-only from `/dev/mapper/root` (a write fails with
 /// EROFS), `/etc` an overlay and a file of the root reads.
-fn assert_verity_root(os: &TestOs, line: &str, volume: &str, serial: &str) {
+fn assert_verity_root(root_hash: &str, line: &str, volume: &str, serial: &str) {
     // This boot's part of the console: from the previous ready marker on.
     let end = serial.rfind(line).unwrap_or(serial.len());
     let start = serial[..end]
@@ -223,7 +224,7 @@ fn assert_verity_root(os: &TestOs, line: &str, volume: &str, serial: &str) {
         .unwrap_or_else(|| panic!("no verity command line before {line}"));
     for wanted in [
         "root=/dev/mapper/root ro ".to_owned(),
-        format!("roothash={} ", super::cosi_root_hash(os)),
+        format!("roothash={root_hash} "),
         format!("systemd.verity_root_data=/dev/md/root-data-{volume} "),
         format!("systemd.verity_root_hash=/dev/md/root-hash-{volume} "),
         format!("rd.overlayfs=etc,etc/upper,etc/work,/dev/md/trident-overlay-{volume}"),

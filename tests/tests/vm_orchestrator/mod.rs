@@ -57,28 +57,6 @@ pub async fn stream_disk(os: &TestOs, disk: &Path) {
     );
 }
 
-/// The root hash the COSI's metadata gives `/` (images[].verity.roothash).
-pub fn cosi_root_hash(os: &TestOs) -> String {
-    let mut archive = tar::Archive::new(fs::File::open(&os.cosi.path).unwrap());
-    let mut metadata = None;
-    for entry in archive.entries().unwrap() {
-        let entry = entry.unwrap();
-        if entry.path().unwrap().to_string_lossy() == "metadata.json" {
-            metadata = Some(serde_json::from_reader::<_, serde_json::Value>(entry).unwrap());
-            break;
-        }
-    }
-    let metadata = metadata.expect("metadata.json in the COSI");
-    metadata["images"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["mountPoint"] == "/")
-        .and_then(|i| i["verity"]["roothash"].as_str())
-        .expect("a verity root hash for / in the COSI")
-        .to_owned()
-}
-
 /// GPT unique GUID of partition `name` on a disk-image file.
 pub fn part_uuid(disk: &Path, name: &str) -> String {
     use std::os::unix::fs::FileExt;
