@@ -162,6 +162,34 @@ impl BlockDevices {
         Ok(targets)
     }
 
+    /// The mount points of the filesystems an A/B update leaves alone (on
+    /// no volume pair; adopted ones and those without a mount point
+    /// aside), each with its device id, parents first: what the new root
+    /// binds from the running system (`NewRoot::bind_shared`).
+    pub fn shared_mount_points(&self) -> Vec<(String, String)> {
+        let mut shared: Vec<(String, String)> = self
+            .graph
+            .filesystems()
+            .filter_map(|fs| {
+                let NodeData::Filesystem {
+                    mount_point,
+                    source,
+                    ..
+                } = &fs.data
+                else {
+                    return None;
+                };
+                let device_id = fs.references.first().map_or("", |r| r.target.as_str());
+                (*source != FilesystemSource::Adopted
+                    && !mount_point.is_empty()
+                    && !self.serviced_by_ab_update(device_id))
+                .then(|| (mount_point.clone(), device_id.to_owned()))
+            })
+            .collect();
+        shared.sort_by_key(|(mp, _)| mp.trim_end_matches('/').matches('/').count());
+        shared
+    }
+
     /// Every encrypted volume the encryption layer recorded.
     pub fn encrypted_volumes(&self) -> &BTreeMap<String, EncryptedVolumeStatus> {
         &self.status.encrypted_volumes
