@@ -28,12 +28,13 @@ use trident_host::status::AbVolume;
 /// XBOOTLDR).
 const PART_TYPE_XBOOTLDR: &str = "bc13c2ff-59e6-4262-a352-b275fd6f7172";
 
-/// ext4 image `name.img` of `size` from `tree`.
+/// ext4 image `name.img` of `size` from `tree`, with 4 KiB blocks (as a
+/// verity root needs them: the dm-verity device's block size).
 fn ext4(dir: &Path, name: &str, tree: &Path, size: &str) -> PathBuf {
     let image = dir.join(format!("{name}.img"));
     mini_os::sh(
         Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-d"])
+            .args(["-q", "-F", "-b", "4096", "-d"])
             .arg(tree)
             .arg(&image)
             .arg(size),
@@ -46,9 +47,11 @@ fn write(path: PathBuf, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// A verity OS: an ESP, `/boot` (kernel and initrd) and a root packed
-/// `verity=yes` (with the mount points of the filesystems the Host
-/// Configuration adds: nothing can make them in a read-only root).
+/// A verity OS as upstream's `verity` sample takes it: an ESP, `/boot`
+/// (kernel and initrd), `/var` and a root packed `verity=yes`, whose
+/// `/boot` and `/var` are empty mount points (nothing can make a mount
+/// point in a read-only root: `/var/lib/trident` and the overlay's are
+/// made on `/var`).
 fn verity_os(dir: &Path) -> FixtureOutput {
     let root = dir.join("root-tree");
     let os_release = "ID=mini\nVERSION_ID=verity\nPRETTY_NAME=\"Mini verity\"\n";
@@ -62,9 +65,11 @@ fn verity_os(dir: &Path) -> FixtureOutput {
         root.join("usr/lib/systemd/boot/efi/systemd-bootx64.efi"),
         &mini_os::fake_systemd_boot("verity"),
     );
-    for mount_point in ["boot", "var/lib/trident", "var/lib/trident-overlay"] {
+    for mount_point in ["boot", "var"] {
         std::fs::create_dir_all(root.join(mount_point)).unwrap();
     }
+    let var = dir.join("var-tree");
+    write(var.join("lib/image-var"), "the image's /var\n");
     let boot = dir.join("boot-tree");
     let release = mini_os::KERNEL_RELEASE;
     write(boot.join(format!("vmlinuz-{release}")), "kernel verity");
@@ -104,6 +109,13 @@ fn verity_os(dir: &Path) -> FixtureOutput {
                 "/boot",
             ),
             root_part,
+            part(
+                ext4(dir, "var", &var, "8M"),
+                "var",
+                "4d21b016-b534-45c2-a9fb-5c16e091fd2d",
+                "ext4",
+                "/var",
+            ),
         ],
         disk_size: None,
         lba_size: 512,
@@ -115,8 +127,8 @@ fn verity_os(dir: &Path) -> FixtureOutput {
 }
 
 /// Upstream's `verity` sample's storage, shrunk to the test disk: the
-/// root's data and hash partitions, a separate `/boot`, the overlay's
-/// filesystem and the datastore's.
+/// root's data and hash partitions, `/boot` and `/var` from the image, the
+/// overlay's filesystem and the datastore's (both on `/var`).
 fn config(image: &FixtureOutput, disk: &Path) -> String {
     format!(
         r#"image:
@@ -134,11 +146,13 @@ storage:
     - {{ id: root-hash, type: root-verity, size: 8M }}
     - {{ id: trident, type: linux-generic, size: 16M }}
     - {{ id: trident-overlay, type: linux-generic, size: 16M }}
+    - {{ id: var, type: linux-generic, size: 16M }}
   filesystems:
   - {{ deviceId: esp, mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
   - {{ deviceId: boot, mountPoint: /boot }}
   - {{ deviceId: trident, source: new, type: ext4, mountPoint: /var/lib/trident }}
   - {{ deviceId: trident-overlay, source: new, type: ext4, mountPoint: /var/lib/trident-overlay }}
+  - {{ deviceId: var, mountPoint: /var }}
   - {{ deviceId: root, mountPoint: {{ path: /, options: ro }} }}
   verity:
   - {{ id: root, name: root, dataDeviceId: root-data, hashDeviceId: root-hash, corruptionOption: panic }}

@@ -235,15 +235,13 @@ async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_b
         assert!(cmdline.contains(&wanted), "{wanted} in {cmdline}");
     }
     // The /etc write landed on the overlay's own partition.
-    assert_eq!(
-        mini_os::ext4_file(
-            &target,
-            "trident-overlay",
-            "/etc/upper/trident-verity-boots"
-        )
-        .trim(),
-        "1"
+    let boots = mini_os::ext4_file_after_power_off(
+        &target,
+        "trident-overlay",
+        "/etc/upper/trident-verity-boots",
+        dir,
     );
+    assert_eq!(boots.trim(), "1");
 
     // 2. One byte of the canary flipped on the data partition.
     let data = part("root-data");

@@ -273,6 +273,11 @@ fi
 if [ -n "$VERITY" ]; then
     cp -r "$HERE/verity/guest/." "$ROOT/"
     enable trident-test-verity.service multi-user.target /etc/systemd/system
+    # /tmp a tmpfs (systemd's tmp.mount, which Debian ships unused): the
+    # root is read-only, and PrivateTmp= units (trident-rcp) set up their
+    # /tmp under it.
+    cp "$ROOT/usr/share/systemd/tmp.mount" "$ROOT/etc/systemd/system/tmp.mount"
+    enable tmp.mount local-fs.target /etc/systemd/system
     mkdir -p "$ROOT/usr/share/trident-test"
     for i in $(seq 1 528); do
         printf 'TRIDENT-VERITY-CANARY-%s-%05d\n' "$VERSION" "$i"
@@ -396,7 +401,11 @@ USED_KIB="$(du -s --block-size=1K "$ROOT" | cut -f1)"
 ROOT_MIB=$(( (USED_KIB * 5 / 4) / 1024 + 64 ))
 RIMG="$OUTDIR/root.img"
 rm -f "$RIMG"
-mkfs.ext4 -q -L root -U "$ROOT_UUID" -d "$ROOT" "$RIMG" "${ROOT_MIB}M"
+# A verity root: 4 KiB blocks (mke2fs picks 1 KiB for a small image), the
+# block size of the dm-verity device it is mounted from.
+ROOT_BLOCK=()
+[ -z "$VERITY" ] || ROOT_BLOCK=(-b 4096)
+mkfs.ext4 -q -L root -U "$ROOT_UUID" "${ROOT_BLOCK[@]}" -d "$ROOT" "$RIMG" "${ROOT_MIB}M"
 timing root
 
 cat >"$OUTDIR/image.env" <<ENV

@@ -393,6 +393,39 @@ pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
 /// (`e2fsck -E journal_only`): a VM stopped without unmounting leaves
 /// committed metadata in the ext4 journal, which debugfs alone does not see.
 pub fn trident_state_after_power_off(disk: &Path, name: &str, state: &str, dir: &Path) -> PathBuf {
+    let copy = replayed_copy(disk, name, dir);
+    let out = dir.join(format!("{name}-trident"));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    sh(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("rdump {state} {}", out.display()))
+        .arg(&copy));
+    let _ = std::fs::remove_file(&copy);
+    // rdump copies a directory under its name; the filesystem's root as
+    // its files.
+    match state.trim_end_matches('/').rsplit('/').next() {
+        Some(last) if !last.is_empty() => out.join(last),
+        _ => out,
+    }
+}
+
+/// File `path` of the ext4 filesystem in partition `name` of `disk` as the
+/// OS left it when the VM was powered off: read from a copy in `dir`
+/// whose journal was replayed (see [`trident_state_after_power_off`]).
+pub fn ext4_file_after_power_off(disk: &Path, name: &str, path: &str, dir: &Path) -> String {
+    let copy = replayed_copy(disk, name, dir);
+    let text = sh(Command::new("debugfs")
+        .arg("-R")
+        .arg(format!("cat {path}"))
+        .arg(&copy));
+    let _ = std::fs::remove_file(&copy);
+    text
+}
+
+/// Partition `name` of `disk` copied to `dir/<name>.ext4`, its ext4
+/// journal replayed.
+fn replayed_copy(disk: &Path, name: &str, dir: &Path) -> PathBuf {
     let p = partition(disk, name);
     let copy = dir.join(format!("{name}.ext4"));
     sh(Command::new("dd")
@@ -413,20 +446,7 @@ pub fn trident_state_after_power_off(disk: &Path, name: &str, state: &str, dir: 
         "e2fsck {}: {fsck:?}",
         copy.display()
     );
-    let out = dir.join(format!("{name}-trident"));
-    let _ = std::fs::remove_dir_all(&out);
-    std::fs::create_dir_all(&out).unwrap();
-    sh(Command::new("debugfs")
-        .arg("-R")
-        .arg(format!("rdump {state} {}", out.display()))
-        .arg(&copy));
-    let _ = std::fs::remove_file(&copy);
-    // rdump copies a directory under its name; the filesystem's root as
-    // its files.
-    match state.trim_end_matches('/').rsplit('/').next() {
-        Some(last) if !last.is_empty() => out.join(last),
-        _ => out,
-    }
+    copy
 }
 
 /// The dm-verity root hash a COSI's metadata gives the filesystem mounted

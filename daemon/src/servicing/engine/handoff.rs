@@ -125,7 +125,16 @@ fn into_root(
             "the datastore is on a filesystem both volumes share: nothing to hand over");
         return Ok(());
     }
-    targets.retain(|mount_point, _| mount_point == "/" || holders.contains(mount_point));
+    // With the filesystems they are mounted on (`/var` under
+    // `/var/lib/trident`): a read-only (verity) root cannot make the
+    // mount point that a filesystem between them holds.
+    targets.retain(|mount_point, _| {
+        let under = format!("{}/", mount_point.trim_end_matches('/'));
+        mount_point == "/"
+            || holders
+                .iter()
+                .any(|h| h == mount_point || h.starts_with(&under))
+    });
     let path = engine.new_root_dir(&format!("{}-datastore", op.id));
     let Some(root) = NewRoot::mount(hc, &devices, &targets, volume, &path)? else {
         return Ok(());
