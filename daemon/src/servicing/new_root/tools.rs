@@ -197,16 +197,22 @@ impl BindGuard {
 
 impl Drop for BindGuard {
     fn drop(&mut self) {
-        if let Some(target) = self.mounted.take()
-            && let Err(e) = umount(&target)
-        {
-            tracing::warn!(error = %e.report(), "unmount failed; detaching lazily");
-            let _ = run_tool(
-                "umount",
-                &["--lazy", &target.to_string_lossy()],
-                Subkind::MountNewRoot,
-            );
+        if let Some(target) = self.mounted.take() {
+            umount_or_detach(&target);
         }
+    }
+}
+
+/// Drop's unmount: a failure can only be logged, and the mount is
+/// detached lazily instead.
+fn umount_or_detach(target: &Path) {
+    if let Err(e) = umount(target) {
+        tracing::warn!(error = %e.report(), "unmount failed; detaching lazily");
+        let _ = run_tool(
+            "umount",
+            &["--lazy", &target.to_string_lossy()],
+            Subkind::MountNewRoot,
+        );
     }
 }
 
@@ -221,15 +227,8 @@ fn umount(target: &Path) -> Result<(), TridentError> {
 
 impl Drop for MountGuard {
     fn drop(&mut self) {
-        if let Some(target) = self.mounted.take()
-            && let Err(e) = umount(&target)
-        {
-            tracing::warn!(error = %e.report(), "unmount failed; detaching lazily");
-            let _ = run_tool(
-                "umount",
-                &["--lazy", &target.to_string_lossy()],
-                Subkind::MountNewRoot,
-            );
+        if let Some(target) = self.mounted.take() {
+            umount_or_detach(&target);
         }
     }
 }
