@@ -1,13 +1,10 @@
 //! Our fixtures mirroring upstream's eight Host Configuration samples (see
-//! tests/fixtures/host-config/README.md): each parses, and is either valid
-//! or refused only as unsupported-configuration, never as a parse or
-//! unknown-key error.
+//! tests/fixtures/host-config/README.md): each parses and is valid.
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
 use std::path::PathBuf;
 
-use trident_host::Category;
 use trident_host::config::parse;
 
 fn fixture(name: &str) -> String {
@@ -23,9 +20,6 @@ fn basic_is_valid() {
     assert_eq!(hc.storage.filesystems.len(), 2);
 }
 
-/// `(fixture, the key its refusal names)`.
-const REFUSED: [(&str, &str); 1] = [("advanced", "storage.filesystems[1]")];
-
 /// `verity`: the root on a verity device with upstream's rules kept
 /// (a separate /boot, the /etc overlay's filesystem off the data device).
 #[test]
@@ -35,24 +29,24 @@ fn verity_is_valid() {
     assert_eq!(hc.storage.verity[0].name, "root");
 }
 
+/// `advanced`: verity over A/B pairs of mirrors, an encrypted array, and
+/// the second ESP as a filesystem with no mount point (nothing written).
 #[test]
-fn the_others_are_refused_only_as_unsupported_configuration() {
-    for (name, key) in REFUSED {
-        let Err(err) = parse(&fixture(name)) else {
-            panic!("{name}: uses features that are not applied yet, yet it was accepted");
-        };
-        assert_eq!(
-            err.category(),
-            Category::UnsupportedConfiguration,
-            "{name}: {}",
-            err.report()
-        );
-        assert!(
-            err.message().contains(&format!("'{key}' (line ")),
-            "{name}: {}",
-            err.message()
-        );
-    }
+fn advanced_is_valid() {
+    let hc = parse(&fixture("advanced")).unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(hc.storage.verity[0].name, "root");
+    assert_eq!(
+        hc.storage.encryption.unwrap().volumes[0].device_id,
+        "home-md"
+    );
+    let unmounted: Vec<&str> = hc
+        .storage
+        .filesystems
+        .iter()
+        .filter(|f| f.mount_point.is_none())
+        .map(|f| f.device_id.as_str())
+        .collect();
+    assert_eq!(unmounted, ["esp-r"]);
 }
 
 /// `encryption`: the LUKS2 volume under /srv, sealed to PCR 7 by name.

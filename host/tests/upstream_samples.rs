@@ -26,7 +26,7 @@ const EXPECTED: [(&str, Option<&str>); 8] = [
     ("basic", None),
     ("simple", None),
     ("base", None),
-    ("advanced", Some("storage.filesystems[1]")),
+    ("advanced", None),
     ("raid", None),
     ("raid-mirrored", None),
     ("encryption", None),

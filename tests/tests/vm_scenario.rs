@@ -4,7 +4,7 @@
 //! section (`--run-ignored`). Serial logs stay in `target/vm-artifacts/`.
 //!
 //! Steps 1-4, one VM
-//! (`an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`):
+//! (`matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`):
 //! an installer VM installs v1 onto its first disk through its tridentd
 //! (reached through the reverse-connect proxy: the guest's `trident-rcp`
 //! dials the harness; after each reboot the OS dials again and the test's
@@ -22,6 +22,22 @@
 //! boot, `trident get last-error` the recent logs of A's failed commit; and
 //! after the VM stops, B's journal read offline from the target disk holds
 //! every operation of B's datastore with its records.
+//!
+//! The same steps on upstream's `advanced` sample
+//! (`upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`,
+//! the CI scenario; the plain layout above is `scripts/vm-matrix.sh grub`,
+//! `uki` and `type1`): two blank disks and a software TPM; the sample
+//! (`tests/vm/advanced.yaml`, `vm_orchestrator::advanced`) makes twelve
+//! RAID1 arrays, `/home` a LUKS2 volume over one sealed to PCR 7, swap on
+//! both disks, and installs the verity test OS: `/` is `/dev/mapper/root`
+//! over the array `root-data-a` with its hash tree on `root-hash-a`,
+//! read-only, `/etc` an overlay on `trident-overlay-a`, `/boot` and `/var`
+//! from the image on their arrays. Each boot is checked on the console:
+//! every array a clean mirror, `/home` unlocked by the TPM (no passphrase
+//! prompt) and mounted, swap on both disks, the kernel's command line
+//! naming the volume's arrays and its version's root hash, `veritysetup
+//! status root` verified, `/` read-only. The A/B update opens `/home` with
+//! the TPM before writing B's arrays.
 //!
 //! Step 5: a disk written by StreamDisk boots. A private tridentd on
 //! the host StreamDisks the v1 COSI onto a disk-image file; the VM boots it
@@ -45,10 +61,11 @@ use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::TridentErrorKind;
 use trident_proto::v1preview::{GetLastErrorRequest, status_service_client::StatusServiceClient};
+use vm_orchestrator::advanced::{self, AdvancedConfig};
 use vm_orchestrator::boot_marker::{boot_options, image_boot, volume_loader};
 use vm_orchestrator::{
-    GuestConfig, HttpServer, assert_phases, follow, install_following, installer_disk, part_uuid,
-    ssh_key, start_servicing, stream_disk, trident_cli, wait_provisioned,
+    GuestConfig, HttpServer, assert_phases, blank_disk, follow, install_following, installer_disk,
+    part_uuid, ssh_key, start_servicing, stream_disk, trident_cli, wait_provisioned,
 };
 
 /// Generous: TCG on a loaded 2-core machine.
@@ -164,10 +181,25 @@ async fn a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext() 
 const USER: &str = "orchestrator";
 const KEY_COMMENT: &str = "trident-vm-scenario";
 
-/// The VM, its target disk and the orchestrator's pieces, across steps.
+/// The storage the scenario installs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// One disk: the ESP and an A/B pair of root partitions.
+    Plain,
+    /// Upstream's `advanced` sample on two disks with a TPM
+    /// (`vm_orchestrator::advanced`).
+    Advanced(advanced::Root),
+}
+
+/// The VM, its target disks and the orchestrator's pieces, across steps.
 struct Scenario {
     vm: Vm,
+    layout: Layout,
     bootloader: TestBootloader,
+    /// The versions installed and updated to.
+    v1: TestOs,
+    v2: TestOs,
+    /// The first target disk (the only one of [`Layout::Plain`]).
     target: std::path::PathBuf,
     http: HttpServer,
     ssh_key: String,
@@ -177,16 +209,45 @@ impl Scenario {
     /// A Host Configuration for `os` with `hostname` and a health check
     /// on `units`.
     fn config(&self, os: &TestOs, hostname: &str, units: &[&str], timeout_s: u64) -> String {
-        GuestConfig {
-            http_port: self.http.port,
-            os,
-            hostname,
-            user: USER,
-            ssh_key: &self.ssh_key,
-            health_units: units,
-            health_timeout_s: timeout_s,
+        match self.layout {
+            Layout::Plain => GuestConfig {
+                http_port: self.http.port,
+                os,
+                hostname,
+                user: USER,
+                ssh_key: &self.ssh_key,
+                health_units: units,
+                health_timeout_s: timeout_s,
+            }
+            .yaml(),
+            Layout::Advanced(root) => AdvancedConfig {
+                http_port: self.http.port,
+                os,
+                ssh_key: &self.ssh_key,
+                hostname,
+                health_units: units,
+                health_timeout_s: timeout_s,
+                root,
+            }
+            .yaml(),
         }
-        .yaml()
+    }
+
+    /// The user the Host Configuration adds.
+    fn user(&self) -> &'static str {
+        match self.layout {
+            Layout::Plain => USER,
+            Layout::Advanced(_) => advanced::USER,
+        }
+    }
+
+    /// The id of the device volume `volume`'s root filesystem is written
+    /// to (its write phase is `write/ID`).
+    fn root_volume(&self, volume: &str) -> String {
+        match self.layout {
+            Layout::Plain => format!("root-{volume}"),
+            Layout::Advanced(_) => format!("root-data-{volume}"),
+        }
     }
 
     /// Waits for the next boot's ready marker and checks it ran `version`
@@ -198,18 +259,35 @@ impl Scenario {
             .await
             .unwrap();
         let line = boot.line;
-        let partition = part_uuid(&self.target, &format!("root-{volume}"));
+        println!(
+            "boot of {version} ({volume}) {:.1}s: {line}",
+            boot.duration.as_secs_f64()
+        );
         // Which loader started the volume: its own UEFI boot option (GRUB),
         // or its systemd-boot entry.
         let loader = volume_loader(self.bootloader, volume);
         for wanted in [
             format!("version={version} "),
             loader,
-            format!("root-partuuid={partition}"),
             format!("hostname={hostname} "),
-            format!("users={USER}:{KEY_COMMENT}"),
+            format!("users={}:{KEY_COMMENT}", self.user()),
         ] {
             assert!(line.contains(&wanted), "{wanted} in {line}");
+        }
+        match self.layout {
+            Layout::Plain => {
+                let partition = part_uuid(&self.target, &format!("root-{volume}"));
+                let wanted = format!("root-partuuid={partition}");
+                assert!(line.contains(&wanted), "{wanted} in {line}");
+            }
+            Layout::Advanced(root) => {
+                let os = if version == "v2" { &self.v2 } else { &self.v1 };
+                let root_hash = match root {
+                    advanced::Root::Verity => mini_os::cosi_verity_root_hash(&os.cosi.path, "/"),
+                    advanced::Root::Plain => String::new(),
+                };
+                advanced::assert_boot(root, &root_hash, &line, volume, &self.vm.serial());
+            }
         }
         line
     }
@@ -259,45 +337,106 @@ impl Scenario {
         assert_phases(
             &phases,
             &[
-                &format!("write/root-{volume}"),
+                &format!("write/{}", self.root_volume(volume)),
                 "configure",
                 "boot-files",
                 "finalize",
             ],
         );
+        assert!(
+            !phases.iter().any(|p| p == "partition" || p == "raid-sync"),
+            "an A/B update leaves the disks' layout alone: {phases:?}"
+        );
     }
 }
 
-/// Scenario steps 1-4 in one VM (see the module docs).
+/// Scenario steps 1-4 in one VM (see the module docs): the GRUB, UKI and
+/// Type 1 scenarios of `scripts/vm-matrix.sh`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh"]
+async fn matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
+    scenario("install", Layout::Plain).await;
+}
+
+/// Scenario steps 1-4 in one VM on upstream's `advanced` sample: two disks
+/// of RAID1 arrays, `/home` encrypted on an array and unlocked by the TPM,
+/// swap on both disks, A/B pairs of arrays (the CI scenario:
+/// `scripts/test.sh`; `advanced` in `scripts/vm-matrix.sh`).
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section"]
-async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
+async fn upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
+    scenario("advanced", Layout::Advanced(advanced::Root::Verity)).await;
+}
+
+/// The advanced sample without its verity section on the plain test OS
+/// (`advanced::Root::Plain`: `root-data` a plain A/B root; no `/boot` or
+/// `/var` in that image): RAID, encryption over an array, swap and A/B
+/// with the TPM apart from verity (`advanced-plain-root` in
+/// `scripts/vm-matrix.sh`).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh"]
+async fn matrix_advanced_sample_without_verity_installs_updates_and_rolls_back() {
+    scenario(
+        "advanced-plain-root",
+        Layout::Advanced(advanced::Root::Plain),
+    )
+    .await;
+}
+
+/// Each disk of the advanced sample: its partitions (2.7 GiB) and room.
+const ADVANCED_DISK_BYTES: u64 = 3 << 30;
+
+async fn scenario(name: &str, layout: Layout) {
     let scenario_started = std::time::Instant::now();
-    let artifacts = vm::artifacts_dir("install").unwrap();
+    let artifacts = vm::artifacts_dir(name).unwrap();
     let work = tempfile::Builder::new()
         .prefix("trident-vm-install-")
         .tempdir()
         .unwrap();
     let sysext = test_os::build_sysext(work.path()).unwrap();
     let bootloader = TestBootloader::from_env().unwrap();
-    let v1 = test_os::build_test_os("v1", bootloader, &sysext, work.path()).unwrap();
-    let v2 = test_os::build_test_os("v2", bootloader, &sysext, work.path()).unwrap();
-    let installer = installer_disk(work.path(), &v1).await;
-    let target = work.path().join("target.img");
-    fs::File::create(&target).unwrap().set_len(2 << 30).unwrap();
+    let verity = layout == Layout::Advanced(advanced::Root::Verity);
+    let build = |version: &str| {
+        if verity {
+            test_os::build_verity_test_os(version, bootloader, &sysext, work.path()).unwrap()
+        } else {
+            test_os::build_test_os(version, bootloader, &sysext, work.path()).unwrap()
+        }
+    };
+    let (v1, v2) = (build("v1"), build("v2"));
+    // The installer media: v1, or the plain test OS beside a verity v1.
+    let installer_os = if verity {
+        test_os::build_test_os("installer", bootloader, &sysext, work.path()).unwrap()
+    } else {
+        v1.clone()
+    };
+    let installer = installer_disk(work.path(), &installer_os).await;
+    let targets: Vec<std::path::PathBuf> = match layout {
+        Layout::Plain => vec![blank_disk(work.path(), "target.img", 2 << 30)],
+        Layout::Advanced(_) => ["disk1.img", "disk2.img"]
+            .into_iter()
+            .map(|disk| blank_disk(work.path(), disk, ADVANCED_DISK_BYTES))
+            .collect(),
+    };
 
-    // Target first: blank, so the firmware falls through to the installer;
-    // once installed, it boots first.
-    let vm = Vm::start(
-        VmSpec::new("install", &artifacts)
-            .disk(&target)
-            .disk(&installer)
-            .orchestrator(&v1.rcp),
-    )
-    .unwrap();
+    // Targets first: blank, so the firmware falls through to the
+    // installer; once installed, they boot first.
+    let mut spec = VmSpec::new(name, &artifacts);
+    for target in &targets {
+        spec = spec.disk(target);
+    }
+    spec = spec.disk(&installer).orchestrator(&v1.rcp);
+    if layout != Layout::Plain {
+        spec = spec.tpm();
+    }
+    let vm = Vm::start(spec).unwrap();
+    let target = targets[0].clone();
     let mut s = Scenario {
         vm,
+        layout,
         bootloader,
+        v1: v1.clone(),
+        v2: v2.clone(),
         target,
         http: HttpServer::start(work.path()),
         ssh_key: ssh_key(work.path(), KEY_COMMENT),
@@ -306,7 +445,7 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
         s.vm.wait_for_boot(READY_MARKER, BOOT_TIMEOUT)
             .await
             .unwrap();
-    image_boot(&v1, &boot.line);
+    image_boot(&installer_os, &boot.line);
 
     let step = std::time::Instant::now();
     let config = s.config(&v1, "trident-v1", &["systemd-journald.service"], 60);
@@ -400,17 +539,45 @@ async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_upda
         "timing: step 4 (failing update, trial boot A, back on B) {:.1}s",
         step.elapsed().as_secs_f64()
     );
-    vm_timeline::on_b(guest.path()).await;
+    vm_timeline::on_b(guest.path(), &s.root_volume("b")).await;
     println!(
         "timing: scenario {:.1}s",
         scenario_started.elapsed().as_secs_f64()
     );
     s.vm.stop();
     println!("serial log kept at {}", s.vm.serial_log().display());
-    if bootloader == TestBootloader::Grub {
-        grub_volumes_on_the_esp(&s.target, &v1.esp_image);
+    match layout {
+        Layout::Plain => {
+            if bootloader == TestBootloader::Grub {
+                grub_volumes_on_the_esp(&s.target, &v1.esp_image);
+            }
+            // /var/lib/trident is in B's root.
+            vm_timeline::in_the_booted_volumes_journal(
+                &s.target,
+                "root-b",
+                "/var/lib/trident",
+                work.path(),
+            );
+        }
+        Layout::Advanced(_) => {
+            // /var/lib/trident is the array `trident` (metadata 1.0: its
+            // filesystem starts where each member starts).
+            vm_timeline::in_the_booted_volumes_journal(&s.target, "trident1", "/", work.path());
+            // The second disk's ESP, a filesystem with no mount point:
+            // nothing was written to it (no FAT boot sector).
+            use std::os::unix::fs::FileExt;
+            let esp2 = mini_os::partition(&targets[1], "esp2");
+            let mut head = vec![0u8; 64 << 10];
+            fs::File::open(&targets[1])
+                .unwrap()
+                .read_exact_at(&mut head, esp2.offset)
+                .unwrap();
+            assert!(
+                head.iter().all(|b| *b == 0),
+                "esp2 untouched by the install and updates"
+            );
+        }
     }
-    vm_timeline::in_the_booted_volumes_journal(&s.target, work.path());
 }
 
 /// From the host, after the VM stopped: each volume's ESP directory holds
@@ -459,5 +626,11 @@ const NEVER_ACTIVE: &str = "trident-never-active.service";
 /// live progress; the installer reboots itself into the installed OS.
 async fn install(s: &mut Scenario, config: String) {
     let followed = install_following(&mut s.vm, config, None).await;
-    assert_phases(&followed.phases, &["write/root-a"]);
+    assert_phases(
+        &followed.phases,
+        &[&format!("write/{}", s.root_volume("a"))],
+    );
+    if s.layout != Layout::Plain {
+        assert_phases(&followed.phases, &["partition", "raid-sync"]);
+    }
 }

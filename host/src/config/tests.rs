@@ -173,6 +173,35 @@ fn unsupported_error_says_what_to_use_instead_and_names_nested_paths() {
     );
 }
 
+/// Upstream's `advanced` sample's second ESP: a filesystem from the image
+/// with no mount point is accepted (nothing is written to it); a new one,
+/// which would be made and never mounted, is refused naming it.
+#[test]
+fn a_filesystem_without_a_mount_point_is_accepted_unless_it_is_new() {
+    let yaml = good()
+        .replace(
+            "{ id: root-b, type: root, size: 2G }\n",
+            "{ id: root-b, type: root, size: 2G }\n    - { id: esp2, type: esp, size: 64M }\n",
+        )
+        .replace(
+            "  - { deviceId: root, mountPoint: / }\n",
+            "  - { deviceId: root, mountPoint: / }\n  - deviceId: esp2\n",
+        );
+    let hc = parse(&yaml).unwrap_or_else(|e| panic!("{}\n{yaml}", e.report()));
+    assert!(hc.storage.filesystems[2].mount_point.is_none());
+    let err = err_of(&yaml.replace(
+        "  - deviceId: esp2\n",
+        "  - { deviceId: esp2, source: new, type: vfat }\n",
+    ));
+    assert_eq!(err.category(), Category::UnsupportedConfiguration);
+    assert!(
+        err.message().contains("'storage.filesystems[2]' (line 20"),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().contains("not mounted"), "{}", err.message());
+}
+
 #[test]
 fn new_filesystems_and_swap_are_accepted_and_checked() {
     let yaml = good()

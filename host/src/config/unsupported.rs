@@ -110,12 +110,12 @@ pub const RULES: &[Rule] = &[
         },
     },
     Rule {
-        key: "storage.filesystems[] without mountPoint",
-        what: "a filesystem that is not mounted",
+        key: "storage.filesystems[] without mountPoint (source: new)",
+        what: "creating a filesystem that is not mounted",
         instead: Some("give it a mountPoint, or leave the filesystem out"),
         used: |hc| {
             each(&hc.storage.filesystems, "storage.filesystems", "", |f| {
-                f.mount_point.is_none()
+                f.mount_point.is_none() && f.effective_source() == FilesystemSource::New
             })
         },
     },

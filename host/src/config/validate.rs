@@ -234,6 +234,11 @@ fn validate_filesystems(hc: &HostConfiguration) -> Result<(), TridentError> {
                 "required: the partition or volume pair the filesystem is on".into(),
             ));
         }
+        // Not mounted (an image's or adopted filesystem): nothing is
+        // written to it or mounted, so no path to check.
+        if fs.mount_point.is_none() {
+            continue;
+        }
         let path = fs.mount_point.path();
         if !path.starts_with('/') {
             return Err(invalid(

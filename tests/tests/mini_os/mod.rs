@@ -392,17 +392,22 @@ pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
 /// folder. The partition is copied out first and its ext4 journal replayed
 /// (`e2fsck -E journal_only`): a VM stopped without unmounting leaves
 /// committed metadata in the ext4 journal, which debugfs alone does not see.
-pub fn trident_state_after_power_off(disk: &Path, name: &str, dir: &Path) -> PathBuf {
+pub fn trident_state_after_power_off(disk: &Path, name: &str, state: &str, dir: &Path) -> PathBuf {
     let copy = replayed_copy(disk, name, dir);
     let out = dir.join(format!("{name}-trident"));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
     sh(Command::new("debugfs")
         .arg("-R")
-        .arg(format!("rdump /var/lib/trident {}", out.display()))
+        .arg(format!("rdump {state} {}", out.display()))
         .arg(&copy));
     let _ = std::fs::remove_file(&copy);
-    out.join("trident")
+    // rdump copies a directory under its name; the filesystem's root as
+    // its files.
+    match state.trim_end_matches('/').rsplit('/').next() {
+        Some(last) if !last.is_empty() => out.join(last),
+        _ => out,
+    }
 }
 
 /// File `path` of the ext4 filesystem in partition `name` of `disk` as the

@@ -21,6 +21,7 @@ use trident_proto::v1::{
 
 pub use trident_e2e::dir_http::HttpServer;
 
+pub mod advanced;
 pub mod boot_marker;
 pub mod esp_tree;
 

@@ -15,8 +15,9 @@ use crate::vm_orchestrator::trident_cli;
 /// On B (the guest's tridentd at `socket`): the update to v2 (staged and
 /// finalized on A) and its commit on B are one trace across the reboot;
 /// every boot is listed; the last error is A's failed commit with its
-/// recent logs.
-pub async fn on_b(socket: &Path) {
+/// recent logs. `root_b`: the device B's root is written to (its write
+/// phase is `write/ROOT_B`).
+pub async fn on_b(socket: &Path, root_b: &str) {
     let operations = trident_e2e::list_operations(socket).await.unwrap();
     for op in &operations {
         println!(
@@ -76,7 +77,9 @@ pub async fn on_b(socket: &Path) {
     assert_eq!(commit["reboot"]["to_boot"], on_b);
     let stage = trident_e2e::trace_nodes(update["children"].as_array().unwrap());
     assert!(
-        stage.iter().any(|n| n["name"] == "phase write/root-b"),
+        stage
+            .iter()
+            .any(|n| n["name"] == format!("phase write/{root_b}").as_str()),
         "the stage's write on A: {update:#?}"
     );
     assert!(
@@ -132,8 +135,8 @@ fn operation_of(rec: &Record) -> Option<&str> {
 /// After the VM stopped: B's journal, read offline from the target disk,
 /// holds every operation of B's datastore history, each started and ended,
 /// with its records.
-pub fn in_the_booted_volumes_journal(target: &Path, work: &Path) {
-    let state = mini_os::trident_state_after_power_off(target, "root-b", work);
+pub fn in_the_booted_volumes_journal(target: &Path, partition: &str, dir: &str, work: &Path) {
+    let state = mini_os::trident_state_after_power_off(target, partition, dir, work);
     let datastore =
         trident_host::datastore::Datastore::open(state.join("datastore.sqlite")).unwrap();
     let operations = datastore.operations(10_000).unwrap();

@@ -134,6 +134,14 @@ impl BlockDevices {
                 continue;
             }
             let device_id = fs.references.first().map_or("", |r| r.target.as_str());
+            if mount_point.is_empty() {
+                // An image's filesystem with no mount point (upstream's
+                // `advanced` sample's second ESP): the image's filesystems
+                // go where they are mounted, so nothing is written to its
+                // device, which keeps what partitioning left there.
+                tracing::info!(device = %device_id, "no mount point: nothing written to it");
+                continue;
+            }
             let volume = match which {
                 Targets::Install => AbVolume::VolumeA,
                 Targets::AbUpdate { volume } if self.serviced_by_ab_update(device_id) => volume,
@@ -152,6 +160,34 @@ impl BlockDevices {
             targets.insert(mount_point.clone(), device);
         }
         Ok(targets)
+    }
+
+    /// The mount points of the filesystems an A/B update leaves alone (on
+    /// no volume pair; adopted ones and those without a mount point
+    /// aside), each with its device id, parents first: what the new root
+    /// binds from the running system (`NewRoot::bind_shared`).
+    pub fn shared_mount_points(&self) -> Vec<(String, String)> {
+        let mut shared: Vec<(String, String)> = self
+            .graph
+            .filesystems()
+            .filter_map(|fs| {
+                let NodeData::Filesystem {
+                    mount_point,
+                    source,
+                    ..
+                } = &fs.data
+                else {
+                    return None;
+                };
+                let device_id = fs.references.first().map_or("", |r| r.target.as_str());
+                (*source != FilesystemSource::Adopted
+                    && !mount_point.is_empty()
+                    && !self.serviced_by_ab_update(device_id))
+                .then(|| (mount_point.clone(), device_id.to_owned()))
+            })
+            .collect();
+        shared.sort_by_key(|(mp, _)| mp.trim_end_matches('/').matches('/').count());
+        shared
     }
 
     /// Every encrypted volume the encryption layer recorded.

@@ -17,7 +17,11 @@ use super::{BlockDeviceError, BlockDevices, ResolvedDevice, Targets, create_all}
 const DISK_BYTES: u64 = 64 << 20;
 
 fn hc(disk: &str) -> HostConfiguration {
-    let yaml = format!(
+    trident_host::config::parse(&hc_yaml(disk)).expect("valid Host Configuration")
+}
+
+fn hc_yaml(disk: &str) -> String {
+    format!(
         r#"
 image: {{ url: "file:///img.cosi", sha384: ignored }}
 storage:
@@ -41,8 +45,7 @@ storage:
   swap:
   - {{ deviceId: swap }}
 "#
-    );
-    trident_host::config::parse(&yaml).expect("valid Host Configuration")
+    )
 }
 
 /// A 64 MiB disk-image file, its Host Configuration, and the Host Status
@@ -207,6 +210,40 @@ fn install_writes_every_filesystem_and_an_update_only_the_pairs_other_volume() {
             volume: AbVolume::VolumeA
         }),
         pairs(&[("/", "root-a")])
+    );
+}
+
+/// A filesystem from the image with no mount point (upstream's `advanced`
+/// sample's second ESP) is no write target: the image's filesystems go
+/// where they are mounted, so nothing is written to its partition.
+#[test]
+fn a_filesystem_without_a_mount_point_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk.img");
+    File::create(&disk).unwrap().set_len(DISK_BYTES).unwrap();
+    let yaml = hc_yaml(disk.to_str().unwrap())
+        .replace("{ deviceId: srv, mountPoint: /srv }", "{ deviceId: srv }");
+    let hc = trident_host::config::parse(&yaml).unwrap();
+    assert!(hc.storage.filesystems[2].mount_point.is_none(), "{yaml}");
+    let mut status = HostStatus::default();
+    create_all(&hc, &HostStatus::default(), &mut status).unwrap();
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    for which in [
+        Targets::Install,
+        Targets::AbUpdate {
+            volume: AbVolume::VolumeB,
+        },
+    ] {
+        let targets = devices.write_targets(which).unwrap();
+        assert!(
+            targets.values().all(|device| device.id() != "srv") && !targets.contains_key(""),
+            "{targets:?}"
+        );
+    }
+    assert_eq!(
+        devices.write_targets(Targets::Install).unwrap().len(),
+        2,
+        "/ and /boot/efi"
     );
 }
 

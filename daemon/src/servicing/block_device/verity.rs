@@ -52,6 +52,9 @@ impl BlockDevices {
             let NodeData::Filesystem { mount_point, .. } = &fs.data else {
                 continue;
             };
+            if mount_point.is_empty() {
+                continue; // not mounted: nothing written (see write_targets)
+            }
             let Some(device_id) = fs.references.first().map(|r| r.target.as_str()) else {
                 continue;
             };

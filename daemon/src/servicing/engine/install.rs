@@ -107,6 +107,8 @@ async fn stage(
         hc: hc.clone(),
         devices,
         targets,
+        // Every filesystem is written or made anew: nothing to share.
+        shared: Vec::new(),
         volume: AbVolume::VolumeA,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
         image: written.boot,

@@ -22,7 +22,7 @@ use crate::servicing::boot_control::BootControl;
 use crate::servicing::boot_control::image_boot::ImageBoot;
 use crate::servicing::extensions::{Staged, place};
 use crate::servicing::new_root::volume::VolumeRoot;
-use crate::servicing::new_root::{NewRoot, chroot, crypttab, fstab, mdadm_conf};
+use crate::servicing::new_root::{NewRoot, SharedFs, chroot, crypttab, fstab, mdadm_conf};
 use crate::servicing::os_config;
 use crate::servicing::scripts::ScriptEnv;
 use crate::servicing::step_ids::{BOOT_FILES, CONFIGURE};
@@ -80,6 +80,10 @@ pub struct NewRootRequest {
     /// Mount point → the device written for it.
     pub targets: BTreeMap<String, ResolvedDevice>,
     pub volume: AbVolume,
+    /// An A/B update: the filesystems it leaves alone, each a mount point
+    /// and the running system's directory bound there
+    /// (`NewRoot::bind_shared`); none at install.
+    pub shared: Vec<SharedFs>,
     /// Where to mount (created, removed afterwards).
     pub path: PathBuf,
     /// A clean install (the ESP gets the bootloader too).
@@ -122,7 +126,10 @@ async fn new_root_steps(
     let image = req.image.clone();
     let phase = Phase::start("mount", "Mount the new root", Unit::Items, Some(1));
     let mounted = blocking(move || {
-        let root = NewRoot::mount(&req.hc, &req.devices, &req.targets, req.volume, &req.path)?;
+        let mut root = NewRoot::mount(&req.hc, &req.devices, &req.targets, req.volume, &req.path)?;
+        if let Some(root) = root.as_mut() {
+            root.bind_shared(&req.shared)?;
+        }
         if root.is_none() {
             os_config::refuse_without_new_root(&req.hc.os)?;
         }

@@ -16,6 +16,7 @@ use super::step::{blocking, next_status, script_phase, stage_extensions, validat
 use super::{handoff, runtime_update, write};
 use crate::servicing::block_device::{self, BlockDevices, Targets};
 use crate::servicing::extensions::{self, ExtensionKind};
+use crate::servicing::new_root::SharedFs;
 use crate::servicing::new_storage;
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
 
@@ -175,10 +176,23 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
     blocking(move || new_storage::create(&new_hc, &new_devices, &new_targets, false)).await?;
     let (extensions, _staging) = stage_extensions(ctx, &hc.os, Some(&running.os)).await?;
+    let shared = devices
+        .shared_mount_points()
+        .into_iter()
+        .map(|(mp, device_id)| {
+            let source = ctx.engine.host_root.join(mp.trim_start_matches('/'));
+            SharedFs {
+                mount_point: mp,
+                device_id,
+                source,
+            }
+        })
+        .collect();
     let new_root = NewRootRequest {
         hc: hc.clone(),
         devices,
         targets,
+        shared,
         volume: inactive,
         path: ctx.engine.new_root_dir(&ctx.operation_id),
         image: written.boot,

@@ -29,6 +29,8 @@ pub mod partitions;
 pub mod probe;
 #[cfg(test)]
 mod raid_tests;
+#[cfg(test)]
+mod shared_tests;
 pub mod tools;
 pub mod volume;
 
@@ -43,9 +45,20 @@ use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use self::etc_overlay::EtcOverlay;
 use self::partitions::PartitionInfo;
 use self::probe::FsKind;
-use self::tools::{LoopDevice, MountGuard, run_tool};
+use self::tools::{BindGuard, LoopDevice, MountGuard, run_tool};
 use self::volume::VolumeRoot;
 use super::block_device::{BlockDevices, ResolvedDevice};
+
+/// A filesystem an A/B update leaves alone, which the new root binds from
+/// the running system ([`NewRoot::bind_shared`]).
+#[derive(Debug, Clone)]
+pub struct SharedFs {
+    pub mount_point: String,
+    /// Its device in the Host Configuration.
+    pub device_id: String,
+    /// Where the running system has it mounted.
+    pub source: PathBuf,
+}
 
 /// A filesystem of the new root, mounted.
 #[derive(Debug)]
@@ -73,6 +86,8 @@ pub struct NewRoot {
     pub mounted: Vec<MountedFs>,
     /// The writable `/etc` over a verity root (unmounted first).
     etc_overlay: Option<EtcOverlay>,
+    /// The running system's shared filesystems bound in (unmounted first).
+    shared: Vec<BindGuard>,
 }
 
 impl NewRoot {
@@ -105,6 +120,7 @@ impl NewRoot {
             partitions: partitions::read_partitions(devices.partitions())?,
             mounted: Vec::new(),
             etc_overlay: None,
+            shared: Vec::new(),
         };
         // Parents before children: "/" then "/boot" then "/boot/efi".
         let mut order: Vec<(&String, &ResolvedDevice)> = targets.iter().collect();
@@ -186,9 +202,69 @@ impl NewRoot {
         }
     }
 
+    /// An A/B update: binds each of `shared`, the filesystems the update
+    /// leaves alone, from where the running system has them mounted into
+    /// the new root, as upstream mounts every
+    /// filesystem of the configuration there: configuring the new OS (a
+    /// user's home on a shared `/home`, files, scripts) reaches them as it
+    /// will boot, instead of the directory under their mount point (on a
+    /// read-only verity root, not writable at all). Bound, never mounted
+    /// again from their device (a second mount of a filesystem in use
+    /// corrupts it). Skipped with a warning: one the running system does
+    /// not have mounted from its device (a host serviced from elsewhere, a
+    /// disk-image target), and one a written filesystem is mounted under
+    /// (binding it would hide that one).
+    pub fn bind_shared(&mut self, shared: &[SharedFs]) -> Result<(), TridentError> {
+        for fs in shared {
+            let (mount_point, source) = (&fs.mount_point, &fs.source);
+            let hides_target = self.mounted.iter().any(|m| {
+                mount_point != "/"
+                    && m.mount_point
+                        .starts_with(&format!("{}/", mount_point.trim_end_matches('/')))
+            });
+            let node = self.device_node(&fs.device_id);
+            let mounted_there = node.as_deref().is_some_and(|n| mounts_device(source, n));
+            if hides_target || !mounted_there {
+                tracing::warn!(mount_point = %mount_point, source = %source.display(),
+                    device = ?node, hides_target,
+                    "shared filesystem not bound into the new root");
+                continue;
+            }
+            let dir = self.path.join(mount_point.trim_start_matches('/'));
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                tracing::warn!(mount_point = %mount_point, error = %e,
+                    "no directory for the shared filesystem in the new root: not bound");
+                continue;
+            }
+            let bind = BindGuard::bind(source, &dir)
+                .with_context(|| format!("Binding the shared '{mount_point}' into the new root"))?;
+            tracing::info!(mount_point = %mount_point, source = %source.display(),
+                "shared filesystem bound into the new root");
+            self.shared.push(bind);
+        }
+        Ok(())
+    }
+
+    /// The block device node of `device_id` on this host (its volume's).
+    fn device_node(&self, device_id: &str) -> Option<PathBuf> {
+        match self.devices.device_of(device_id, self.volume).ok()? {
+            ResolvedDevice::Partition { id, .. } => self
+                .partitions
+                .get(&id)
+                .map(|p| PathBuf::from(format!("/dev/disk/by-partuuid/{}", p.part_uuid))),
+            ResolvedDevice::RaidArray { path, .. }
+            | ResolvedDevice::EncryptedVolume { path, .. } => Some(PathBuf::from(path)),
+        }
+    }
+
     /// Unmounts children first, then removes the mount directory.
     pub fn unmount(mut self) -> Result<(), TridentError> {
         let mut first_error = None;
+        while let Some(bind) = self.shared.pop() {
+            if let Err(e) = bind.unmount() {
+                first_error.get_or_insert(e);
+            }
+        }
         if let Some(overlay) = self.etc_overlay.take()
             && let Err(e) = overlay.unmount()
         {
@@ -208,12 +284,24 @@ impl NewRoot {
 
 impl Drop for NewRoot {
     fn drop(&mut self) {
-        // The overlay on top first, then children first (a Vec drops
-        // front to back).
+        // The shared filesystems and the overlay on top first, then
+        // children first (a Vec drops front to back).
+        while let Some(bind) = self.shared.pop() {
+            drop(bind);
+        }
         drop(self.etc_overlay.take());
         while let Some(fs) = self.mounted.pop() {
             drop(fs);
         }
+    }
+}
+
+/// Whether the filesystem at `dir` is the one on block device `node`.
+fn mounts_device(dir: &Path, node: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    match (std::fs::metadata(dir), std::fs::metadata(node)) {
+        (Ok(dir), Ok(node)) => node.file_type().is_block_device() && node.rdev() == dir.dev(),
+        _ => false,
     }
 }
 

@@ -160,6 +160,62 @@ impl MountGuard {
     }
 }
 
+/// A directory of the running system bind-mounted into the new root;
+/// unmounted when dropped.
+#[derive(Debug)]
+pub struct BindGuard {
+    mounted: Option<PathBuf>,
+}
+
+impl BindGuard {
+    /// `mount --bind source target`: the running system's mount itself
+    /// (one superblock), never a second mount of its device, which would
+    /// corrupt a filesystem in use.
+    pub fn bind(source: &Path, target: &Path) -> Result<BindGuard, TridentError> {
+        let (source, target_str) = (
+            source.to_string_lossy().into_owned(),
+            target.to_string_lossy().into_owned(),
+        );
+        run_tool(
+            "mount",
+            &["--bind", &source, &target_str],
+            Subkind::MountNewRoot,
+        )?;
+        Ok(BindGuard {
+            mounted: Some(target.to_path_buf()),
+        })
+    }
+
+    /// Unmounts now, reporting failure (Drop can only log it).
+    pub fn unmount(mut self) -> Result<(), TridentError> {
+        match self.mounted.take() {
+            Some(target) => umount(&target),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for BindGuard {
+    fn drop(&mut self) {
+        if let Some(target) = self.mounted.take() {
+            umount_or_detach(&target);
+        }
+    }
+}
+
+/// Drop's unmount: a failure can only be logged, and the mount is
+/// detached lazily instead.
+fn umount_or_detach(target: &Path) {
+    if let Err(e) = umount(target) {
+        tracing::warn!(error = %e.report(), "unmount failed; detaching lazily");
+        let _ = run_tool(
+            "umount",
+            &["--lazy", &target.to_string_lossy()],
+            Subkind::MountNewRoot,
+        );
+    }
+}
+
 fn umount(target: &Path) -> Result<(), TridentError> {
     run_tool(
         "umount",
@@ -171,15 +227,8 @@ fn umount(target: &Path) -> Result<(), TridentError> {
 
 impl Drop for MountGuard {
     fn drop(&mut self) {
-        if let Some(target) = self.mounted.take()
-            && let Err(e) = umount(&target)
-        {
-            tracing::warn!(error = %e.report(), "unmount failed; detaching lazily");
-            let _ = run_tool(
-                "umount",
-                &["--lazy", &target.to_string_lossy()],
-                Subkind::MountNewRoot,
-            );
+        if let Some(target) = self.mounted.take() {
+            umount_or_detach(&target);
         }
     }
 }
