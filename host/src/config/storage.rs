@@ -26,7 +26,10 @@ pub struct Storage {
     // an A/B update build the installed storage graph from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encryption: Option<Encryption>,
-    #[serde(default, skip_serializing)]
+    // Serialized: the commit and an A/B update build the installed
+    // storage graph from the Host Status's spec, where the verity root's
+    // filesystem names the verity device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verity: Vec<VerityDevice>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub swap: Vec<Swap>,

@@ -136,3 +136,16 @@ fn with_ab_update_the_etc_overlay_must_be_on_a_volume_pair() {
         panic!("{}", e.message());
     }
 }
+
+/// The Host Status keeps the configuration as serialized, and the commit
+/// and A/B updates build the installed storage graph from it: a verity
+/// root's filesystem names the verity device, which must survive.
+#[test]
+fn the_verity_section_survives_the_host_status_round_trip() {
+    let hc = parse(VERITY).unwrap();
+    let again =
+        parse(&crate::config::to_yaml(&hc).unwrap()).unwrap_or_else(|e| panic!("{}", e.report()));
+    assert_eq!(again.storage.verity, hc.storage.verity);
+    assert!(!again.storage.verity.is_empty());
+    crate::config::storage_graph::StorageGraph::build(&again).unwrap_or_else(|e| panic!("{e}"));
+}
