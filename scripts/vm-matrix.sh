@@ -64,17 +64,17 @@ run_vm_test() {
 
 scenario_grub() {
     export TRIDENT_VM_BOOTLOADER=grub
-    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_uki() {
     export TRIDENT_VM_BOOTLOADER=uki
-    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_type1() {
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_stream_disk_boot() {
@@ -105,7 +105,7 @@ scenario_encryption() {
 
 scenario_advanced() {
     export TRIDENT_VM_BOOTLOADER=grub
-    run_vm_test vm_scenario upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario matrix_upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_advanced_plain_root() {
