@@ -35,12 +35,13 @@ storage:
 "#;
 
 fn mount_tmpfs(dir: &Path) {
-    let status = Command::new("mount")
-        .args(["-t", "tmpfs", "tmpfs"])
-        .arg(dir)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    run("mount", &["-t", "tmpfs", "tmpfs", &dir.to_string_lossy()]);
+}
+
+/// Runs `tool` with `args`; it must succeed.
+fn run(tool: &str, args: &[&str]) {
+    let status = Command::new(tool).args(args).status().unwrap();
+    assert!(status.success(), "{tool} {args:?}: {status}");
 }
 
 #[test]
@@ -83,13 +84,7 @@ fn a_shared_filesystem_not_mounted_from_its_device_is_not_bound() {
     assert!(root.shared.is_empty());
     assert!(!path.join("home").exists(), "nothing bound");
     root.unmount().unwrap();
-    assert!(
-        Command::new("umount")
-            .arg(&home)
-            .status()
-            .unwrap()
-            .success()
-    );
+    run("umount", &[&home.to_string_lossy()]);
 }
 
 #[test]
@@ -101,24 +96,14 @@ fn the_running_systems_mount_of_a_device_is_bound_into_the_new_root() {
     let dir = tempfile::tempdir().unwrap();
     let image = dir.path().join("home.ext4");
     fs::File::create(&image).unwrap().set_len(8 << 20).unwrap();
-    assert!(
-        Command::new("mkfs.ext4")
-            .args(["-q", "-F"])
-            .arg(&image)
-            .status()
-            .unwrap()
-            .success()
-    );
+    run("mkfs.ext4", &["-q", "-F", &image.to_string_lossy()]);
     let (device, other) = (
         LoopDevice::attach(&image.to_string_lossy(), 0, 8 << 20).unwrap(),
         LoopDevice::attach(&image.to_string_lossy(), 0, 4 << 20).unwrap(),
     );
     let home = dir.path().join("host/home");
     fs::create_dir_all(&home).unwrap();
-    let mount = |args: &[&str]| {
-        assert!(Command::new("mount").args(args).status().unwrap().success());
-    };
-    mount(&[&device.path_str(), &home.to_string_lossy()]);
+    run("mount", &[&device.path_str(), &home.to_string_lossy()]);
     fs::write(home.join("from-the-running-system"), "a").unwrap();
     assert!(mounts_device(&home, device.path()));
     assert!(!mounts_device(&home, other.path()), "another device");
@@ -138,11 +123,5 @@ fn the_running_systems_mount_of_a_device_is_bound_into_the_new_root() {
         "b",
         "the new OS wrote to the running system's filesystem itself"
     );
-    assert!(
-        Command::new("umount")
-            .arg(&home)
-            .status()
-            .unwrap()
-            .success()
-    );
+    run("umount", &[&home.to_string_lossy()]);
 }
