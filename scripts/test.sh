@@ -227,8 +227,12 @@ if [ "${SKIP_VM:-0}" != 1 ]; then
         # The matrix_* tests are scripts/vm-matrix.sh's, not CI's (among
         # them upstream's advanced sample: RAID, encryption, verity and A/B
         # at once, which does not pass yet).
+        # One retry: under TCG a guest rarely stalls in the firmware or the
+        # boot loader between two kernels (tests/src/vm/reboot_stall.rs);
+        # the harness fails such a wait within minutes and says so, and
+        # nextest reports a test that passed on its retry as FLAKY.
         cargo nextest run -p trident-e2e --test vm_scenario --test vm_raid --run-ignored only --no-capture \
-            -E 'not test(/^matrix_/)'
+            --retries 1 -E 'not test(/^matrix_/)'
     else
         cargo test -p trident-e2e --test vm_scenario -- --ignored --nocapture --skip matrix_
         cargo test -p trident-e2e --test vm_raid -- --ignored --nocapture --skip matrix_

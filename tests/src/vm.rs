@@ -36,6 +36,7 @@ use tempfile::TempDir;
 use crate::bin_dir;
 use crate::test_os::RcpPki;
 use crate::vm_rcp::{GUEST_RCP_ADDR, GuestSocket, Orchestrator};
+use reboot_stall::Stall;
 
 /// UEFI firmware code (no Secure Boot: the test OS is unsigned).
 pub const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
@@ -44,10 +45,11 @@ pub const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 /// Serial marker the test OS prints once it is up (`trident-test-ready.service`).
 pub const READY_MARKER: &str = "TRIDENT-TEST-OS-READY";
 const POLL: Duration = Duration::from_millis(500);
-/// How long a guest may stay silent after the kernel's last reboot line
-/// before the harness resets it. A normal restart prints the firmware's or
-/// the kernel's first lines within about a minute under TCG, even on a
-/// loaded 2-core machine.
+/// How long a guest may stay silent between the kernel's reboot line and
+/// the next kernel's first line before the harness acts
+/// ([`reboot_stall`]). A normal restart prints the firmware's, the boot
+/// loader's or the kernel's lines within about a minute under TCG, even
+/// on a loaded 2-core machine.
 pub const REBOOT_STALL: Duration = Duration::from_secs(240);
 
 /// `target/vm-artifacts/<test>`: serial and QEMU logs kept for inspection.
@@ -288,7 +290,8 @@ impl Vm {
 
     /// Waits until `marker` appears on the serial console after everything
     /// matched before; returns its whole line. Fails if QEMU exits first.
-    /// A reboot that stalls (see [`REBOOT_STALL`]) is reset on the way.
+    /// A reboot that stalls (see [`REBOOT_STALL`]) is reset on the way; a
+    /// boot loader that stalls fails the wait early.
     pub async fn wait_for_serial(
         &mut self,
         marker: &str,
@@ -296,18 +299,47 @@ impl Vm {
     ) -> anyhow::Result<String> {
         let deadline = Instant::now() + timeout;
         let mut stall = reboot_stall::StallWatch::default();
+        let mut kicked = false;
         loop {
             let bytes = fs::read(&self.serial_log).unwrap_or_default();
-            if stall.stalled(&bytes, REBOOT_STALL) {
-                self.stalled_reboot_resets += 1;
-                println!(
-                    "vm {}: silent for {REBOOT_STALL:?} after 'reboot: machine restart'; \
-                     resetting it through QMP (stalled reboot {})",
-                    self.name, self.stalled_reboot_resets
-                );
-                reboot_stall::system_reset(&self.qmp)
-                    .with_context(|| format!("vm {}: resetting a stalled reboot", self.name))?;
-                stall = reboot_stall::StallWatch::default();
+            match stall.stalled(&bytes, REBOOT_STALL) {
+                Some(Stall::Restart) => {
+                    self.stalled_reboot_resets += 1;
+                    println!(
+                        "vm {}: silent for {REBOOT_STALL:?} after 'reboot: machine restart'; \
+                         resetting it through QMP (stalled reboot {})",
+                        self.name, self.stalled_reboot_resets
+                    );
+                    reboot_stall::system_reset(&self.qmp)
+                        .with_context(|| format!("vm {}: resetting a stalled reboot", self.name))?;
+                    stall = reboot_stall::StallWatch::default();
+                }
+                Some(Stall::BootLoader) if !kicked => {
+                    kicked = true;
+                    let registers = reboot_stall::kick(&self.qmp).with_context(|| {
+                        format!("vm {}: kicking a stalled boot loader", self.name)
+                    })?;
+                    let saved = self.serial_log.with_extension("stall-registers.txt");
+                    fs::write(&saved, registers)?;
+                    println!(
+                        "vm {}: the boot loader silent for {REBOOT_STALL:?} before the kernel; \
+                         vCPUs stopped and resumed (registers in {})",
+                        self.name,
+                        saved.display()
+                    );
+                    stall = reboot_stall::StallWatch::default();
+                }
+                Some(Stall::BootLoader) => bail!(
+                    "vm {}: the boot loader made no progress for {REBOOT_STALL:?} before the \
+                     kernel, even after its vCPUs were stopped and resumed (a TCG stall; \
+                     registers in {}); serial tail:\n{}",
+                    self.name,
+                    self.serial_log
+                        .with_extension("stall-registers.txt")
+                        .display(),
+                    self.tail()
+                ),
+                None => {}
             }
             let fresh = bytes.get(self.cursor..).unwrap_or_default();
             if let Some(at) = fresh

@@ -6,6 +6,7 @@
 //! the overlay's own writable filesystem. The booted OS mounts the same
 //! overlay, so what was configured here is what it sees.
 
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use trident_host::config::verity_rules::{
@@ -42,6 +43,7 @@ impl EtcOverlay {
                 format!("Cannot create the /etc overlay's {}", dir.display()),
             )?;
         }
+        match_lower_attributes(&etc, &upper)?;
         let options = format!(
             "lowerdir={},upperdir={},workdir={}",
             etc.display(),
@@ -67,6 +69,24 @@ impl EtcOverlay {
     }
 }
 
+/// Gives the upper directory the mode and owner of the image's `/etc`.
+/// The overlay's root shows the upper directory's attributes, and
+/// tridentd's umask (077) would make `/etc` root's alone: every service
+/// running as its own user (systemd-networkd, D-Bus) could then read none
+/// of its configuration, and the booted OS would have no network.
+fn match_lower_attributes(etc: &Path, upper: &Path) -> Result<(), TridentError> {
+    let failed = |what: &str| format!("Cannot give the /etc overlay's {} {what}", upper.display());
+    let lower = std::fs::metadata(etc).structured_msg(
+        Subkind::MountNewRoot,
+        format!("Cannot read the attributes of {}", etc.display()),
+    )?;
+    let mode = std::fs::Permissions::from_mode(lower.permissions().mode() & 0o7777);
+    std::fs::set_permissions(upper, mode)
+        .structured_msg(Subkind::MountNewRoot, failed("the mode of /etc"))?;
+    std::os::unix::fs::chown(upper, Some(lower.uid()), Some(lower.gid()))
+        .structured_msg(Subkind::MountNewRoot, failed("the owner of /etc"))
+}
+
 fn umount(etc: &Path) -> Result<(), TridentError> {
     run_tool("umount", &[&etc.to_string_lossy()], Subkind::MountNewRoot).map(|_| ())
 }
@@ -78,5 +98,40 @@ impl Drop for EtcOverlay {
         {
             tracing::warn!(error = %e.report(), "the /etc overlay not unmounted");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real overlay (this test runs as root, as tridentd does) whose
+    /// upper directory was made under the daemon's umask (0700): the
+    /// merged `/etc` keeps the image's mode, so the services running as
+    /// their own users can read it.
+    #[test]
+    fn the_overlaid_etc_keeps_the_images_mode_under_the_daemons_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let etc = root.join("etc");
+        std::fs::create_dir(&etc).unwrap();
+        std::fs::set_permissions(&etc, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(etc.join("networkd.conf"), "[Network]\n").unwrap();
+        let (_, upper, _) = dirs(root);
+        std::fs::create_dir_all(&upper).unwrap();
+        std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let overlay = EtcOverlay::mount(root).unwrap();
+        let merged = std::fs::metadata(&etc).unwrap();
+        std::fs::write(etc.join("hostname"), "verity\n").unwrap();
+        overlay.unmount().unwrap();
+        assert_eq!(merged.permissions().mode() & 0o7777, 0o755);
+        assert_eq!(
+            std::fs::read_to_string(upper.join("hostname")).unwrap(),
+            "verity\n"
+        );
+        assert!(
+            !etc.join("hostname").exists(),
+            "the write went to the upper directory"
+        );
     }
 }
