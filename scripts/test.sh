@@ -224,9 +224,10 @@ if [ "${SKIP_VM:-0}" != 1 ]; then
     section "VM scenarios (tests/tests/vm_scenario.rs, vm_raid.rs; serial logs in target/vm-artifacts/)"
     # #[ignore]d in the plain test run above because it takes minutes.
     if have cargo-nextest; then
-        # The matrix_* tests are scripts/vm-matrix.sh's, not CI's (among
-        # them upstream's advanced sample: RAID, encryption, verity and A/B
-        # at once, which does not pass yet).
+        # The matrix_* tests are scripts/vm-matrix.sh's, not CI's: CI runs
+        # the install/update/rollback flow on upstream's advanced sample
+        # (RAID, encryption, verity, A/B at once) instead of the plain
+        # one-disk layout (vm-matrix.sh grub, uki, type1).
         # One retry: under TCG a guest rarely stalls in the firmware or the
         # boot loader between two kernels (tests/src/vm/reboot_stall.rs);
         # the harness fails such a wait within minutes and says so, and

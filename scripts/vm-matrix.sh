@@ -48,7 +48,7 @@ SCENARIOS=(
     "basic|upstream's basic sample (devices, image and sizes rewritten): ESP and root on one disk; installs and boots"
     "simple|upstream's simple sample (and its placeholder SSH key): scripts, netplan, a user, an additional file; installs, boots, passes its health checks (a script, systemd-networkd)"
     "base|upstream's base sample on a VM with a software TPM: A/B root, swap, /srv on LUKS2 sealed to PCR 7 with a recovery key file, /mnt/raid on a RAID1 mirror; installs, boots, A/B updates to v2 (/srv unlocked by the TPM again) and commits"
-    "advanced|upstream's advanced sample on two disks with a software TPM: RAID1 arrays, /home on LUKS2 over an array unlocked by the TPM, swap on both disks, the verity root (read-only, /etc an overlay); the grub scenario's flow: install v1, A/B update to v2 with v2's root hash, commit, a failing update rolls back (does not pass yet: see the README)"
+    "advanced|upstream's advanced sample on two disks with a software TPM: RAID1 arrays, /home on LUKS2 over an array unlocked by the TPM, swap on both disks, the verity root (read-only, /etc an overlay); the grub scenario's flow: install v1, A/B update to v2 with v2's root hash, commit, a failing update rolls back (also in scripts/test.sh)"
     "advanced-plain-root|the advanced scenario without the sample's verity section, on the plain test OS: root-data a plain A/B root on mirrors (RAID, /home encrypted on an array, swap, A/B and the TPM apart from verity)"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
     "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots"
@@ -64,17 +64,17 @@ run_vm_test() {
 
 scenario_grub() {
     export TRIDENT_VM_BOOTLOADER=grub
-    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_uki() {
     export TRIDENT_VM_BOOTLOADER=uki
-    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_type1() {
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_scenario an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_stream_disk_boot() {
@@ -105,7 +105,7 @@ scenario_encryption() {
 
 scenario_advanced() {
     export TRIDENT_VM_BOOTLOADER=grub
-    run_vm_test vm_scenario matrix_upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_advanced_plain_root() {

@@ -4,7 +4,7 @@
 //! section (`--run-ignored`). Serial logs stay in `target/vm-artifacts/`.
 //!
 //! Steps 1-4, one VM
-//! (`an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`):
+//! (`matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`):
 //! an installer VM installs v1 onto its first disk through its tridentd
 //! (reached through the reverse-connect proxy: the guest's `trident-rcp`
 //! dials the harness; after each reboot the OS dials again and the test's
@@ -24,9 +24,10 @@
 //! every operation of B's datastore with its records.
 //!
 //! The same steps on upstream's `advanced` sample
-//! (`matrix_upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`,
-//! `scripts/vm-matrix.sh advanced`; the plain layout above is the CI
-//! scenario and the matrix's `grub`, `uki` and `type1`): two blank disks and a software TPM; the sample
+//! (`upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update`,
+//! the CI scenario and `scripts/vm-matrix.sh advanced`; the plain layout
+//! above is the matrix's `grub`, `uki` and `type1`): two blank disks and a
+//! software TPM; the sample
 //! (`tests/vm/advanced.yaml`, `vm_orchestrator::advanced`) makes twelve
 //! RAID1 arrays, `/home` a LUKS2 volume over one sealed to PCR 7, swap on
 //! both disks, and installs the verity test OS: `/` is `/dev/mapper/root`
@@ -350,24 +351,21 @@ impl Scenario {
     }
 }
 
-/// Scenario steps 1-4 in one VM (see the module docs): the CI scenario
-/// (`scripts/test.sh`) and the GRUB, UKI and Type 1 scenarios of
-/// `scripts/vm-matrix.sh`.
+/// Scenario steps 1-4 in one VM (see the module docs): the GRUB, UKI and
+/// Type 1 scenarios of `scripts/vm-matrix.sh`.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section"]
-async fn an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
+#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh"]
+async fn matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
     scenario("install", Layout::Plain).await;
 }
 
 /// Scenario steps 1-4 in one VM on upstream's `advanced` sample: two disks
 /// of RAID1 arrays, `/home` encrypted on an array and unlocked by the TPM,
-/// swap on both disks, A/B pairs of arrays and the verity root (`advanced`
-/// in `scripts/vm-matrix.sh`; not yet passing: the verity test OS's
-/// reverse-connect agent does not reach the harness, see tests/README.md).
+/// swap on both disks, A/B pairs of arrays and the verity root (the CI
+/// scenario: `scripts/test.sh`; `advanced` in `scripts/vm-matrix.sh`).
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh"]
-async fn matrix_upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update()
- {
+#[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section"]
+async fn upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update() {
     scenario("advanced", Layout::Advanced(advanced::Root::Verity)).await;
 }
 
