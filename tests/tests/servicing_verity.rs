@@ -31,10 +31,15 @@ const PART_TYPE_XBOOTLDR: &str = "bc13c2ff-59e6-4262-a352-b275fd6f7172";
 /// ext4 image `name.img` of `size` from `tree`, with 4 KiB blocks (as a
 /// verity root needs them: the dm-verity device's block size).
 fn ext4(dir: &Path, name: &str, tree: &Path, size: &str) -> PathBuf {
+    ext4_with_blocks(dir, name, tree, size, 4096)
+}
+
+/// ext4 image `name.img` of `size` from `tree` with `block_size`-byte blocks.
+fn ext4_with_blocks(dir: &Path, name: &str, tree: &Path, size: &str, block_size: u32) -> PathBuf {
     let image = dir.join(format!("{name}.img"));
     mini_os::sh(
         Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-b", "4096", "-d"])
+            .args(["-q", "-F", "-b", &block_size.to_string(), "-d"])
             .arg(tree)
             .arg(&image)
             .arg(size),
@@ -51,8 +56,8 @@ fn write(path: PathBuf, text: &str) {
 /// (kernel and initrd), `/var` and a root packed `verity=yes`, whose
 /// `/boot` and `/var` are empty mount points (nothing can make a mount
 /// point in a read-only root: `/var/lib/trident` and the overlay's are
-/// made on `/var`).
-fn verity_os(dir: &Path) -> FixtureOutput {
+/// made on `/var`). Its root's ext4 has `root_block_size`-byte blocks.
+fn verity_os(dir: &Path, root_block_size: u32) -> FixtureOutput {
     let root = dir.join("root-tree");
     let os_release = "ID=mini\nVERSION_ID=verity\nPRETTY_NAME=\"Mini verity\"\n";
     write(root.join("etc/os-release"), os_release);
@@ -91,7 +96,7 @@ fn verity_os(dir: &Path) -> FixtureOutput {
         ImagePartition::new(image, name, t.parse().unwrap(), fs, uuid.trim(), mount)
     };
     let mut root_part = part(
-        ext4(dir, "root", &root, "16M"),
+        ext4_with_blocks(dir, "root", &root, "16M", root_block_size),
         "root",
         PART_TYPE_ROOT_X86_64,
         "ext4",
@@ -187,7 +192,7 @@ async fn a_verity_root_is_installed_verifying_configured_through_the_etc_overlay
     }
     let f = servicing_support::Fixture::new();
     let dir = f.dir.path();
-    let image = verity_os(dir);
+    let image = verity_os(dir, 4096);
     let root_hash = mini_os::cosi_verity_root_hash(&image.path, "/");
     let d = mini_os::uefi_daemon(dir).await;
     let mut c = Clients::new(&d).await;
@@ -246,5 +251,74 @@ async fn a_verity_root_is_installed_verifying_configured_through_the_etc_overlay
         "{:?}",
         status.verity_root_hashes
     );
+    assert_eq!(mini_os::loop_devices_on(&f.disk), "");
+}
+
+/// A root whose ext4 blocks (1 KiB, what mke2fs picks for a small image)
+/// are smaller than dm-verity's 4 KiB data blocks would install and then
+/// fail to mount at boot: the install is refused before the disk is
+/// touched (no partition table, no ESP, no boot variable), with a
+/// structured error naming the verity device and both block sizes, and
+/// the host stays not provisioned. Needs no root: the refusal comes before
+/// any loop device or mount.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_verity_root_with_blocks_smaller_than_the_verity_data_blocks_is_refused_before_the_disk_is_written()
+ {
+    use trident_proto::v1::TridentErrorKind;
+    use trident_proto::v1preview::ServicingState;
+
+    let f = servicing_support::Fixture::new();
+    let dir = f.dir.path();
+    let image = verity_os(dir, 1024);
+    let d = mini_os::uefi_daemon(dir).await;
+    let mut c = Clients::new(&d).await;
+    let run = c.install(&config(&image, &f.disk)).await;
+    assert!(
+        !run.succeeded(),
+        "a 1 KiB-block verity root must be refused"
+    );
+    let error = run.error();
+    assert_eq!(
+        error.kind,
+        TridentErrorKind::InvalidInputError as i32,
+        "{error:?}"
+    );
+    assert_eq!(
+        error.subkind, "image-does-not-match-configuration",
+        "{error:?}"
+    );
+    for says in [
+        "'storage.verity[0]'",
+        "verity device 'root'",
+        "'/' filesystem has 1024-byte ext4 blocks",
+        "at least 4096 bytes",
+    ] {
+        assert!(
+            error.error_message.contains(says),
+            "wanted {says:?} in: {}",
+            error.error_message
+        );
+    }
+    let location = error.location.as_ref().unwrap();
+    assert!(
+        location.path.ends_with("engine/verity.rs") && location.line > 0,
+        "{location:?}"
+    );
+    // Nothing was written: the disk-image file is still all zeros (no
+    // partition table, no ESP), no boot variable was set, and the Host
+    // Status records no install.
+    let disk = std::fs::read(&f.disk).unwrap();
+    assert!(
+        disk == vec![0u8; disk.len()],
+        "the disk was written before the refusal"
+    );
+    let efivars: Vec<_> = std::fs::read_dir(dir.join("efivars"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(efivars.is_empty(), "boot variables written: {efivars:?}");
+    assert_eq!(c.state().await, ServicingState::NotProvisioned);
+    let last = c.last_error().await.unwrap();
+    assert_eq!(last.subkind, "image-does-not-match-configuration");
     assert_eq!(mini_os::loop_devices_on(&f.disk), "");
 }

@@ -18,6 +18,7 @@ use trident_host::Subkind;
 use trident_host::config::HostConfiguration;
 use trident_host::status::{AbVolume, HostStatus};
 
+use super::verity::{VerityFilesystem, check_block_sizes, verity_filesystems};
 use super::write::{BootCheck, ImageTargets, WrittenImage, write_image};
 use crate::servicing::block_device::{BlockDevices, ResolvedDevice, Targets, create_all};
 use crate::servicing::new_root::NewRoot;
@@ -59,8 +60,14 @@ storage:
     serde_saphyr::from_str(&yaml).unwrap()
 }
 
-/// A COSI of an ESP and a real ext4 root, with its hash tree if `verity`.
+/// A COSI of an ESP and a real ext4 root (4 KiB blocks), with its hash
+/// tree if `verity`.
 fn cosi(dir: &Path, verity: bool) -> (String, String) {
+    cosi_with_blocks(dir, verity, 4096)
+}
+
+/// [`cosi`] with a root of `block_size`-byte ext4 blocks.
+fn cosi_with_blocks(dir: &Path, verity: bool, block_size: u32) -> (String, String) {
     let esp = dir.join("esp.img");
     fs::write(&esp, vec![0x5a; 1 << 20]).unwrap();
     let tree = dir.join("tree");
@@ -71,7 +78,15 @@ fn cosi(dir: &Path, verity: bool) -> (String, String) {
     let root = dir.join("root.img");
     fs::write(&root, vec![0u8; 8 << 20]).unwrap();
     let made = Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-U", ROOT_UUID, "-d"])
+        .args([
+            "-q",
+            "-F",
+            "-b",
+            &block_size.to_string(),
+            "-U",
+            ROOT_UUID,
+            "-d",
+        ])
         .arg(&tree)
         .arg(&root)
         .status()
@@ -79,7 +94,8 @@ fn cosi(dir: &Path, verity: bool) -> (String, String) {
     assert!(made.success());
     let mut spec = ImagesSpec::esp_and_root(esp, root, ROOT_UUID, "ID=debian\n");
     spec.partitions[1].verity = verity;
-    let out = writer::pack_images(&spec, &dir.join(format!("verity-{verity}.cosi"))).unwrap();
+    let name = format!("verity-{verity}-{block_size}.cosi");
+    let out = writer::pack_images(&spec, &dir.join(name)).unwrap();
     (
         format!("file://{}", out.path.display()),
         out.metadata_sha384,
@@ -223,6 +239,31 @@ fn an_image_without_the_tree_is_refused_before_anything_is_written() {
         err.message()
     );
     assert!(fs::read(&disk).unwrap() == before, "nothing written");
+}
+
+#[test]
+fn a_verity_root_with_blocks_smaller_than_the_verity_data_blocks_is_refused_from_its_superblock() {
+    let dir = tempfile::tempdir().unwrap();
+    let on_verity = verity_filesystems(&hc(Path::new("unused")));
+    assert_eq!(
+        on_verity,
+        [VerityFilesystem {
+            mount_point: "/".to_owned(),
+            device_id: "root".to_owned(),
+            key: "storage.verity[0]".to_owned(),
+        }]
+    );
+    let (url, sha) = cosi_with_blocks(dir.path(), true, 1024);
+    let err = check_block_sizes(&url, &sha, &on_verity).unwrap_err();
+    assert_eq!(err.subkind(), Subkind::ImageDoesNotMatchConfiguration);
+    let message = err.message();
+    for says in ["'storage.verity[0]'", "'root'", "1024-byte", "4096"] {
+        assert!(message.contains(says), "{says:?} in {message}");
+    }
+    let (url, sha) = cosi(dir.path(), true);
+    check_block_sizes(&url, &sha, &on_verity).unwrap();
+    // No verity filesystem: the image is not even opened.
+    check_block_sizes("file:///nonexistent.cosi", &sha, &[]).unwrap();
 }
 
 #[test]

@@ -64,12 +64,22 @@ pub fn uuid_of(head: &[u8; 2048]) -> Option<String> {
     (!uuid.is_nil()).then(|| uuid.hyphenated().to_string())
 }
 
+/// The block size of the ext2/3/4 filesystem whose first bytes are
+/// `head`: its superblock at byte 1024 has the magic 0xEF53 at 56 and
+/// `s_log_block_size` at 24 (block size = 1 KiB << n; n <= 6, 64 KiB, is
+/// all mke2fs makes). `None` when `head` is no ext superblock or too short
+/// to hold one.
+pub fn ext_block_size(head: &[u8]) -> Option<u64> {
+    let magic = head.get(1080..1082)?;
+    let log_block = head.get(1048..1052)?;
+    let log_block = u32::from_le_bytes([log_block[0], log_block[1], log_block[2], log_block[3]]);
+    (u16::from_le_bytes([magic[0], magic[1]]) == 0xEF53 && log_block <= 6)
+        .then(|| 1024u64 << log_block)
+}
+
 /// The filesystem a volume's first 2 KiB describe.
 pub fn kind_of(head: &[u8; 2048]) -> Option<FsKind> {
-    // ext2/3/4: magic 0xEF53 at 1024+56, a sane block size (1 KiB << n, n <= 6).
-    let ext_magic = u16::from_le_bytes([head[1080], head[1081]]);
-    let log_block = u32::from_le_bytes([head[1048], head[1049], head[1050], head[1051]]);
-    if ext_magic == 0xEF53 && log_block <= 6 {
+    if ext_block_size(head).is_some() {
         return Some(FsKind::Ext4);
     }
     if &head[0..4] == b"XFSB" {
@@ -84,6 +94,7 @@ pub fn kind_of(head: &[u8; 2048]) -> Option<FsKind> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests fail loudly on purpose
 mod tests {
     use super::*;
 
@@ -108,5 +119,50 @@ mod tests {
         let mut xfs = [0u8; 2048];
         xfs[0..4].copy_from_slice(b"XFSB");
         assert_eq!(kind_of(&xfs), Some(FsKind::Xfs));
+    }
+
+    /// The first 2 KiB of a real `mkfs.ext4 -b <block_size>` image.
+    fn mkfs_ext4_head(block_size: u32) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("fs.img");
+        std::fs::File::create(&image)
+            .unwrap()
+            .set_len(8 << 20)
+            .unwrap();
+        let made = std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-b", &block_size.to_string()])
+            .arg(&image)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let mut head = std::fs::read(&image).unwrap();
+        head.truncate(2048);
+        head
+    }
+
+    #[test]
+    fn the_ext4_block_size_is_read_from_the_superblock() {
+        assert_eq!(ext_block_size(&mkfs_ext4_head(4096)), Some(4096));
+        assert_eq!(ext_block_size(&mkfs_ext4_head(1024)), Some(1024));
+        assert_eq!(ext_block_size(&mkfs_ext4_head(2048)), Some(2048));
+    }
+
+    #[test]
+    fn no_ext_block_size_for_other_filesystems_or_truncated_heads() {
+        let mut xfs = [0u8; 2048];
+        xfs[0..4].copy_from_slice(b"XFSB");
+        assert_eq!(ext_block_size(&xfs), None);
+        assert_eq!(ext_block_size(&[0u8; 2048]), None);
+        // The magic with an impossible block size (1 KiB << 40) is no ext.
+        let mut bogus = [0u8; 2048];
+        bogus[1080..1082].copy_from_slice(&0xEF53u16.to_le_bytes());
+        bogus[1048] = 40;
+        assert_eq!(ext_block_size(&bogus), None);
+        // Cut anywhere, a real superblock gives no answer and no panic.
+        let head = mkfs_ext4_head(4096);
+        for len in [0, 1, 1024, 1051, 1052, 1081] {
+            assert_eq!(ext_block_size(&head[..len]), None, "{len} bytes");
+        }
+        assert_eq!(ext_block_size(&head[..1082]), Some(4096));
     }
 }
