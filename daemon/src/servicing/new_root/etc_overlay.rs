@@ -102,6 +102,7 @@ impl Drop for EtcOverlay {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests fail loudly on purpose
 mod tests {
     use super::*;
 
