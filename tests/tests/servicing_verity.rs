@@ -9,7 +9,9 @@
 //! upper directory, the boot entry carries the verity arguments, and the
 //! Host Status handed to the installed OS records the root hash. The VM
 //! scenario `verity` (tests/tests/vm_verity.rs) boots such a root. Needs
-//! root.
+//! root. A root whose ext4 blocks are smaller than dm-verity's 4 KiB data
+//! blocks (it would not mount at boot) is refused before anything is
+//! written, at install and at A/B update.
 
 #![allow(clippy::unwrap_used)]
 
@@ -320,5 +322,90 @@ async fn a_verity_root_with_blocks_smaller_than_the_verity_data_blocks_is_refuse
     assert_eq!(c.state().await, ServicingState::NotProvisioned);
     let last = c.last_error().await.unwrap();
     assert_eq!(last.subkind, "image-does-not-match-configuration");
+    assert_eq!(mini_os::loop_devices_on(&f.disk), "");
+}
+
+/// [`config`] with the root's data and hash devices and the overlay on A/B
+/// volume pairs (as upstream's `advanced` sample has them), shrunk to fit
+/// the test disk twice.
+fn ab_config(image: &FixtureOutput, disk: &Path) -> String {
+    let yaml = config(image, disk)
+        .replace(
+            "    - { id: root-data, type: root, size: 32M }\n",
+            "    - { id: data-a, type: root, size: 18M }\n    - { id: data-b, type: root, size: 18M }\n",
+        )
+        .replace(
+            "    - { id: root-hash, type: root-verity, size: 8M }\n",
+            "    - { id: hash-a, type: root-verity, size: 2M }\n    - { id: hash-b, type: root-verity, size: 2M }\n",
+        )
+        .replace(
+            "    - { id: trident-overlay, type: linux-generic, size: 16M }\n",
+            "    - { id: overlay-a, type: linux-generic, size: 8M }\n    - { id: overlay-b, type: linux-generic, size: 8M }\n",
+        )
+        .replace(
+            "  filesystems:\n",
+            "  abUpdate:\n    volumePairs:\n    - { id: root-data, volumeAId: data-a, volumeBId: data-b }\n    \
+             - { id: root-hash, volumeAId: hash-a, volumeBId: hash-b }\n    \
+             - { id: trident-overlay, volumeAId: overlay-a, volumeBId: overlay-b }\n  filesystems:\n",
+        );
+    for id in ["data-b", "hash-b", "overlay-b"] {
+        assert!(yaml.contains(&format!("id: {id},")), "{yaml}");
+    }
+    yaml
+}
+
+/// The same refusal at an A/B update of a verity host: before the inactive
+/// volume is written, the host staying provisioned on volume A.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ab_update_to_a_verity_root_with_small_blocks_is_refused_before_the_inactive_volume_is_written()
+ {
+    if !mini_os::running_as_root() {
+        eprintln!("SKIP: the install before the update needs root (loop devices, mount)");
+        return;
+    }
+    use trident_proto::v1preview::ServicingState;
+
+    let f = servicing_support::Fixture::new();
+    let dir = f.dir.path();
+    let v1 = verity_os(&dir.join("v1"), 4096);
+    let d = mini_os::uefi_daemon(dir).await;
+    let mut c = Clients::new(&d).await;
+    c.install(&ab_config(&v1, &f.disk)).await.assert_success();
+    mini_os::set_booted_entry(dir, "trident-volume-a.conf");
+    c.commit().await.assert_success();
+    assert_eq!(c.state().await, ServicingState::Provisioned);
+
+    let v2 = verity_os(&dir.join("v2"), 1024);
+    let stage = c.update_stage(&ab_config(&v2, &f.disk)).await;
+    assert!(
+        !stage.succeeded(),
+        "a 1 KiB-block verity root must be refused"
+    );
+    let error = stage.error();
+    assert_eq!(
+        error.subkind, "image-does-not-match-configuration",
+        "{error:?}"
+    );
+    assert!(
+        error.error_message.contains("'storage.verity[0]'")
+            && error.error_message.contains("1024-byte"),
+        "{}",
+        error.error_message
+    );
+    for inactive in ["data-b", "hash-b"] {
+        let p = mini_os::partition(&f.disk, inactive);
+        let mut bytes = vec![0u8; p.size as usize];
+        std::os::unix::fs::FileExt::read_exact_at(
+            &std::fs::File::open(&f.disk).unwrap(),
+            &mut bytes,
+            p.offset,
+        )
+        .unwrap();
+        assert!(
+            bytes.iter().all(|b| *b == 0),
+            "{inactive} was written before the refusal"
+        );
+    }
+    assert_eq!(c.state().await, ServicingState::Provisioned);
     assert_eq!(mini_os::loop_devices_on(&f.disk), "");
 }
