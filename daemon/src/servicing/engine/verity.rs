@@ -130,9 +130,10 @@ const SUPERBLOCK_HEAD: usize = 2048;
 /// [`VERITY_DATA_BLOCK_SIZE`]: it would install, then fail to mount at
 /// boot. The archive is read front to back, so this reads (and
 /// hash-checks) the regions before each such filesystem's and the first
-/// 2 KiB of it, then stops; those bytes are checked against the metadata's
-/// hash when the write step streams the region. Filesystems the image
-/// lacks are left to the write step's checks. Blocking.
+/// 2 KiB of it, then stops: those 2 KiB are not hash-checked here (that
+/// takes the whole region); the write step checks every byte it writes.
+/// Filesystems the image lacks are left to the write step's checks.
+/// Blocking.
 pub fn check_block_sizes(
     url: &str,
     sha384: &str,
