@@ -12,7 +12,7 @@ use super::new_root_step::{NewRootRequest, service_new_root};
 use super::plan::{Halves, StepPlan};
 use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use super::step::{blocking, next_status, script_phase, stage_extensions, validate_phase};
-use super::{handoff, verity, write};
+use super::{handoff, verity_blocks, write};
 use crate::servicing::block_device::{self, BlockDevices, Targets};
 use crate::servicing::scripts::{ScriptEnv, ServicingType};
 use crate::servicing::{install_safety, new_storage};
@@ -58,7 +58,7 @@ async fn stage(
     install_safety::check(&ctx.engine.install_safety, &disks)?;
     // An image a verity device cannot serve is refused before the disk is
     // partitioned.
-    verity::check_image_block_sizes(&hc, verity::verity_filesystems(&hc)).await?;
+    verity_blocks::check_image_block_sizes(&hc, verity_blocks::verity_filesystems(&hc)).await?;
     if let Some(path) = hc.datastore_path() {
         ctx.engine
             .switch_datastore(&PathBuf::from(path), &ctx.ids())?;

@@ -15,6 +15,7 @@ pub mod step;
 pub mod unrecorded;
 pub mod update;
 pub mod verity;
+pub mod verity_blocks;
 #[cfg(test)]
 mod verity_tests;
 pub mod write;

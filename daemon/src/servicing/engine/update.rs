@@ -13,7 +13,7 @@ use super::new_root_step::{NewRootRequest, service_new_root};
 use super::plan::{Halves, StepPlan};
 use super::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use super::step::{blocking, next_status, script_phase, stage_extensions, validate_phase};
-use super::{handoff, runtime_update, verity, write};
+use super::{handoff, runtime_update, verity_blocks, write};
 use crate::servicing::block_device::{self, BlockDevices, Targets};
 use crate::servicing::extensions::{self, ExtensionKind};
 use crate::servicing::new_root::SharedFs;
@@ -170,11 +170,11 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     }
     tracing::info!(active = %active, target = %inactive, "staging A/B update into the inactive volume");
     let hash_trees = devices.verity_hash_targets(Targets::AbUpdate { volume: inactive })?;
-    let serviced = verity::verity_filesystems(&hc)
+    let serviced = verity_blocks::verity_filesystems(&hc)
         .into_iter()
         .filter(|fs| hash_trees.contains_key(&fs.mount_point))
         .collect();
-    verity::check_image_block_sizes(&hc, serviced).await?;
+    verity_blocks::check_image_block_sizes(&hc, serviced).await?;
     let written = write::write_step(ctx, &current, &hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
     let verity_root_hashes = written.verity_root_hashes.clone();

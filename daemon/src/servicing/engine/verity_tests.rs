@@ -18,7 +18,7 @@ use trident_host::Subkind;
 use trident_host::config::HostConfiguration;
 use trident_host::status::{AbVolume, HostStatus};
 
-use super::verity::{VerityFilesystem, check_block_sizes, verity_filesystems};
+use super::verity_blocks::{VerityFilesystem, check_block_sizes, verity_filesystems};
 use super::write::{BootCheck, ImageTargets, WrittenImage, write_image};
 use crate::servicing::block_device::{BlockDevices, ResolvedDevice, Targets, create_all};
 use crate::servicing::new_root::NewRoot;
