@@ -154,7 +154,8 @@ pub fn marker_field<'a>(line: &'a str, field: &str) -> &'a str {
 /// the array `root-data-{volume}` (with verity: `/dev/mapper/root` over it,
 /// see [`assert_verity_root`]); every array running, a mirror, none
 /// degraded; `/home` unlocked by the TPM (nothing types a passphrase on
-/// the serial console) and mounted; swap on both disks. `line`: the boot's
+/// the serial console) and mounted, with nothing under its mount point on
+/// the root filesystem; swap on both disks. `line`: the boot's
 /// ready marker, `serial`: the console so far, `root_hash`: with verity,
 /// the booted version's (its COSI's).
 pub fn assert_boot(root: Root, root_hash: &str, line: &str, volume: &str, serial: &str) {
@@ -192,6 +193,14 @@ pub fn assert_boot(root: Root, root_hash: &str, line: &str, volume: &str, serial
     assert!(
         !serial.contains("Please enter passphrase"),
         "a passphrase was asked for on the console"
+    );
+    // Servicing wrote the user's home into the shared /home, not under its
+    // mount point in the volume's root (the A/B update binds the running
+    // system's shared filesystems into the new root).
+    assert_eq!(
+        marker_field(line, "home-under"),
+        "empty",
+        "nothing under /home's mount point on the root filesystem: {line}"
     );
     // The marker names each active swap area by its GPT partition name.
     let swap = marker_field(line, "swap");
