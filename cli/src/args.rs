@@ -369,7 +369,7 @@ pub struct LogsArgs {
     /// Keep only records of this servicing operation.
     #[arg(long, value_name = "ID")]
     pub operation: Option<String>,
-    /// Resume strictly after this cursor ("<run_id>:<sequence>").
+    /// Resume strictly after this cursor (`<run_id>:<sequence>`).
     #[arg(long, value_name = "C", conflicts_with = "cursor_file")]
     pub after_cursor: Option<String>,
     /// Resume after the cursor stored in FILE and update it as records are shown.

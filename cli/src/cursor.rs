@@ -1,4 +1,4 @@
-//! The text form of a bus cursor, "<run_id>:<sequence>", and cursor files.
+//! The text form of a bus cursor, `<run_id>:<sequence>`, and cursor files.
 
 use std::path::Path;
 
@@ -6,12 +6,12 @@ use trident_proto::v1::Cursor;
 
 use crate::exit::{CliError, CliResult};
 
-/// Formats a cursor as "<run_id>:<sequence>".
+/// Formats a cursor as `<run_id>:<sequence>`.
 pub fn format(cursor: &Cursor) -> String {
     format!("{}:{}", cursor.run_id, cursor.sequence)
 }
 
-/// Parses "<run_id>:<sequence>".
+/// Parses `<run_id>:<sequence>`.
 pub fn parse(text: &str) -> CliResult<Cursor> {
     let text = text.trim();
     let bad = || {

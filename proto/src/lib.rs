@@ -8,13 +8,25 @@
 pub mod client;
 
 /// The stable package `trident.v1`.
-#[allow(missing_debug_implementations, clippy::all, clippy::pedantic)]
+// Generated from the .proto comments, which quote forms like "sha384:<hex>".
+#[allow(
+    missing_debug_implementations,
+    clippy::all,
+    clippy::pedantic,
+    rustdoc::invalid_html_tags
+)]
 pub mod v1 {
     tonic::include_proto!("trident.v1");
 }
 
 /// The preview package `trident.v1preview`.
-#[allow(missing_debug_implementations, clippy::all, clippy::pedantic)]
+// Generated from the .proto comments, which quote forms like "sha384:<hex>".
+#[allow(
+    missing_debug_implementations,
+    clippy::all,
+    clippy::pedantic,
+    rustdoc::invalid_html_tags
+)]
 pub mod v1preview {
     tonic::include_proto!("trident.v1preview");
 }

@@ -14,9 +14,9 @@
 //! - A VM given a TPM ([`VmSpec::tpm`]) gets a software TPM 2.0: `swtpm
 //!   socket --tpm2` with its state in the VM's work directory, attached as
 //!   `tpm-crb` through QEMU's `-tpmdev emulator` (OVMF measures the boot
-//!   into it), stopped with the VM ([`swtpm`]).
+//!   into it), stopped with the VM (`swtpm`).
 //! - A guest that prints `reboot: machine restart` and then nothing for
-//!   [`REBOOT_STALL`] is reset through QEMU's QMP socket (see [`reboot_stall`]):
+//!   [`REBOOT_STALL`] is reset through QEMU's QMP socket (see `reboot_stall`):
 //!   under TCG the firmware's reset sometimes never completes, and a wait
 //!   would otherwise sit out its whole timeout and fail a sound run.
 
@@ -47,7 +47,7 @@ pub const READY_MARKER: &str = "TRIDENT-TEST-OS-READY";
 const POLL: Duration = Duration::from_millis(500);
 /// How long a guest may stay silent between the kernel's reboot line and
 /// the next kernel's first line before the harness acts
-/// ([`reboot_stall`]). A normal restart prints the firmware's, the boot
+/// (`reboot_stall`). A normal restart prints the firmware's, the boot
 /// loader's or the kernel's lines within about a minute under TCG, even
 /// on a loaded 2-core machine.
 pub const REBOOT_STALL: Duration = Duration::from_secs(240);

@@ -1,7 +1,7 @@
 //! `trident diagnose -o/--output FILE`: one tar archive with
 //! - report.json: versions, host facts, servicing state, last error,
 //!   operation history, and `not_collected` (what could not be had, why);
-//! - records/<operation>.jsonl: the bus records of the last operations
+//! - `records/<operation>.jsonl`: the bus records of the last operations
 //!   (from the daemon), or journal/ (the daemon's journal files, copied as
 //!   they are) when the daemon is down;
 //! - datastore.sqlite: a redacted copy of the datastore, read directly
@@ -18,7 +18,7 @@
 //! Works with the daemon down: everything it can read from files it reads.
 //!
 //! Secrets never enter the bundle: before the archive is written
-//! ([`redact_bundle`]), the report and every text file are redacted with
+//! (`redact_bundle`), the report and every text file are redacted with
 //! the secrets of the stored Host Configurations and every PEM private key
 //! body is removed (`trident_host::redact`).
 

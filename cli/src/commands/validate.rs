@@ -2,7 +2,7 @@
 //! Exit 0 when valid; 4 when the file cannot be loaded or is invalid.
 //! A document this daemon accepts but upstream Trident refuses is valid
 //! here, with one warning per upstream rule it breaks
-//! ([`super::validate_upstream`]).
+//! (`super::validate_upstream`).
 
 use serde::Serialize;
 use trident_proto::v1::HostConfiguration;

@@ -14,7 +14,7 @@ use crate::render::model::Model;
 use crate::render::plain::PlainView;
 use crate::render::tty::{self, TtyStyle};
 
-/// Environment variable that turns colour off (https://no-color.org).
+/// Environment variable that turns colour off (<https://no-color.org>).
 pub const NO_COLOR_ENV: &str = "NO_COLOR";
 /// Least time between two tty redraws.
 const REDRAW_INTERVAL: Duration = Duration::from_millis(100);

@@ -1,7 +1,7 @@
 //! What every servicing command shares: opening the servicing stream with
 //! the CLI's trace context, following it in the live view, writing the
 //! -s/-e files, and the exit code. The plan (Host Configuration, steps) is
-//! in [`plan`], the -e file in [`error_file`], the reboot wait in [`reboot`].
+//! in [`plan`], the -e file in `error_file`, the reboot wait in [`reboot`].
 
 mod error_file;
 mod plan;

@@ -39,7 +39,7 @@ struct Args {
     size: Option<u64>,
     /// Pack mode: one filesystem image per partition, in disk order, as
     /// image=PATH,mount=PATH,fs=TYPE,uuid=FSUUID,type=esp|root|linux|GUID
-    /// [,name=GPT-NAME][,size=SIZE][,verity=yes] (verity: `veritysetup
+    /// [,name=GPT-NAME] [,size=SIZE] [,verity=yes] (verity: `veritysetup
     /// format` makes the filesystem's hash tree, packed as the next
     /// partition and named with its root hash in `images[].verity`).
     #[arg(long = "filesystem", value_parser = parse_filesystem)]

@@ -1,6 +1,6 @@
 //! The one place where every gRPC service of tridentd is registered.
 //!
-//! To add or replace a service: construct it in [`add_services`] from the
+//! To add or replace a service: construct it in `add_services` from the
 //! [`GrpcParts`] (the bus, the servicing engine, the `--disk` candidates)
 //! and pass it to `registry.add(...)`. Health status and reflection pick it
 //! up by name.

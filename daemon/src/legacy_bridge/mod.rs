@@ -12,7 +12,7 @@
 //!
 //! It is an ordinary bus subscriber that lives for that operation, so the
 //! servicing path never waits for it: the endpoints are fed through bounded
-//! queues ([`poster`]), and what cannot be posted is dropped and counted.
+//! queues (`poster`), and what cannot be posted is dropped and counted.
 //! Its own notices (target [`NOTICE_TARGET`]) are on the bus and stderr and
 //! are not forwarded to the logstream.
 

@@ -1,7 +1,7 @@
 //! Delivery across restarts and reboots: a persisted export cursor per
 //! signal (traces, logs), so what one daemon run queued and never delivered
 //! (the reboot cut the export short, the collector was down) is exported by
-//! the next run from the telemetry journal ([`crate::replay`]), and what was
+//! the next run from the telemetry journal (`crate::replay`), and what was
 //! delivered is not sent again.
 //!
 //! The cursor is `STATE_DIR/journal/otlp-<signal>.cursor` (in the journal
@@ -138,7 +138,7 @@ impl DeliveryCursor {
     }
 
     /// A record was queued for export: bus sequence `sequence` of this run
-    /// ([`REPLAYED`] for a record replayed from the journal, `None` when
+    /// (`REPLAYED` for a record replayed from the journal, `None` when
     /// unknown). Never blocks.
     pub fn queued(&self, sequence: Option<u64>) {
         if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =

@@ -1,8 +1,8 @@
 //! `TelemetryService` as one tower service over a bus. Each Watch RPC only
 //! registers a subscriber and streams its batches as the ring's bytes
-//! ([`encoded`]: no decode and re-encode); the unary calls read bus state
+//! (`encoded`: no decode and re-encode); the unary calls read bus state
 //! (`GetLastError` falls back to its owner's [`LastErrorFallback`]).
-//! [`TelemetryGrpc::call`] is the one table of methods, and of the record
+//! `TelemetryGrpc::call` is the one table of methods, and of the record
 //! kinds each Watch method delivers; a test checks that it routes every
 //! method the proto declares.
 

@@ -14,7 +14,7 @@
 //! ([`raid`], which also repairs a host after a disk was replaced:
 //! [`raid::rebuild`]), then LUKS2 volumes sealed to the TPM 2.0 over
 //! partitions or arrays ([`encryption`]). Verity devices resolve to their
-//! data device, their hash trees to their hash device ([`verity`]: nothing
+//! data device, their hash trees to their hash device (`verity`: nothing
 //! to create, the kernel opens them). Verity is refused by validation
 //! (`trident_host::config::unsupported`) before any layer runs, and land
 //! as modules beside them with their issues.

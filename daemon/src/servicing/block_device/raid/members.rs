@@ -33,7 +33,7 @@ pub fn is_block_device(device: &str) -> bool {
     std::fs::metadata(device).is_ok_and(|m| m.file_type().is_block_device())
 }
 
-/// Zeroes the first and last [`WIPE_BYTES`] of `layout`'s byte range.
+/// Zeroes the first and last `WIPE_BYTES` of `layout`'s byte range.
 pub fn wipe_signatures(layout: &PartitionLayout) -> Result<(), TridentError> {
     let file = OpenOptions::new()
         .write(true)
