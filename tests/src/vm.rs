@@ -300,6 +300,7 @@ impl Vm {
         let deadline = Instant::now() + timeout;
         let mut stall = reboot_stall::StallWatch::default();
         let mut kicked = false;
+        let registers_file = self.serial_log.with_extension("stall-registers.txt");
         loop {
             let bytes = fs::read(&self.serial_log).unwrap_or_default();
             match stall.stalled(&bytes, REBOOT_STALL) {
@@ -319,13 +320,12 @@ impl Vm {
                     let registers = reboot_stall::kick(&self.qmp).with_context(|| {
                         format!("vm {}: kicking a stalled boot loader", self.name)
                     })?;
-                    let saved = self.serial_log.with_extension("stall-registers.txt");
-                    fs::write(&saved, registers)?;
+                    fs::write(&registers_file, registers)?;
                     println!(
                         "vm {}: the boot loader silent for {REBOOT_STALL:?} before the kernel; \
                          vCPUs stopped and resumed (registers in {})",
                         self.name,
-                        saved.display()
+                        registers_file.display()
                     );
                     stall = reboot_stall::StallWatch::default();
                 }
@@ -334,9 +334,7 @@ impl Vm {
                      kernel, even after its vCPUs were stopped and resumed (a TCG stall; \
                      registers in {}); serial tail:\n{}",
                     self.name,
-                    self.serial_log
-                        .with_extension("stall-registers.txt")
-                        .display(),
+                    registers_file.display(),
                     self.tail()
                 ),
                 None => {}

@@ -70,11 +70,9 @@ pub fn uuid_of(head: &[u8; 2048]) -> Option<String> {
 /// all mke2fs makes). `None` when `head` is no ext superblock or too short
 /// to hold one.
 pub fn ext_block_size(head: &[u8]) -> Option<u64> {
-    let magic = head.get(1080..1082)?;
-    let log_block = head.get(1048..1052)?;
-    let log_block = u32::from_le_bytes([log_block[0], log_block[1], log_block[2], log_block[3]]);
-    (u16::from_le_bytes([magic[0], magic[1]]) == 0xEF53 && log_block <= 6)
-        .then(|| 1024u64 << log_block)
+    let magic = u16::from_le_bytes(head.get(1080..1082)?.try_into().ok()?);
+    let log_block = u32::from_le_bytes(head.get(1048..1052)?.try_into().ok()?);
+    (magic == 0xEF53 && log_block <= 6).then(|| 1024u64 << log_block)
 }
 
 /// The filesystem a volume's first 2 KiB describe.
