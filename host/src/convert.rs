@@ -8,7 +8,7 @@
 //! an invalid-input `invalid-request` error).
 
 use crate::error::{Subkind, TridentError};
-use crate::names::NoCounterpart;
+use crate::kebab_name::NoCounterpart;
 
 /// Why a wire message does not convert into the host model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -8,6 +8,7 @@ pub mod config;
 pub mod convert;
 pub mod datastore;
 pub mod error;
+pub mod kebab_name;
 pub mod names;
 pub mod redact;
 pub mod status;
@@ -15,4 +16,4 @@ pub mod time_util;
 
 pub use convert::InvalidMessage;
 pub use error::{Category, ContextExt, ErrorRecord, ResultExt, Subkind, TridentError};
-pub use names::{KebabName, NoCounterpart};
+pub use kebab_name::{KebabName, NoCounterpart};

@@ -11,18 +11,8 @@ use trident_proto::v1::{ServicingKind, TridentErrorKind};
 use trident_proto::v1preview::{AbVolumeState, ServicingState as ProtoState};
 
 use crate::error::Category;
+use crate::kebab_name::{KebabName, NoCounterpart};
 use crate::status::{AbVolume, ServicingState};
-
-/// A value's kebab-case name, the spelling users and files see.
-pub trait KebabName: Copy {
-    fn kebab_name(self) -> &'static str;
-}
-
-/// A protobuf enum value that has no counterpart in the host model
-/// (UNSPECIFIED, or a state this daemon never enters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("{0} has no counterpart in the host model")]
-pub struct NoCounterpart(pub &'static str);
 
 /// Declares, for a host enum, each variant's kebab-case name and its
 /// protobuf counterpart: one table, three impls (KebabName, From, TryFrom).

@@ -8,7 +8,7 @@ use trident_proto::v1preview::{AbVolumeState, ServicingState as ProtoState};
 
 use crate::config::{HostConfiguration, RaidLevel};
 use crate::error::{ErrorRecord, ResultExt, Subkind, TridentError};
-use crate::names::KebabName;
+use crate::kebab_name::KebabName;
 
 /// Upstream servicing states (kebab-case in YAML).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -21,6 +21,7 @@ pub mod ids;
 pub mod interrupted;
 pub mod journal;
 pub mod layer;
+mod open;
 pub mod operation;
 pub mod overall;
 pub mod progress;

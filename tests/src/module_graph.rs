@@ -8,6 +8,8 @@
 //! module, its own file and each child subtree are one node, and a cycle
 //! among those nodes is a layering cycle (two parts of the tree that name
 //! each other). A cycle between files is always one at some level.
+//! [`file_cycles`] finds circles of files across folders, leaving out a
+//! module and its own descendants.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -505,6 +507,53 @@ pub fn layer_cycles(graph: &ModuleGraph) -> Vec<LayerCycle> {
         }
     }
     cycles
+}
+
+/// One circle of files: these file modules name each other, through
+/// `from -> to (path)` edges.
+#[derive(Debug)]
+pub struct FileCycle {
+    pub files: Vec<String>,
+    pub evidence: Vec<String>,
+}
+
+/// Every circle of files of `graph`: file modules that name each other,
+/// leaving out what a module and its own descendants name of each other (a
+/// `mod.rs` re-exporting its children, children naming their parent's
+/// shared types: one unit, by Rust's own layout). What remains are
+/// siblings or cousins that depend on each other, the circles a reader
+/// cannot untangle by reading one folder.
+pub fn file_cycles(graph: &ModuleGraph) -> Vec<FileCycle> {
+    let inside = |a: &ModPath, b: &ModPath| a.len() <= b.len() && b[..a.len()] == a[..];
+    let mut adjacency: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut evidence: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for edge in &graph.edges {
+        if inside(&edge.from, &edge.to) || inside(&edge.to, &edge.from) {
+            continue;
+        }
+        if !graph.files.contains_key(&edge.from) || !graph.files.contains_key(&edge.to) {
+            continue;
+        }
+        let (a, b) = (display(&edge.from), display(&edge.to));
+        adjacency.entry(a.clone()).or_default().insert(b.clone());
+        evidence
+            .entry((a.clone(), b.clone()))
+            .or_default()
+            .push(format!("{a} -> {b} ({})", edge.evidence));
+    }
+    strongly_connected(&adjacency)
+        .into_iter()
+        .filter(|component| component.len() > 1)
+        .map(|files| {
+            let members: BTreeSet<&String> = files.iter().collect();
+            let evidence = evidence
+                .iter()
+                .filter(|((a, b), _)| members.contains(a) && members.contains(b))
+                .flat_map(|(_, lines)| lines.iter().cloned())
+                .collect();
+            FileCycle { files, evidence }
+        })
+        .collect()
 }
 
 /// A module path as written from the root (`(root)` for the root).

@@ -9,4 +9,5 @@ pub mod model;
 pub mod overall;
 pub mod phase;
 pub mod plain;
+pub mod summary;
 pub mod tty;

@@ -220,7 +220,7 @@ fn outcome_lines(model: &Model, clock: &str, out: &mut Vec<String>) {
     };
     out.push(format!(
         "{clock} {}",
-        super::overall::summary(model, outcome)
+        super::summary::summary(model, outcome)
     ));
     if let Some(view) = model.error_view() {
         out.extend(view.text_lines());

@@ -111,7 +111,7 @@ pub fn failure_block(model: &Model, style: &TtyStyle) -> Vec<String> {
     let Some(outcome) = &model.outcome else {
         return lines;
     };
-    lines.push(super::overall::summary(model, outcome));
+    lines.push(super::summary::summary(model, outcome));
     if outcome.status == StatusCode::Success {
         return lines;
     }

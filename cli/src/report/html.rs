@@ -2,18 +2,17 @@
 //! and SVG, no script, no external asset) a support engineer opens in any
 //! browser: the operation's span waterfall, its phases with throughput,
 //! the structured error with context and causes, recent logs and the Host
-//! Status. Every piece of text from the daemon goes through [`escape`], so
+//! Status. Every piece of text from the daemon goes through
+//! [`escape`](super::escape::escape), so
 //! a log message cannot inject markup.
 
 use serde_json::Value;
 use trident_proto::v1::{ErrorReport, LogRecord, OperationRecord, ProgressRecord, Record, record};
 
+use super::escape::escape;
 use super::html_sections::{error_section, host_status_section, logs_section, phases_section};
 use super::spans::spans;
 use super::waterfall::waterfall_svg;
-
-/// How many of the operation's last log records the page lists.
-pub const RECENT_LOGS: usize = 200;
 
 /// What the page is built from (all of it already fetched by `diagnose`).
 #[derive(Debug, Default)]
@@ -56,22 +55,6 @@ fn sort(records: &[Record]) -> Sorted<'_> {
         }
     }
     sorted
-}
-
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
@@ -129,14 +112,6 @@ fn summary(completed: Option<&OperationRecord>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_neutralises_markup() {
-        assert_eq!(
-            escape("<script>alert('x')</script> & \"q\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
-        );
-    }
 
     #[test]
     fn a_log_message_with_a_script_tag_stays_text() {

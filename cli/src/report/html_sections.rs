@@ -8,9 +8,12 @@ use std::time::Duration;
 use serde_json::Value;
 use trident_proto::v1::{ErrorReport, LogLevel, LogRecord, ProgressRecord, ProgressUnit, Record};
 
-use super::html::{RECENT_LOGS, escape};
+use super::escape::escape;
 use super::spans::micros;
 use crate::render::format;
+
+/// How many of the operation's last log records the page lists.
+pub const RECENT_LOGS: usize = 200;
 
 /// Phases (last record of each, in order of first appearance) with done /
 /// total, duration and, for byte phases, throughput in bytes/s.

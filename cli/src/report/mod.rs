@@ -5,6 +5,7 @@
 //! daemon.
 
 pub mod chrome;
+mod escape;
 pub mod html;
 mod html_sections;
 pub mod spans;

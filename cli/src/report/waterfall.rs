@@ -2,7 +2,7 @@
 //! opening order, indented by depth, its bar placed and sized on the
 //! operation's time axis.
 
-use super::html::escape;
+use super::escape::escape;
 use super::spans::{Span, horizon};
 
 const ROW: usize = 20;

@@ -5,6 +5,7 @@
 pub mod decode_status;
 pub mod idle;
 pub mod listener;
+pub mod peer;
 pub mod refusal_log;
 pub mod security;
 pub mod shutdown;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::security::PeerInfo;
+use super::peer::PeerInfo;
 
 /// Default for `--refused-peer-log-interval`.
 pub const DEFAULT_REFUSED_PEER_LOG_INTERVAL: &str = "1m";

@@ -4,11 +4,8 @@
 //! looser permissions than intended still does not open the API.
 
 use std::{
-    fmt, fs,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    fs,
+    sync::atomic::Ordering,
     task::{Context, Poll},
 };
 
@@ -17,6 +14,7 @@ use tonic::body::Body;
 use tower::{Layer, Service};
 
 use super::ServerError;
+use super::peer::{PeerAccess, PeerInfo};
 use super::refusal_log::RefusalLog;
 
 /// Fails unless the effective user is root.
@@ -109,42 +107,6 @@ fn supplementary_groups(pid: i32) -> Vec<u32> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Outcome of the peer check for one connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PeerAccess {
-    /// May call every RPC.
-    Allowed,
-    /// Every RPC is answered PERMISSION_DENIED with this message.
-    Denied(String),
-}
-
-/// Credentials and access decision of one connection (SO_PEERCRED), put in
-/// each request's extensions by tonic.
-#[derive(Debug, Clone)]
-pub struct PeerInfo {
-    /// Peer user id.
-    pub uid: u32,
-    /// Peer primary group id.
-    pub gid: u32,
-    /// Peer process id, when the kernel reports it.
-    pub pid: Option<i32>,
-    /// Whether this peer may call the API.
-    pub access: PeerAccess,
-    /// Set by the first request on the connection: ends its handshake
-    /// (see `listener::connection::HANDSHAKE_TIMEOUT`).
-    pub request_seen: Arc<AtomicBool>,
-}
-
-impl fmt::Display for PeerInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "uid {} gid {}", self.uid, self.gid)?;
-        if let Some(pid) = self.pid {
-            write!(f, " pid {pid}")?;
-        }
-        Ok(())
-    }
 }
 
 /// Tower layer answering PERMISSION_DENIED for peers that failed the check

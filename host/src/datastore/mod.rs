@@ -20,7 +20,7 @@ pub use operations::{OperationEnd, OperationResult, OperationRow, OperationStart
 pub use schema::SCHEMA_VERSION;
 
 use crate::error::{ContextExt, ErrorRecord, ResultExt, Subkind, TridentError};
-use crate::names::KebabName;
+use crate::kebab_name::KebabName;
 use crate::status::HostStatus;
 use crate::time_util;
 

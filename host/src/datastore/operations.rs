@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Datastore;
 use crate::error::{ErrorRecord, ResultExt, Subkind, TridentError};
-use crate::names::KebabName;
+use crate::kebab_name::KebabName;
 use crate::time_util;
 
 /// Outcome of an operation.

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::names::KebabName;
+use crate::kebab_name::KebabName;
 
 /// The upstream error category. Decides the CLI exit code and the gRPC
 /// status code of an error returned outside a servicing stream.

@@ -17,7 +17,7 @@ use std::panic::Location as CallerLocation;
 pub use kind::{Category, Subkind};
 pub use record::{ContextEntry, ErrorRecord, SourceLocation, last_error_yaml};
 
-use crate::names::KebabName;
+use crate::kebab_name::KebabName;
 
 /// A structured Trident error. Cheap to move (boxed).
 pub struct TridentError(Box<Inner>);

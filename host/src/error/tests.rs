@@ -1,5 +1,5 @@
 use super::*;
-use crate::names::KebabName;
+use crate::kebab_name::KebabName;
 use trident_proto::v1;
 
 #[derive(Debug, thiserror::Error)]

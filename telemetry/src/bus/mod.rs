@@ -8,6 +8,7 @@ mod drops;
 pub(crate) mod filter;
 mod last_error;
 pub(crate) mod operations;
+mod overall_feed;
 pub(crate) mod ring;
 pub(crate) mod subscriber;
 
@@ -24,7 +25,6 @@ use trident_proto::v1::{
 };
 
 use crate::config::BusConfig;
-use crate::error::TelemetryError;
 use crate::journal::{Journal, JournalHistory};
 use crate::overall::OverallTracker;
 use drops::DropTotals;
@@ -89,33 +89,6 @@ pub(crate) enum Effect<'a> {
 }
 
 impl Bus {
-    /// A new bus with a fresh run id. With a journal directory, opens the
-    /// journal (creating it), loads what earlier runs left there (operations,
-    /// the last error) and starts the journal writer thread.
-    pub fn new(config: BusConfig) -> Result<Bus, TelemetryError> {
-        let run_id: Arc<str> = Arc::from(uuid::Uuid::new_v4().to_string());
-        let (journal, history) = match &config.journal_dir {
-            Some(dir) => {
-                crate::journal::handover::recover(dir);
-                let history = JournalHistory::load(dir)?;
-                let journal = Journal::open(dir, &config, run_id.clone())?;
-                (Some(journal), Some(history))
-            }
-            None => (None, None),
-        };
-        let interrupted = history
-            .as_ref()
-            .map(JournalHistory::interrupted)
-            .unwrap_or_default();
-        let bus = Bus::assemble(run_id, config, journal, history);
-        // Before anything else is published: the journal, ListOperations
-        // and GetLastError all say these ended, failed, and why.
-        for op in &interrupted {
-            crate::interrupted::mark(&bus, op);
-        }
-        Ok(bus)
-    }
-
     /// A bus without journal (whatever `journal_dir` says): records live in
     /// the ring only. Cannot fail.
     pub fn in_memory(config: BusConfig) -> Bus {
@@ -131,7 +104,9 @@ impl Bus {
         )
     }
 
-    fn assemble(
+    /// The bus of `run_id` over `journal` and what `history` holds of
+    /// earlier runs (see [`Bus::new`] for a bus on a state directory).
+    pub(crate) fn assemble(
         run_id: Arc<str>,
         config: BusConfig,
         journal: Option<Journal>,

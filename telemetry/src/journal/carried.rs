@@ -71,7 +71,7 @@ pub(crate) fn write_cursors(
 ) -> Result<(), TelemetryError> {
     for (name, bytes) in cursors {
         let path = dir.join(name);
-        super::handover::write_file(&path, bytes)?;
+        super::durable::write_file(&path, bytes)?;
     }
     Ok(())
 }

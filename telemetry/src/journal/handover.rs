@@ -18,8 +18,6 @@
 //! in with two renames; [`recover`] finishes or undoes a swap a crash cut.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
@@ -28,6 +26,7 @@ use trident_proto::v1::{
     TridentError, record,
 };
 
+use super::durable::{sync_dir, write_file};
 use super::segments::{list, read_frames, segment_path};
 use crate::bus::Bus;
 use crate::error::TelemetryError;
@@ -328,29 +327,6 @@ fn write_swapped(
     sync_dir(parent)?;
     let _ = std::fs::remove_dir_all(&replaced);
     Ok(())
-}
-
-/// Writes a file of the staging folder, fsynced.
-pub(super) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TelemetryError> {
-    let mut file = File::create(path).map_err(|source| TelemetryError::Journal {
-        path: path.to_owned(),
-        source,
-    })?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|source| TelemetryError::Journal {
-            path: path.to_owned(),
-            source,
-        })
-}
-
-fn sync_dir(dir: &Path) -> Result<(), TelemetryError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|source| TelemetryError::Journal {
-            path: dir.to_owned(),
-            source,
-        })
 }
 
 /// Finishes what a handover cut by a crash left: the old journal moved

@@ -11,6 +11,7 @@
 //! the record and counts it.
 
 mod carried;
+mod durable;
 pub mod handover;
 mod history;
 mod open_spans;

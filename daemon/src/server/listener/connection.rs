@@ -22,7 +22,8 @@ use tonic::transport::server::Connected;
 
 use crate::server::{
     idle::{Activity, ActivityGuard, HandshakeGuard},
-    security::{AccessPolicy, PeerAccess, PeerInfo},
+    peer::{PeerAccess, PeerInfo},
+    security::AccessPolicy,
 };
 
 /// How long a new connection may take to send its first request (the
