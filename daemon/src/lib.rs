@@ -16,6 +16,7 @@ pub mod observability;
 pub mod rcp_agent_state;
 pub mod server;
 pub mod servicing;
+pub mod state_lock;
 
 /// Version of this build of tridentd.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

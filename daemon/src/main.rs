@@ -8,7 +8,7 @@ use tridentd::{
     agent_config::{AgentConfig, EXIT_AGENT_CONFIG},
     app,
     config::Config,
-    observability, server,
+    observability, server, state_lock,
 };
 
 fn main() -> ExitCode {
@@ -25,9 +25,19 @@ fn main() -> ExitCode {
     if config.datastore.is_none() {
         config.datastore = agent.datastore_path.clone();
     }
-    // Before logging starts threads: the root check (a wrong start must
-    // touch nothing, not even the state dir) and the socket set-up, which
-    // edits the environment (LISTEN_*) and the umask.
+    // The root check first: a wrong start must touch nothing, not even
+    // the state dir. Then the state directory and the datastore, checked
+    // and locked for the daemon's life before anything reads them (a second
+    // daemon on them stops here, before it takes a socket).
+    if let Err(error) = server::security::require_root() {
+        return fail(&error.into());
+    }
+    let _state_lock = match state_lock::take(&config.state_dir, &config.datastore_path()) {
+        Ok(lock) => lock,
+        Err(error) => return fail(&error.into()),
+    };
+    // Before logging starts threads: the socket set-up, which edits the
+    // environment (LISTEN_*) and the umask.
     let listening = match server::prepare(&config) {
         Ok(listening) => listening,
         Err(error) => return fail(&error.into()),

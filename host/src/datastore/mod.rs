@@ -53,9 +53,13 @@ impl Datastore {
                 .structured(Subkind::OpenDatastore)
                 .with_context(describe)?;
         }
-        let mut conn = Connection::open(&path)
-            .structured(Subkind::OpenDatastore)
-            .with_context(describe)?;
+        // A symlink where the datastore goes is refused, never followed.
+        let mut conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .structured(Subkind::OpenDatastore)
+        .with_context(describe)?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .structured(Subkind::OpenDatastore)?;
         check_integrity(&conn, &path)?;
@@ -73,7 +77,9 @@ impl Datastore {
         let path = path.as_ref().to_path_buf();
         let conn = Connection::open_with_flags(
             &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
         )
         .structured(Subkind::OpenDatastore)
         .with_context(|| format!("Opening datastore {} read-only", path.display()))?;

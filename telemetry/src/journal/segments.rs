@@ -1,6 +1,7 @@
 //! Naming, listing and framing of journal segment files.
 
 use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Segment file name prefix and suffix: `segment-000000000001.log`.
@@ -58,7 +59,11 @@ pub(crate) fn read_frames_from(
     offset: u64,
     mut visit: impl FnMut(&[u8]) -> bool,
 ) -> io::Result<(u64, bool)> {
-    let mut file = std::fs::File::open(path)?;
+    // A segment is a file the journal wrote, never a link planted there.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)?;
     // A length field is only believed up to what the file still holds, so
     // a corrupt one cannot make us allocate up to MAX_FRAME for nothing.
     let file_len = file.metadata()?.len();

@@ -5,18 +5,19 @@ use std::{
     fs,
     io::ErrorKind,
     os::unix::{
-        fs::{MetadataExt, PermissionsExt},
+        fs::MetadataExt,
         net::{UnixListener, UnixStream},
     },
     path::{Path, PathBuf},
 };
 
 use nix::{
+    fcntl::{AT_FDCWD, AtFlags},
     sys::{
         socket::{getsockopt, sockopt},
-        stat::{Mode, umask},
+        stat::{FchmodatFlags, Mode, fchmodat, umask},
     },
-    unistd::Gid,
+    unistd::{Gid, Uid, fchownat},
 };
 
 use crate::server::ServerError;
@@ -90,16 +91,30 @@ pub fn bind(
         inode,
     };
 
+    // Neither call follows a symlink: one put where the socket was bound
+    // (a parent directory others can write) must not have root chown or
+    // chmod its target.
     let mode = match group {
         Some(gid) => {
-            std::os::unix::fs::chown(path, Some(0), Some(gid.as_raw()))
-                .map_err(|source| io_error("chown", source))?;
+            fchownat(
+                AT_FDCWD,
+                path,
+                Some(Uid::from_raw(0)),
+                Some(gid),
+                AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .map_err(|errno| io_error("chown", errno.into()))?;
             MODE_WITH_GROUP
         }
         None => MODE_ROOT_ONLY,
     };
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .map_err(|source| io_error("chmod", source))?;
+    fchmodat(
+        AT_FDCWD,
+        path,
+        Mode::from_bits_truncate(mode),
+        FchmodatFlags::NoFollowSymlink,
+    )
+    .map_err(|errno| io_error("chmod", errno.into()))?;
     listener
         .set_nonblocking(true)
         .map_err(|source| io_error("set non-blocking", source))?;
