@@ -11,6 +11,7 @@
 //! Our JSON schema (`host/schema/host-config-schema.json`) is generated from
 //! these types ([`schema::generate`]); a test keeps the committed file current.
 
+pub mod document_rules;
 mod encryption;
 #[cfg(test)]
 mod encryption_tests;

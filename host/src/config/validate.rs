@@ -18,6 +18,7 @@ fn invalid(subkind: Subkind, path: &str, what: String) -> TridentError {
 
 /// Checks everything that the types alone cannot.
 pub fn validate(hc: &HostConfiguration) -> Result<(), TridentError> {
+    super::document_rules::validate_document_rules(hc)?;
     validate_image(hc)?;
     validate_storage(hc)?;
     validate_scripts(hc)?;
