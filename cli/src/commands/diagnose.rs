@@ -22,6 +22,7 @@
 //! the secrets of the stored Host Configurations and every PEM private key
 //! body is removed (`trident_host::redact`).
 
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use crate::client::Channel;
@@ -404,7 +405,19 @@ fn collect_journal(dir: &Path, bundle: &mut Bundle) {
 }
 
 fn write_archive(path: &Path, report: &[u8], files: &[(String, Vec<u8>)]) -> CliResult<()> {
-    let file = std::fs::File::create(path).map_err(|e| CliError::file("cannot create", path, e))?;
+    // The bundle holds the Host Status and logs: the owner's alone, as the
+    // datastore it copies (0600 whatever the umask; an existing file too).
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|file| {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            Ok(file)
+        })
+        .map_err(|e| CliError::file("cannot create", path, e))?;
     let mut archive = tar::Builder::new(file);
     let mut add = |name: &str, data: &[u8]| -> std::io::Result<()> {
         let mut header = tar::Header::new_gnu();

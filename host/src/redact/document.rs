@@ -11,7 +11,9 @@
 //! - the body of any PEM private key block (e.g. an `additionalFiles`
 //!   content installing a key);
 //! - the passwords, PINs and WireGuard keys of a `netplan` document
-//!   (`os.netplan`, `managementOs.netplan`), by their keys.
+//!   (`os.netplan`, `managementOs.netplan`), by their keys;
+//! - the credentials of any URL (`user:PASSWORD@`, `sig=`, tokens:
+//!   [`super::url`]), in every string.
 //!
 //! The rest of an `additionalFiles` content stays, as upstream keeps it in
 //! its Host Status and diagnose bundle: an operator reading the status
@@ -98,7 +100,8 @@ fn redact_document<T: Serialize + DeserializeOwned>(
 }
 
 /// Redacts a JSON document in place: secret-named environment variables by
-/// name, PEM private key bodies in every string, secret values per `scope`.
+/// name, PEM private key bodies and URL credentials in every string,
+/// secret values per `scope`.
 pub fn redact_value(value: &mut Value, secrets: &Secrets, scope: Scope) {
     redact_in(value, secrets, scope == Scope::Everywhere);
 }
@@ -109,7 +112,7 @@ fn redact_in(value: &mut Value, secrets: &Secrets, by_value: bool) {
             let redacted = if by_value {
                 secrets.redact(text)
             } else {
-                super::pem::redact_private_keys(text)
+                super::redact_patterns(std::borrow::Cow::Borrowed(text.as_str()))
             };
             if let std::borrow::Cow::Owned(redacted) = redacted {
                 *text = redacted;

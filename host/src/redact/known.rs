@@ -31,13 +31,13 @@ pub fn snapshot() -> Secrets {
         .unwrap_or_default()
 }
 
-/// `text` with every known secret value and every PEM private key body
-/// replaced by [`super::REDACTED`].
+/// `text` with every known secret value, every PEM private key body and
+/// URL credentials replaced by [`super::REDACTED`].
 pub fn redact_known(text: &str) -> Cow<'_, str> {
     let known = KNOWN.read().unwrap_or_else(PoisonError::into_inner);
     match known.as_ref() {
         Some(secrets) => secrets.redact(text),
-        None => super::pem::redact_private_keys(text),
+        None => super::redact_patterns(Cow::Borrowed(text)),
     }
 }
 

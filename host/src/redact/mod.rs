@@ -12,6 +12,7 @@ pub mod document;
 pub mod known;
 pub mod netplan;
 pub mod pem;
+pub mod url;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -68,6 +69,9 @@ impl Secrets {
         {
             secrets.extend(&Self::of_values(netplan::secret_values(plan)));
         }
+        secrets.extend(&Self::of_values(
+            config_urls(hc).flat_map(url::secret_parts).collect(),
+        ));
         secrets
     }
 
@@ -89,8 +93,8 @@ impl Secrets {
         self.values.is_empty()
     }
 
-    /// `text` with every secret value and every PEM private key body
-    /// replaced by [`REDACTED`].
+    /// `text` with every secret value, every PEM private key body and the
+    /// credentials of every URL in it replaced by [`REDACTED`].
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for value in &self.values {
@@ -98,11 +102,36 @@ impl Secrets {
                 out = Cow::Owned(out.replace(value.as_str(), REDACTED));
             }
         }
-        match pem::redact_private_keys(&out) {
-            Cow::Borrowed(_) => out,
-            Cow::Owned(redacted) => Cow::Owned(redacted),
-        }
+        redact_patterns(out)
     }
+}
+
+/// `text` with PEM private key bodies and URL credentials redacted: the
+/// secrets found by their shape, whoever's they are.
+pub fn redact_patterns(text: Cow<'_, str>) -> Cow<'_, str> {
+    let text = match pem::redact_private_keys(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(redacted) => Cow::Owned(redacted),
+    };
+    match url::redact_urls(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(redacted) => Cow::Owned(redacted),
+    }
+}
+
+/// Every URL of `hc` that may carry credentials: the image, the
+/// extensions, the recovery key and the legacy bridge's endpoints.
+fn config_urls(hc: &HostConfiguration) -> impl Iterator<Item = &str> {
+    let image = hc.image.iter().map(|image| image.url.as_str());
+    let extensions = (hc.os.sysexts.iter())
+        .chain(&hc.os.confexts)
+        .map(|ext| ext.url.as_str());
+    let recovery = (hc.storage.encryption.iter())
+        .filter_map(|encryption| encryption.recovery_key_url.as_deref());
+    let bridge = [&hc.trident.phonehome, &hc.trident.logstream]
+        .into_iter()
+        .filter_map(Option::as_deref);
+    image.chain(extensions).chain(recovery).chain(bridge)
 }
 
 /// Redacts a stream line by line (a script's output): [`Secrets::redact`]
