@@ -4,17 +4,18 @@
 
 use std::sync::Arc;
 
+use trident_engine::keep_alive::{KeepAlive, KeepAliveGuard};
+use trident_engine::machinery::Engine;
 use trident_host::boot_id::read_boot_id;
 use trident_telemetry::Bus;
 
 use crate::config::Config;
 use crate::grpc::router::{self, GrpcParts};
+use crate::legacy_bridge::LegacyBridge;
 use crate::server::idle::Activity;
 use crate::server::listener::Listening;
 use crate::server::shutdown::{ShutdownHooks, ShutdownReason, ShutdownTrigger};
 use crate::server::{self, ServerContext, ServerError};
-use crate::servicing::engine::Engine;
-use crate::servicing::keep_alive::{KeepAlive, KeepAliveGuard};
 
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +82,7 @@ async fn serve(
         ctx.config.engine_settings(),
         bus.clone(),
         Arc::new(ctx.activity.clone()),
+        Arc::new(LegacyBridge::new(bus.clone())),
     );
     engine.remember_stored_secrets();
     before_serving();

@@ -5,8 +5,8 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use crate::servicing::settings::{BootControlMode, EngineSettings, InstallSafety, RebootMode};
 use clap::{ArgAction, Parser};
+use trident_engine::settings::{BootControlMode, EngineSettings, InstallSafety, RebootMode};
 // The bus owns its defaults (ring bounds, journal folder); the flags use them.
 use trident_telemetry::config::{DEFAULT_RING_BYTES, DEFAULT_RING_RECORDS};
 
