@@ -6,6 +6,7 @@
 //! to the runner (`crate::machinery::runner`).
 
 pub mod commit;
+mod finalize;
 pub mod handoff;
 pub mod install;
 pub mod new_root_step;

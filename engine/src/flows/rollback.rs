@@ -13,11 +13,10 @@ use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_proto::v1preview::{CheckRollbackKind, ManualRollbackKind};
-use trident_telemetry::progress::{Phase, Unit};
 
-use super::handoff;
+use super::finalize::{Switch, finalize};
 use crate::machinery::plan::StepPlan;
-use crate::machinery::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use crate::machinery::runner::{StepContext, StepOutcome, StepResult};
 use crate::machinery::step::next_status;
 
 /// The volume an A/B rollback would boot, if one is available.
@@ -111,50 +110,18 @@ fn nothing_to_do() -> StepOutcome {
     }
 }
 
-async fn finalize(
-    ctx: &StepContext,
-    current: &HostStatus,
-    handling: RebootHandling,
-) -> Result<StepOutcome, TridentError> {
-    let (ServicingState::ManualRollbackAbStaged, Some(active)) =
-        (current.servicing_state, current.ab_active_volume)
-    else {
-        return Err(TridentError::new(
-            Subkind::InvalidRollbackState,
-            format!(
-                "RollbackFinalize needs a staged rollback; the host is '{}'",
-                current.servicing_state
-            ),
-        ));
-    };
-    let phase = Phase::start(
-        "finalize",
-        "Switch next boot to the previous volume",
-        Unit::Items,
-        Some(1),
-    );
-    let mut status = next_status(current);
-    status.servicing_state = ServicingState::ManualRollbackAbFinalized;
-    // The image on the rollback target becomes active at commit.
-    status.staged_image_hash = None;
-    // The rollback target's own datastore is from before the update.
-    handoff::hand_over_success(ctx, &status, active.other()).await?;
-    ctx.engine
-        .boot
-        .set_next_boot(current, active.other(), &ctx.operation_id)?;
-    phase.set(1);
-    phase.done();
-    Ok(StepOutcome {
-        status: Some(status),
-        reboot: Some(RebootRequest {
-            reason: format!("manual rollback finalized: boot {}", active.other()),
-            handling,
-        }),
-        image_hash: None,
-        servicing_kind: Some(ServicingKind::ManualRollbackAb),
-        keep_last_error: false,
-    })
-}
+/// The finalize of a manual rollback: the previous volume boots next.
+const ROLLBACK: Switch = Switch {
+    rpc: "RollbackFinalize",
+    staged: ServicingState::ManualRollbackAbStaged,
+    staged_name: "a staged rollback",
+    wrong_state: Subkind::InvalidRollbackState,
+    finalized: ServicingState::ManualRollbackAbFinalized,
+    phase_label: "Switch next boot to the previous volume",
+    reason: "manual rollback finalized",
+    keeps_staged_image: false,
+    servicing_kind: ServicingKind::ManualRollbackAb,
+};
 
 /// RollbackStage.
 pub async fn stage_step(ctx: StepContext, kind: ManualRollbackKind) -> StepResult {
@@ -173,7 +140,7 @@ pub async fn stage_step(ctx: StepContext, kind: ManualRollbackKind) -> StepResul
 pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
     StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
-    Ok(finalize(&ctx, &current, handling).await?)
+    Ok(finalize(&ctx, &current, handling, ROLLBACK).await?)
 }
 
 /// Rollback: stage, commit the staged state, finalize.
@@ -188,5 +155,5 @@ pub async fn rollback_step(
     };
     StepPlan::finalize().declare();
     ctx.commit_status(&staged).await?;
-    Ok(finalize(&ctx, &staged, handling).await?)
+    Ok(finalize(&ctx, &staged, handling, ROLLBACK).await?)
 }

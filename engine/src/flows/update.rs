@@ -7,15 +7,15 @@ use trident_host::config::HostConfiguration;
 use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
-use trident_telemetry::progress::{Phase, Unit};
 
+use super::finalize::{Switch, finalize};
 use super::new_root_step::{NewRootRequest, service_new_root};
-use super::{handoff, runtime_update};
+use super::runtime_update;
 use crate::block_device::{self, BlockDevices, Targets};
 use crate::extensions::{self, ExtensionKind};
 use crate::image::{verity_blocks, write};
 use crate::machinery::plan::{Halves, StepPlan};
-use crate::machinery::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
+use crate::machinery::runner::{StepContext, StepOutcome, StepResult};
 use crate::machinery::step::{
     blocking, next_status, script_phase, stage_extensions, validate_phase,
 };
@@ -226,50 +226,18 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     Ok(Staged::Ab(Box::new(status), image_hash))
 }
 
-async fn finalize(
-    ctx: &StepContext,
-    current: &HostStatus,
-    handling: RebootHandling,
-) -> Result<StepOutcome, TridentError> {
-    let (ServicingState::AbUpdateStaged, Some(active)) =
-        (current.servicing_state, current.ab_active_volume)
-    else {
-        return Err(TridentError::new(
-            Subkind::InvalidServicingState,
-            format!(
-                "UpdateFinalize needs a staged A/B update; the host is '{}'",
-                current.servicing_state
-            ),
-        ));
-    };
-    let phase = Phase::start(
-        "finalize",
-        "Switch next boot to the updated volume",
-        Unit::Items,
-        Some(1),
-    );
-    let mut status = next_status(current);
-    status.servicing_state = ServicingState::AbUpdateFinalized;
-    // The new volume's tridentd must find the update finalized; handed
-    // over before the trial boot is set, so a failed copy leaves the next
-    // boot on the running volume.
-    handoff::hand_over_success(ctx, &status, active.other()).await?;
-    ctx.engine
-        .boot
-        .set_next_boot(current, active.other(), &ctx.operation_id)?;
-    phase.set(1);
-    phase.done();
-    Ok(StepOutcome {
-        status: Some(status),
-        reboot: Some(RebootRequest {
-            reason: format!("A/B update finalized: boot {}", active.other()),
-            handling,
-        }),
-        image_hash: current.staged_image_hash.clone(),
-        servicing_kind: Some(ServicingKind::AbUpdate),
-        keep_last_error: false,
-    })
-}
+/// The finalize of an A/B update: the updated volume boots next.
+const UPDATE: Switch = Switch {
+    rpc: "UpdateFinalize",
+    staged: ServicingState::AbUpdateStaged,
+    staged_name: "a staged A/B update",
+    wrong_state: Subkind::InvalidServicingState,
+    finalized: ServicingState::AbUpdateFinalized,
+    phase_label: "Switch next boot to the updated volume",
+    reason: "A/B update finalized",
+    keeps_staged_image: true,
+    servicing_kind: ServicingKind::AbUpdate,
+};
 
 fn nothing_to_do() -> StepOutcome {
     StepOutcome {
@@ -297,7 +265,7 @@ pub async fn stage_step(ctx: StepContext, yaml: String) -> StepResult {
 pub async fn finalize_step(ctx: StepContext, handling: RebootHandling) -> StepResult {
     StepPlan::finalize().declare();
     let current = ctx.engine.host_status()?;
-    Ok(finalize(&ctx, &current, handling).await?)
+    Ok(finalize(&ctx, &current, handling, UPDATE).await?)
 }
 
 /// Update: stage, commit the staged state, finalize; a runtime update is
@@ -308,7 +276,7 @@ pub async fn update_step(ctx: StepContext, yaml: String, handling: RebootHandlin
         Staged::Runtime(outcome) => Ok(*outcome),
         Staged::Ab(staged, _) => {
             ctx.commit_status(&staged).await?;
-            Ok(finalize(&ctx, &staged, handling).await?)
+            Ok(finalize(&ctx, &staged, handling, UPDATE).await?)
         }
     }
 }
