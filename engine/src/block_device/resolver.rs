@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use trident_host::config::storage_graph::{DeviceKind, NodeData, StorageGraph};
-use trident_host::config::{FilesystemSource, HostConfiguration};
+use trident_host::config::{FilesystemSource, HostConfiguration, ValidatedConfig};
 use trident_host::status::{
     AbVolume, EncryptedVolumeStatus, HostStatus, PartitionLayout, RaidArrayStatus,
 };
@@ -34,8 +34,18 @@ pub struct BlockDevices {
 }
 
 impl BlockDevices {
-    /// The devices of `hc` as recorded in `status` (at install, the status
-    /// the layers just created them into).
+    /// The devices of the configuration being applied as recorded in
+    /// `status` (at install, the status the layers just created them
+    /// into), through the graph its validation built.
+    pub fn of_validated(config: &ValidatedConfig, status: &HostStatus) -> Self {
+        Self {
+            graph: config.graph().clone(),
+            status: status.clone(),
+        }
+    }
+
+    /// The devices of `hc` as recorded in `status`, its graph built anew:
+    /// for a configuration read back from the Host Status.
     pub fn new(hc: &HostConfiguration, status: &HostStatus) -> Result<Self, TridentError> {
         Ok(Self {
             graph: StorageGraph::build(hc)?,

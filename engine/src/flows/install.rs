@@ -37,8 +37,9 @@ async fn stage(
     yaml: &str,
     halves: Halves,
 ) -> Result<(HostStatus, String), TridentError> {
-    let hc = validate_phase(ctx, yaml)?;
-    let mut plan = StepPlan::servicing(&hc, ServicingType::CleanInstall, halves);
+    let validated = validate_phase(ctx, yaml)?;
+    let hc = validated.config();
+    let mut plan = StepPlan::servicing(hc, ServicingType::CleanInstall, halves);
     plan.declare();
     let current = ctx.engine.host_status()?;
     if !may_install(current.servicing_state) {
@@ -61,7 +62,7 @@ async fn stage(
     install_safety::check(&ctx.engine.install_safety, &disks)?;
     // An image a verity device cannot serve is refused before the disk is
     // partitioned.
-    verity_blocks::check_image_block_sizes(&hc, verity_blocks::verity_filesystems(&hc)).await?;
+    verity_blocks::check_image_block_sizes(hc, verity_blocks::verity_filesystems(hc)).await?;
     if let Some(path) = hc.datastore_path() {
         ctx.engine
             .switch_datastore(&PathBuf::from(path), &ctx.ids())?;
@@ -94,10 +95,10 @@ async fn stage(
     partition.set(hc.storage.disks.len() as u64);
     partition.done();
 
-    let devices = BlockDevices::new(&hc, &status)?;
+    let devices = BlockDevices::of_validated(&validated, &status);
     let targets = devices.write_targets(Targets::Install)?;
     let hash_trees = devices.verity_hash_targets(Targets::Install)?;
-    let written = write::write_step(ctx, &current, &hc, &targets, &hash_trees).await?;
+    let written = write::write_step(ctx, &current, hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
     status.verity_root_hashes.clear();
     if !written.verity_root_hashes.is_empty() {
@@ -123,7 +124,7 @@ async fn stage(
     };
     service_new_root(ctx.engine.clone(), new_root, &env, &mut plan).await?;
 
-    let mut hc = hc;
+    let mut hc = validated.into_config();
     hc.os = crate::extensions::with_paths(&hc.os, &extensions);
     status.spec = Some(hc);
     status.spec_old = None;

@@ -119,11 +119,12 @@ enum Staged {
 /// UpdateStage (and the first half of Update, as `halves` says: the plan
 /// it declares).
 async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, TridentError> {
-    let hc = validate_phase(ctx, yaml)?;
+    let validated = validate_phase(ctx, yaml)?;
+    let hc = validated.config();
     let current = ctx.engine.host_status()?;
     let (active, running) = provisioned(&current)?;
     let running = running.clone();
-    match classify(&running, &hc)? {
+    match classify(&running, hc)? {
         Change::None => {
             tracing::info!("the Host Configuration is already provisioned: nothing to update");
             return Ok(Staged::Nothing);
@@ -136,12 +137,14 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
             ));
         }
         Change::Runtime => {
-            let outcome = runtime_update::apply(ctx, hc, &current, running, active).await?;
+            let outcome =
+                runtime_update::apply(ctx, validated.into_config(), &current, running, active)
+                    .await?;
             return Ok(Staged::Runtime(Box::new(outcome)));
         }
         Change::AbUpdate => {}
     }
-    let mut plan = StepPlan::servicing(&hc, ServicingType::AbUpdate, halves);
+    let mut plan = StepPlan::servicing(hc, ServicingType::AbUpdate, halves);
     plan.declare();
     if serde_json::to_value(&running.storage).ok() != serde_json::to_value(&hc.storage).ok() {
         return Err(TridentError::new(
@@ -163,7 +166,7 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     // inactive volume.
     let opened = current.clone();
     blocking(move || block_device::open_all(&opened)).await?;
-    let devices = BlockDevices::new(&hc, &current)?;
+    let devices = BlockDevices::of_validated(&validated, &current);
     let targets = devices.write_targets(Targets::AbUpdate { volume: inactive })?;
     if targets.is_empty() {
         return Err(TridentError::new(
@@ -173,12 +176,12 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     }
     tracing::info!(active = %active, target = %inactive, "staging A/B update into the inactive volume");
     let hash_trees = devices.verity_hash_targets(Targets::AbUpdate { volume: inactive })?;
-    let serviced = verity_blocks::verity_filesystems(&hc)
+    let serviced = verity_blocks::verity_filesystems(hc)
         .into_iter()
         .filter(|fs| hash_trees.contains_key(&fs.mount_point))
         .collect();
-    verity_blocks::check_image_block_sizes(&hc, serviced).await?;
-    let written = write::write_step(ctx, &current, &hc, &targets, &hash_trees).await?;
+    verity_blocks::check_image_block_sizes(hc, serviced).await?;
+    let written = write::write_step(ctx, &current, hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
     let verity_root_hashes = written.verity_root_hashes.clone();
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());
@@ -209,7 +212,7 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     };
     service_new_root(ctx.engine.clone(), new_root, &env, &mut plan).await?;
 
-    let mut hc = hc;
+    let mut hc = validated.into_config();
     hc.os = extensions::with_paths(&hc.os, &extensions);
     let mut status = next_status(&current);
     status.spec_old = Some(running);

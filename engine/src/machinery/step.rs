@@ -65,28 +65,29 @@ pub async fn script_phase(
 pub fn validate_phase(
     ctx: &StepContext,
     yaml: &str,
-) -> Result<trident_host::config::HostConfiguration, TridentError> {
+) -> Result<trident_host::config::ValidatedConfig, TridentError> {
     let phase = trident_telemetry::progress::Phase::start(
         "validate",
         "Validate Host Configuration",
         trident_telemetry::progress::Unit::Items,
         Some(1),
     );
-    let hc = trident_host::config::parse(yaml)?;
-    for warning in trident_host::config::warnings(&hc, yaml) {
+    let validated = trident_host::config::parse_validated(yaml)?;
+    let hc = validated.config();
+    for warning in trident_host::config::warnings(hc, yaml) {
         tracing::warn!("{warning}");
     }
-    trident_host::redact::known::remember(&trident_host::redact::Secrets::of_config(&hc));
+    trident_host::redact::known::remember(&trident_host::redact::Secrets::of_config(hc));
     phase.set(1);
     phase.done();
     let engine = ctx.engine.clone();
     ctx.engine.config_accepted.config_accepted(
-        &hc,
+        hc,
         &ctx.operation_id,
         ctx.rpc,
         Arc::new(move || engine.host_status().ok()?.redacted().ok()?.to_yaml().ok()),
     );
-    Ok(hc)
+    Ok(validated)
 }
 
 /// Stages the extension images of `os` in the operation's staging
