@@ -46,12 +46,6 @@ pub fn run(
     bus: Bus,
     before_serving: impl FnOnce() + Send,
 ) -> Result<ShutdownReason, AppError> {
-    // Image downloads of every servicing flow use the operator's bounds;
-    // this is the only call, so the set cannot fail.
-    let _ = trident_cosi::set_http_timeouts(config.http_timeouts());
-    if let Some(path) = &config.registry_auth_file {
-        let _ = trident_cosi::set_registry_auth_file(path.clone());
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tridentd")

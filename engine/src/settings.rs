@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::ValueEnum;
+use trident_cosi::SourceOptions;
 
 /// `--boot-control`: how the next boot is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -58,4 +59,8 @@ pub struct EngineSettings {
     pub install_safety: InstallSafety,
     /// The running system's root (`--host-root`): where runtime updates act.
     pub host_root: PathBuf,
+    /// How image sources are opened (`--http-connect-timeout`,
+    /// `--http-read-timeout`, `--registry-auth-file`): COSI images,
+    /// extension images.
+    pub sources: SourceOptions,
 }

@@ -1,5 +1,6 @@
 //! Downloading one extension image: streamed from its URL (`file://`,
-//! `http(s)://` with the daemon's timeouts, `oci://`) into a file of the
+//! `http(s)://` within the engine's timeouts, `oci://` with its registry
+//! credentials) into a file of the
 //! staging directory while its SHA-384 is computed; a file whose hash is
 //! not the configured one is deleted, so nothing unchecked is ever placed.
 
@@ -8,6 +9,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use sha2::{Digest, Sha384};
+use trident_cosi::SourceOptions;
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::Phase;
 
@@ -20,8 +22,9 @@ pub fn download(
     sha384: &str,
     dest: &Path,
     phase: &Phase,
+    sources: &SourceOptions,
 ) -> Result<(), TridentError> {
-    let result = copy_hashed(key, url, dest, phase).and_then(|actual| {
+    let result = copy_hashed(key, url, dest, phase, sources).and_then(|actual| {
         if actual == sha384 {
             Ok(())
         } else {
@@ -41,8 +44,14 @@ pub fn download(
 }
 
 /// Streams `url` into `dest`; returns the SHA-384 of what was read.
-fn copy_hashed(key: &str, url: &str, dest: &Path, phase: &Phase) -> Result<String, TridentError> {
-    let mut source = trident_cosi::open_url(url).map_err(|e| {
+fn copy_hashed(
+    key: &str,
+    url: &str,
+    dest: &Path,
+    phase: &Phase,
+    sources: &SourceOptions,
+) -> Result<String, TridentError> {
+    let mut source = trident_cosi::open_url(url, sources).map_err(|e| {
         TridentError::with_source(
             Subkind::DownloadExtension,
             format!(

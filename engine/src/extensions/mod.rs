@@ -28,6 +28,7 @@ use trident_host::config::Extension;
 use trident_host::config::Os;
 
 pub use self::kind::{ExtensionKind, Staged, changed, under};
+use trident_cosi::SourceOptions;
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
@@ -37,13 +38,14 @@ pub const EXTENSIONS_STEP: &str = "extensions";
 /// Every extension image of `os`, staged: the ones the running OS's
 /// configuration `running` already placed (same hash, file present under
 /// `host_root`) are used from there, the others downloaded into `dir`
-/// (created here). One progress phase ([`EXTENSIONS_STEP`], bytes), none
-/// when there is no image. Blocking.
+/// (created here) as `sources` says. One progress phase
+/// ([`EXTENSIONS_STEP`], bytes), none when there is no image. Blocking.
 pub fn stage(
     os: &Os,
     running: Option<&Os>,
     host_root: &Path,
     dir: &Path,
+    sources: &SourceOptions,
 ) -> Result<Vec<Staged>, TridentError> {
     let count: usize = ExtensionKind::ALL.iter().map(|k| k.list(os).len()).sum();
     if count == 0 {
@@ -72,7 +74,7 @@ pub fn stage(
                 }
                 None => {
                     let file = dir.join(format!("{sha384}.raw"));
-                    fetch::download(&key, &ext.url, &sha384, &file, &phase)?;
+                    fetch::download(&key, &ext.url, &sha384, &file, &phase, sources)?;
                     file
                 }
             };

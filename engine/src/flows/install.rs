@@ -62,7 +62,8 @@ async fn stage(
     install_safety::check(&ctx.engine.install_safety, &disks)?;
     // An image a verity device cannot serve is refused before the disk is
     // partitioned.
-    verity_blocks::check_image_block_sizes(hc, verity_blocks::verity_filesystems(hc)).await?;
+    let verity = verity_blocks::verity_filesystems(hc);
+    verity_blocks::check_image_block_sizes(hc, verity, &ctx.engine.sources).await?;
     if let Some(path) = hc.datastore_path() {
         ctx.engine
             .switch_datastore(&PathBuf::from(path), &ctx.ids())?;

@@ -21,7 +21,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use trident_cosi::{CosiSource, ExpectedHash, RegionInfo, VerifyWrites};
+use trident_cosi::{CosiSource, ExpectedHash, RegionInfo, SourceOptions, VerifyWrites};
 use trident_host::{Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
@@ -43,7 +43,7 @@ pub struct StreamDiskRequest {
 
 /// The StreamDisk step (see the module docs for its phases).
 pub async fn stream_disk_step(
-    _ctx: StepContext,
+    ctx: StepContext,
     request: StreamDiskRequest,
     disks: Arc<[PathBuf]>,
 ) -> StepResult {
@@ -53,8 +53,10 @@ pub async fn stream_disk_step(
         handling,
         verify,
     } = request;
+    let sources = ctx.engine.sources.clone();
     let (hash, target) =
-        step::blocking(move || stream_disk(&url, hash.as_deref(), verify, &disks)).await?;
+        step::blocking(move || stream_disk(&url, hash.as_deref(), &sources, verify, &disks))
+            .await?;
     Ok(StepOutcome {
         status: None,
         reboot: Some(RebootRequest {
@@ -71,11 +73,12 @@ pub async fn stream_disk_step(
 fn stream_disk(
     url: &str,
     hash: Option<&str>,
+    sources: &SourceOptions,
     verify: VerifyWrites,
     disks: &[PathBuf],
 ) -> Result<(String, PathBuf), TridentError> {
     StepPlan::stream_disk().declare();
-    let (mut source, target) = validate(url, hash, disks)?;
+    let (mut source, target) = validate(url, hash, sources, disks)?;
     tracing::info!(
         url,
         image_hash = %source.image_hash(),
@@ -120,6 +123,7 @@ fn stream_disk(
 fn validate(
     url: &str,
     hash: Option<&str>,
+    sources: &SourceOptions,
     disks: &[PathBuf],
 ) -> Result<(CosiSource, PathBuf), TridentError> {
     let validate = Phase::start(
@@ -135,7 +139,7 @@ fn validate(
         ));
     }
     let expected = ExpectedHash::from_optional(hash).cosi()?;
-    let source = CosiSource::open(url, &expected).cosi()?;
+    let source = CosiSource::open(url, &expected, sources).cosi()?;
     let target = pick_disk(disks, source.disk().size)?;
     validate.set(1);
     validate.done();

@@ -180,7 +180,7 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
         .into_iter()
         .filter(|fs| hash_trees.contains_key(&fs.mount_point))
         .collect();
-    verity_blocks::check_image_block_sizes(hc, serviced).await?;
+    verity_blocks::check_image_block_sizes(hc, serviced, &ctx.engine.sources).await?;
     let written = write::write_step(ctx, &current, hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
     let verity_root_hashes = written.verity_root_hashes.clone();

@@ -5,7 +5,7 @@
 //! cannot be mounted at boot. Only the image's bytes tell the block size:
 //! its superblock, in the first 2 KiB of the filesystem's region.
 
-use trident_cosi::{CosiSource, ExpectedHash};
+use trident_cosi::{CosiSource, ExpectedHash, SourceOptions};
 use trident_host::config::HostConfiguration;
 use trident_host::{Subkind, TridentError};
 
@@ -53,11 +53,13 @@ pub fn verity_filesystems(hc: &HostConfiguration) -> Vec<VerityFilesystem> {
 pub async fn check_image_block_sizes(
     hc: &HostConfiguration,
     filesystems: Vec<VerityFilesystem>,
+    sources: &SourceOptions,
 ) -> Result<(), TridentError> {
     let Some(image) = hc.image.clone() else {
         return Ok(());
     };
-    blocking(move || check_block_sizes(&image.url, &image.sha384, &filesystems)).await
+    let sources = sources.clone();
+    blocking(move || check_block_sizes(&image.url, &image.sha384, &sources, &filesystems)).await
 }
 
 /// Bytes of a filesystem image that hold its superblock.
@@ -75,13 +77,14 @@ const SUPERBLOCK_HEAD: usize = 2048;
 pub fn check_block_sizes(
     url: &str,
     sha384: &str,
+    sources: &SourceOptions,
     filesystems: &[VerityFilesystem],
 ) -> Result<(), TridentError> {
     if filesystems.is_empty() {
         return Ok(());
     }
     let expected = ExpectedHash::parse(sha384).cosi()?;
-    let mut source = CosiSource::open(url, &expected).cosi()?;
+    let mut source = CosiSource::open(url, &expected, sources).cosi()?;
     let mut left: Vec<&VerityFilesystem> = filesystems.iter().collect();
     while !left.is_empty() {
         let Some(mut region) = source.next_region().cosi()? else {

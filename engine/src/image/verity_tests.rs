@@ -13,6 +13,7 @@ use std::fs::{self, File};
 use std::path::Path;
 use std::process::Command;
 
+use trident_cosi::SourceOptions;
 use trident_cosi::writer::{self, ImagesSpec};
 use trident_host::Subkind;
 use trident_host::config::HostConfiguration;
@@ -143,7 +144,7 @@ fn write(
         esp_copy: None,
         check: &|_| Ok(()),
     };
-    let written = write_image(url, sha, &targets, &boot);
+    let written = write_image(url, sha, &SourceOptions::default(), &targets, &boot);
     (all, hash_trees, written)
 }
 
@@ -254,16 +255,22 @@ fn a_verity_root_with_blocks_smaller_than_the_verity_data_blocks_is_refused_from
         }]
     );
     let (url, sha) = cosi_with_blocks(dir.path(), true, 1024);
-    let err = check_block_sizes(&url, &sha, &on_verity).unwrap_err();
+    let err = check_block_sizes(&url, &sha, &SourceOptions::default(), &on_verity).unwrap_err();
     assert_eq!(err.subkind(), Subkind::ImageDoesNotMatchConfiguration);
     let message = err.message();
     for says in ["'storage.verity[0]'", "'root'", "1024-byte", "4096"] {
         assert!(message.contains(says), "{says:?} in {message}");
     }
     let (url, sha) = cosi(dir.path(), true);
-    check_block_sizes(&url, &sha, &on_verity).unwrap();
+    check_block_sizes(&url, &sha, &SourceOptions::default(), &on_verity).unwrap();
     // No verity filesystem: the image is not even opened.
-    check_block_sizes("file:///nonexistent.cosi", &sha, &[]).unwrap();
+    check_block_sizes(
+        "file:///nonexistent.cosi",
+        &sha,
+        &SourceOptions::default(),
+        &[],
+    )
+    .unwrap();
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use trident_cosi::metadata::PART_TYPE_ESP;
 use trident_cosi::{
     CosiError, CosiSource, ExpectedHash, RegionInfo, RegionKind, RegionReader, RegistryFailure,
+    SourceOptions,
 };
 use trident_host::config::HostConfiguration;
 use trident_host::status::HostStatus;
@@ -126,6 +127,7 @@ pub async fn write_step(
     });
     let current = current.clone();
     let hash_trees = hash_trees.clone();
+    let sources = ctx.engine.sources.clone();
     blocking(move || {
         let check = |kind: &BootKind| engine.boot.check_image(&current, kind);
         let boot = BootCheck {
@@ -136,7 +138,7 @@ pub async fn write_step(
             filesystems: &written,
             hash_trees: &hash_trees,
         };
-        write_image(&image.url, &image.sha384, &written, &boot)
+        write_image(&image.url, &image.sha384, &sources, &written, &boot)
     })
     .await
 }
@@ -176,7 +178,7 @@ impl std::fmt::Debug for BootCheck<'_> {
     }
 }
 
-/// Opens `url`, checks that the image provides every mount point in
+/// Opens `url` (as `sources` says), checks that the image provides every mount point in
 /// `targets` (with a hash tree where it goes to a verity device) and that
 /// each fits its partition, that its bootloader
 /// metadata is one this daemon boots (`boot`), then streams each region
@@ -187,6 +189,7 @@ impl std::fmt::Debug for BootCheck<'_> {
 pub fn write_image(
     url: &str,
     sha384: &str,
+    sources: &SourceOptions,
     image_targets: &ImageTargets<'_>,
     boot: &BootCheck<'_>,
 ) -> Result<WrittenImage, TridentError> {
@@ -199,7 +202,7 @@ pub fn write_image(
         Some(1),
     );
     let expected = ExpectedHash::parse(sha384).cosi()?;
-    let mut source = CosiSource::open(url, &expected).cosi()?;
+    let mut source = CosiSource::open(url, &expected, sources).cosi()?;
     download.set(1);
     download.done();
     tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");

@@ -13,6 +13,7 @@ pub mod unrecorded;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use trident_cosi::SourceOptions;
 use trident_host::datastore::{Datastore, OperationEnd, OperationResult, OperationStart};
 use trident_host::status::HostStatus;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
@@ -57,6 +58,8 @@ pub struct Engine {
     pub install_safety: InstallSafety,
     /// The running system's root (`--host-root`): where runtime updates act.
     pub host_root: PathBuf,
+    /// How every flow opens image sources (timeouts, registry credentials).
+    pub sources: SourceOptions,
 }
 
 impl Engine {
@@ -88,6 +91,7 @@ impl Engine {
             unrecorded_error: unrecorded::UnrecordedError::default(),
             install_safety: settings.install_safety,
             host_root: settings.host_root,
+            sources: settings.sources,
         };
         // Errors are reported again on every request that needs the datastore.
         if let Err(error) = engine.with_datastore(|_| Ok(())) {

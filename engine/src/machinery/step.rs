@@ -101,8 +101,9 @@ pub async fn stage_extensions(
 ) -> Result<(Vec<Staged>, StagingDir), TridentError> {
     let staging = StagingDir::new(ctx.engine.extension_staging_dir(&ctx.operation_id));
     let (dir, host_root) = (staging.path().to_path_buf(), ctx.engine.host_root.clone());
-    let (os, running) = (os.clone(), running.cloned());
+    let (os, running, sources) = (os.clone(), running.cloned(), ctx.engine.sources.clone());
     let staged =
-        blocking(move || extensions::stage(&os, running.as_ref(), &host_root, &dir)).await?;
+        blocking(move || extensions::stage(&os, running.as_ref(), &host_root, &dir, &sources))
+            .await?;
     Ok((staged, staging))
 }
