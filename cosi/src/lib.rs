@@ -1,6 +1,7 @@
 //! The COSI 1.2 image format (Composable OS Image): a streaming,
 //! hash-verifying reader, GPT handling, the StreamDisk core
-//! ([`stream_to_target`]) and a writer for test fixtures ([`writer`]).
+//! ([`stream_to_target`]) and, with the `writer` feature, a writer for
+//! test fixtures (`writer`; the `mkcosi` feature adds its command line).
 //!
 //! Writing selected filesystem images into partitions of a target:
 //!
@@ -44,6 +45,7 @@ pub mod source;
 pub mod stream;
 mod tar;
 pub mod target_watch;
+#[cfg(feature = "writer")]
 pub mod writer;
 
 pub use error::{CosiError, ErrorClass, RegistryFailure, SizeKind};
