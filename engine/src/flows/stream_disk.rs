@@ -26,7 +26,7 @@ use trident_host::{Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
-use crate::image::write::CosiResultExt;
+use crate::image::cosi_error::CosiResultExt;
 use crate::machinery::plan::StepPlan;
 use crate::machinery::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use crate::machinery::step;

@@ -9,7 +9,7 @@ use trident_cosi::{CosiSource, ExpectedHash, SourceOptions};
 use trident_host::config::HostConfiguration;
 use trident_host::{Subkind, TridentError};
 
-use super::write::CosiResultExt;
+use super::cosi_error::CosiResultExt;
 use crate::machinery::step::blocking;
 use crate::new_root::probe;
 
