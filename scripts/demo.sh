@@ -68,7 +68,7 @@ step "trident --socket $SOCKET version"
 # STATE/boot-record.json. We "reboot" by restarting tridentd: a pending
 # reboot completes when the daemon starts (booted := nextBoot).
 step "building mkcosi (COSI fixture writer)"
-cargo build "${CARGO_PROFILE[@]}" --quiet -p trident-cosi --bin mkcosi
+cargo build "${CARGO_PROFILE[@]}" --quiet -p trident-cosi --features mkcosi --bin mkcosi
 MKCOSI="$REPO/target/$PROFILE/mkcosi"
 cli() { "$TRIDENT" --socket "$SOCKET" "$@"; }
 # A servicing command, timed; its result goes into the closing summary.

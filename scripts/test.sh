@@ -107,6 +107,9 @@ declare -A APT_FOR_FILE=(
     [/usr/share/OVMF/OVMF_CODE_4M.fd]=ovmf    # UEFI firmware of the VMs
     # systemd-cryptenroll into a software TPM (block_device::encryption tests).
     [/usr/lib/x86_64-linux-gnu/libtss2-tcti-swtpm.so.0]=libtss2-tcti-swtpm0
+    # systemd-cryptenroll loads these at run time ("TPM2 support not installed" without them).
+    [/usr/lib/x86_64-linux-gnu/libtss2-esys.so.0]=libtss2-esys-3.0.2-0
+    [/usr/lib/x86_64-linux-gnu/libtss2-rc.so.0]=libtss2-rc0
     [/usr/sbin/cryptsetup]=cryptsetup-bin
 )
 

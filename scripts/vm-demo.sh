@@ -84,8 +84,8 @@ if [ -n "${TRIDENT_BIN_DIR:-}" ]; then
 else
     step "building release binaries (tridentd, trident, trident-rcp, mkcosi, trident-e2e-pki)"
     cargo build --release --quiet -p tridentd -p trident-cli -p trident-rcp -p trident-cosi \
-        -p trident-e2e --bin tridentd --bin trident --bin trident-rcp --bin mkcosi \
-        --bin trident-e2e-pki
+        -p trident-e2e --features trident-cosi/mkcosi --bin tridentd --bin trident \
+        --bin trident-rcp --bin mkcosi --bin trident-e2e-pki
     BIN="$REPO/target/release"
 fi
 TRIDENT="$BIN/trident"

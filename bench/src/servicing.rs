@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::bail;
 use tokio_stream::StreamExt;
 use trident_cosi::writer::{FixtureOutput, FixtureSpec, write_cosi};
-use trident_cosi::{CosiSource, ExpectedHash, NoProgress};
+use trident_cosi::{CosiSource, ExpectedHash, NoProgress, SourceOptions};
 use trident_proto::v1::{
     self, ServicingResponse, StatusCode, commit_service_client::CommitServiceClient,
     servicing_response, update_service_client::UpdateServiceClient,
@@ -116,7 +116,11 @@ fn baseline(image: &FixtureOutput, target: &Path, len: u64) -> anyhow::Result<f6
     std::fs::File::create(target)?.set_len(len)?;
     let t = Instant::now();
     let hash = ExpectedHash::parse(&image.metadata_sha384)?;
-    let mut source = CosiSource::open(&format!("file://{}", image.path.display()), &hash)?;
+    let mut source = CosiSource::open(
+        &format!("file://{}", image.path.display()),
+        &hash,
+        &SourceOptions::default(),
+    )?;
     trident_cosi::stream_to_target(&mut source, target, &mut NoProgress)?;
     Ok(t.elapsed().as_secs_f64())
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use tokio_stream::StreamExt;
 use trident_cosi::writer::{self, FixtureOutput, FixtureSpec};
-use trident_cosi::{CosiSource, ExpectedHash, NoProgress};
+use trident_cosi::{CosiSource, ExpectedHash, NoProgress, SourceOptions};
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
@@ -74,7 +74,11 @@ pub(crate) fn baseline(f: &Fixture) -> anyhow::Result<Duration> {
 fn library(f: &Fixture) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let hash = ExpectedHash::parse(&f.cosi.metadata_sha384)?;
-    let mut source = CosiSource::open(&format!("file://{}", f.cosi.path.display()), &hash)?;
+    let mut source = CosiSource::open(
+        &format!("file://{}", f.cosi.path.display()),
+        &hash,
+        &SourceOptions::default(),
+    )?;
     trident_cosi::stream_to_target(&mut source, &f.target, &mut NoProgress)?;
     Ok(started.elapsed())
 }

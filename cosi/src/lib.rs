@@ -1,19 +1,21 @@
 //! The COSI 1.2 image format (Composable OS Image): a streaming,
 //! hash-verifying reader, GPT handling, the StreamDisk core
-//! ([`stream_to_target`]) and a writer for test fixtures ([`writer`]).
+//! ([`stream_to_target`]) and, with the `writer` feature, a writer for
+//! test fixtures (`writer`; the `mkcosi` feature adds its command line).
 //!
 //! Writing selected filesystem images into partitions of a target:
 //!
 //! ```no_run
 //! use std::fs::OpenOptions;
 //! use std::path::Path;
-//! use trident_cosi::{CosiSource, ExpectedHash, NoProgress, RegionKind, write_region_at};
+//! use trident_cosi::{CosiSource, ExpectedHash, NoProgress, RegionKind, SourceOptions, write_region_at};
 //!
 //! # fn demo() -> Result<(), trident_cosi::CosiError> {
 //! // Reads the marker and metadata.json; fails before any region is handed
 //! // out if metadata.json does not have this SHA-384.
 //! let expected = ExpectedHash::parse("ignored")?;
-//! let mut source = CosiSource::open("file:///srv/os.cosi", &expected)?;
+//! let options = SourceOptions::default(); // http(s) timeouts, registry credentials
+//! let mut source = CosiSource::open("file:///srv/os.cosi", &expected, &options)?;
 //! let target = Path::new("/tmp/disk.img");
 //! let file = OpenOptions::new().write(true).open(target).map_err(|e| {
 //!     trident_cosi::CosiError::Target { target: "/tmp/disk.img".into(), action: "open".into(), source: e }
@@ -43,17 +45,16 @@ pub mod source;
 pub mod stream;
 mod tar;
 pub mod target_watch;
+#[cfg(feature = "writer")]
 pub mod writer;
 
 pub use error::{CosiError, ErrorClass, RegistryFailure, SizeKind};
 pub use hash::ExpectedHash;
 pub use metadata::Metadata;
 pub use readback::VerifyWrites;
-#[cfg(feature = "oci")]
-pub use source::set_registry_auth_file;
 pub use source::{
     CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, RegionInfo,
-    RegionKind, RegionReader, http_timeouts, open_url, set_http_timeouts,
+    RegionKind, RegionReader, SourceOptions, open_url,
 };
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, stream_to_target_verified,

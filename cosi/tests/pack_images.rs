@@ -15,7 +15,7 @@ use trident_cosi::metadata::{
     SystemdBootEntry, SystemdBootEntryType,
 };
 use trident_cosi::writer::{self, ImagePartition, ImagesSpec};
-use trident_cosi::{CosiSource, ExpectedHash, NoProgress, stream_to_target};
+use trident_cosi::{CosiSource, ExpectedHash, NoProgress, SourceOptions, stream_to_target};
 use uuid::Uuid;
 
 fn image(dir: &Path, name: &str, len: usize, byte: u8) -> std::path::PathBuf {
@@ -82,7 +82,7 @@ fn packed_images_stream_to_their_partitions_and_match_the_plain_disk_image() {
     writer::write_images_disk(&spec, &plain).unwrap();
 
     let hash = ExpectedHash::parse(&out.metadata_sha384).unwrap();
-    let mut src = CosiSource::open(&url(&out.path), &hash).unwrap();
+    let mut src = CosiSource::open(&url(&out.path), &hash, &SourceOptions::default()).unwrap();
     let meta = src.metadata().clone();
     assert_eq!(meta.os_release, spec.os_release);
     let root = meta.filesystem_by_mount_point("/").unwrap();

@@ -17,7 +17,9 @@ use common::*;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::verity::PART_TYPE_ROOT_VERITY_X86_64;
 use trident_cosi::writer::{self, ImagesSpec};
-use trident_cosi::{CosiSource, ExpectedHash, NoProgress, RegionKind, stream_to_target};
+use trident_cosi::{
+    CosiSource, ExpectedHash, NoProgress, RegionKind, SourceOptions, stream_to_target,
+};
 use uuid::Uuid;
 
 const ROOT_UUID: &str = "6a1f2c3e-0000-4000-8000-00000000feed";
@@ -70,7 +72,7 @@ fn a_verity_root_streams_with_a_hash_tree_that_veritysetup_verifies() {
     assert_eq!(out.metadata_sha384, again.metadata_sha384);
 
     let hash = ExpectedHash::parse(&out.metadata_sha384).unwrap();
-    let mut src = CosiSource::open(&url(&out.path), &hash).unwrap();
+    let mut src = CosiSource::open(&url(&out.path), &hash, &SourceOptions::default()).unwrap();
     let meta = src.metadata().clone();
     let root = meta.filesystem_by_mount_point("/").unwrap();
     let verity = root.verity.as_ref().expect("the root names its hash tree");
@@ -101,7 +103,7 @@ fn a_verity_root_streams_with_a_hash_tree_that_veritysetup_verifies() {
     assert_eq!(tagged, vec![(3, "/".to_owned(), None)]);
 
     // Streamed onto a disk, partitions 2 and 3 verify against the root hash.
-    let mut src = CosiSource::open(&url(&out.path), &hash).unwrap();
+    let mut src = CosiSource::open(&url(&out.path), &hash, &SourceOptions::default()).unwrap();
     let t = target(dir.path(), out.disk_size);
     stream_to_target(&mut src, &t, &mut NoProgress).unwrap();
     let disk = fs::read(&t).unwrap();

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use trident_cosi::metadata::{ImageFile, Metadata};
-use trident_cosi::{CosiError, CosiSource, ExpectedHash, NoProgress, SizeKind, stream_to_target};
+use trident_cosi::{
+    CosiError, CosiSource, ExpectedHash, NoProgress, SizeKind, SourceOptions, stream_to_target,
+};
 
 /// Rewrites metadata.json of the fixture, changing the image record of
 /// `path` everywhere it appears.
@@ -45,7 +47,12 @@ fn repack(f: &Fixture, path: &str, change: impl Fn(&mut ImageFile)) -> PathBuf {
 
 fn stream(f: &Fixture, cosi: &Path) -> CosiError {
     let t = target(f.dir.path(), DISK);
-    let mut src = CosiSource::open(&url(cosi), &ExpectedHash::Ignored).unwrap();
+    let mut src = CosiSource::open(
+        &url(cosi),
+        &ExpectedHash::Ignored,
+        &SourceOptions::default(),
+    )
+    .unwrap();
     stream_to_target(&mut src, &t, &mut NoProgress).unwrap_err()
 }
 
@@ -75,7 +82,12 @@ fn fewer_uncompressed_bytes_than_declared_fail_at_the_end_of_the_region() {
     let cosi = repack(&f, ROOT, |i| i.uncompressed_size += 4096);
     // Read with the plain reader: stream_to_target would already refuse the
     // region as larger than its partition.
-    let mut src = CosiSource::open(&url(&cosi), &ExpectedHash::Ignored).unwrap();
+    let mut src = CosiSource::open(
+        &url(&cosi),
+        &ExpectedHash::Ignored,
+        &SourceOptions::default(),
+    )
+    .unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let err = loop {
         let mut region = src.next_region().unwrap().unwrap();

@@ -11,7 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use trident_cosi::{CosiError, CosiSource, ErrorClass, ExpectedHash, NoProgress, stream_to_target};
+use trident_cosi::{
+    CosiError, CosiSource, ErrorClass, ExpectedHash, HttpTimeouts, NoProgress, SourceOptions,
+    stream_to_target,
+};
 
 #[test]
 fn expected_hash_accepts_hex_prefixed_hex_and_ignored_only() {
@@ -52,12 +55,22 @@ fn a_plain_tar_without_marker_is_not_cosi() {
     h.set_size(2);
     b.append_data(&mut h, "metadata.json", &b"{}"[..]).unwrap();
     fs::write(&p, b.into_inner().unwrap()).unwrap();
-    let err = CosiSource::open(&url(&p), &ExpectedHash::Ignored).unwrap_err();
+    let err =
+        CosiSource::open(&url(&p), &ExpectedHash::Ignored, &SourceOptions::default()).unwrap_err();
     assert!(matches!(err, CosiError::NotCosi { .. }), "{err}");
-    let missing =
-        CosiSource::open(&url(&dir.path().join("nope.cosi")), &ExpectedHash::Ignored).unwrap_err();
+    let missing = CosiSource::open(
+        &url(&dir.path().join("nope.cosi")),
+        &ExpectedHash::Ignored,
+        &SourceOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(missing.class(), ErrorClass::Io);
-    let ftp = CosiSource::open("ftp://host/x.cosi", &ExpectedHash::Ignored).unwrap_err();
+    let ftp = CosiSource::open(
+        "ftp://host/x.cosi",
+        &ExpectedHash::Ignored,
+        &SourceOptions::default(),
+    )
+    .unwrap_err();
     assert!(matches!(ftp, CosiError::UnsupportedUrl { .. }));
 }
 
@@ -90,7 +103,7 @@ fn unknown_entries_between_regions_are_ignored() {
 
     let t = target(f.dir.path(), DISK);
     let hash = ExpectedHash::parse(&f.cosi.metadata_sha384).unwrap();
-    let mut src = CosiSource::open(&url(&repacked), &hash).unwrap();
+    let mut src = CosiSource::open(&url(&repacked), &hash, &SourceOptions::default()).unwrap();
     stream_to_target(&mut src, &t, &mut NoProgress).unwrap();
     assert_same_disk(&f, &t);
 }
@@ -98,7 +111,12 @@ fn unknown_entries_between_regions_are_ignored() {
 #[test]
 fn metadata_lookups_find_filesystems_by_mount_point_and_part_type() {
     let f = fixture(&spec(1));
-    let src = CosiSource::open(&url(&f.cosi.path), &ExpectedHash::Ignored).unwrap();
+    let src = CosiSource::open(
+        &url(&f.cosi.path),
+        &ExpectedHash::Ignored,
+        &SourceOptions::default(),
+    )
+    .unwrap();
     let m = src.metadata();
     assert_eq!(
         m.filesystem_by_mount_point("/boot/efi").unwrap().fs_type,
@@ -165,7 +183,7 @@ fn http_source_streams_the_same_disk_as_a_file_and_404_is_an_http_error() {
     let t = target(f.dir.path(), DISK);
     let hash = ExpectedHash::parse(&f.cosi.metadata_sha384).unwrap();
     let url = format!("http://127.0.0.1:{}/image.cosi", server.port);
-    let mut src = CosiSource::open(&url, &hash).unwrap();
+    let mut src = CosiSource::open(&url, &hash, &SourceOptions::default()).unwrap();
     let report = stream_to_target(&mut src, &t, &mut NoProgress).unwrap();
     assert_eq!(
         report.image_hash,
@@ -174,6 +192,38 @@ fn http_source_streams_the_same_disk_as_a_file_and_404_is_an_http_error() {
     assert_same_disk(&f, &t);
 
     let missing = format!("http://127.0.0.1:{}/missing.cosi", server.port);
-    let err = CosiSource::open(&missing, &hash).unwrap_err();
+    let err = CosiSource::open(&missing, &hash, &SourceOptions::default()).unwrap_err();
     assert!(matches!(err, CosiError::Http { .. }), "{err}");
+}
+
+/// Source options belong to each open, not to the process: two opens in
+/// one process, each with its own read timeout, against a server that
+/// accepts and never answers.
+#[test]
+fn each_open_keeps_to_its_own_http_timeouts() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/image.cosi", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let options = |read: Duration| SourceOptions {
+        http_timeouts: HttpTimeouts {
+            connect: Duration::from_secs(10),
+            read,
+        },
+        registry_auth_file: None,
+    };
+    let open = |read| {
+        let started = Instant::now();
+        let err = CosiSource::open(&url, &ExpectedHash::Ignored, &options(read)).unwrap_err();
+        assert!(matches!(err, CosiError::Http { .. }), "{err}");
+        started.elapsed()
+    };
+    let short = open(Duration::from_millis(200));
+    let long = open(Duration::from_millis(1500));
+    assert!(long >= Duration::from_millis(1500), "{long:?}");
+    assert!(short < Duration::from_millis(1500), "{short:?}");
 }

@@ -11,12 +11,12 @@ use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::Corruption;
 use trident_cosi::{
     CosiError, CosiSource, ErrorClass, ExpectedHash, NoProgress, Progress, RegionInfo,
-    stream_to_target,
+    SourceOptions, stream_to_target,
 };
 
 fn open(f: &Fixture) -> CosiSource {
     let hash = ExpectedHash::parse(&f.cosi.metadata_sha384).unwrap();
-    CosiSource::open(&url(&f.cosi.path), &hash).unwrap()
+    CosiSource::open(&url(&f.cosi.path), &hash, &SourceOptions::default()).unwrap()
 }
 
 fn stream(
@@ -27,7 +27,11 @@ fn stream(
     Result<trident_cosi::StreamReport, CosiError>,
 ) {
     let t = target(f.dir.path(), size);
-    let mut src = match CosiSource::open(&url(&f.cosi.path), &ExpectedHash::Ignored) {
+    let mut src = match CosiSource::open(
+        &url(&f.cosi.path),
+        &ExpectedHash::Ignored,
+        &SourceOptions::default(),
+    ) {
         Ok(s) => s,
         Err(e) => return (t, Err(e)),
     };
@@ -114,7 +118,7 @@ fn wrong_metadata_hash_fails_at_open_and_writes_nothing() {
     let f = fixture(&spec(1));
     let t = target(f.dir.path(), DISK);
     let wrong = ExpectedHash::parse(&"ab".repeat(48)).unwrap();
-    let err = CosiSource::open(&url(&f.cosi.path), &wrong).unwrap_err();
+    let err = CosiSource::open(&url(&f.cosi.path), &wrong, &SourceOptions::default()).unwrap_err();
     assert!(
         matches!(&err, CosiError::MetadataHashMismatch { actual, .. } if *actual == f.cosi.metadata_sha384)
     );
@@ -205,7 +209,12 @@ fn update_image_with_another_seed_differs_and_overwrites_install_image() {
 #[test]
 fn skipped_regions_are_still_hash_checked() {
     let f = corrupt(Corruption::FlipByte { region: 1 });
-    let mut src = CosiSource::open(&url(&f.cosi.path), &ExpectedHash::Ignored).unwrap();
+    let mut src = CosiSource::open(
+        &url(&f.cosi.path),
+        &ExpectedHash::Ignored,
+        &SourceOptions::default(),
+    )
+    .unwrap();
     let err = src.verify_remaining().unwrap_err();
     assert!(
         matches!(err, CosiError::HashMismatch { path, .. } if path == "images/partition-1.raw.zst")

@@ -4,17 +4,18 @@
 
 use std::sync::Arc;
 
+use trident_engine::keep_alive::{KeepAlive, KeepAliveGuard};
+use trident_engine::machinery::Engine;
 use trident_host::boot_id::read_boot_id;
 use trident_telemetry::Bus;
 
 use crate::config::Config;
 use crate::grpc::router::{self, GrpcParts};
+use crate::legacy_bridge::LegacyBridge;
 use crate::server::idle::Activity;
 use crate::server::listener::Listening;
 use crate::server::shutdown::{ShutdownHooks, ShutdownReason, ShutdownTrigger};
 use crate::server::{self, ServerContext, ServerError};
-use crate::servicing::engine::Engine;
-use crate::servicing::keep_alive::{KeepAlive, KeepAliveGuard};
 
 /// Why the daemon could not run.
 #[derive(Debug, thiserror::Error)]
@@ -45,12 +46,6 @@ pub fn run(
     bus: Bus,
     before_serving: impl FnOnce() + Send,
 ) -> Result<ShutdownReason, AppError> {
-    // Image downloads of every servicing flow use the operator's bounds;
-    // this is the only call, so the set cannot fail.
-    let _ = trident_cosi::set_http_timeouts(config.http_timeouts());
-    if let Some(path) = &config.registry_auth_file {
-        let _ = trident_cosi::set_registry_auth_file(path.clone());
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tridentd")
@@ -81,6 +76,7 @@ async fn serve(
         ctx.config.engine_settings(),
         bus.clone(),
         Arc::new(ctx.activity.clone()),
+        Arc::new(LegacyBridge::new(bus.clone())),
     );
     engine.remember_stored_secrets();
     before_serving();

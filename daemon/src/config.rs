@@ -5,8 +5,8 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use crate::servicing::settings::{BootControlMode, EngineSettings, InstallSafety, RebootMode};
 use clap::{ArgAction, Parser};
+use trident_engine::settings::{BootControlMode, EngineSettings, InstallSafety, RebootMode};
 // The bus owns its defaults (ring bounds, journal folder); the flags use them.
 use trident_telemetry::config::{DEFAULT_RING_BYTES, DEFAULT_RING_RECORDS};
 
@@ -278,6 +278,15 @@ impl Config {
         }
     }
 
+    /// How the engine opens image sources: the HTTP timeouts and
+    /// `--registry-auth-file`.
+    pub fn source_options(&self) -> trident_cosi::SourceOptions {
+        trident_cosi::SourceOptions {
+            http_timeouts: self.http_timeouts(),
+            registry_auth_file: self.registry_auth_file.clone(),
+        }
+    }
+
     /// Reboot-request log: STATE_DIR/reboot-requests.log.
     pub fn reboot_requests_path(&self) -> PathBuf {
         self.state_dir.join(REBOOT_REQUESTS_FILE)
@@ -300,6 +309,7 @@ impl Config {
                 sysfs: PathBuf::from("/sys"),
             },
             host_root: self.host_root.clone(),
+            sources: self.source_options(),
         }
     }
 

@@ -4,8 +4,10 @@
 //! [`server::prepare`] (root check, socket), sets up logging
 //! ([`observability::init`], which returns the telemetry bus) and hands
 //! both to [`app::run`], the composition root. Layers point one way:
-//! `app` → `grpc` → `servicing`; `app` → `server`; none of them import
-//! `app`, and `server` and `servicing` do not know each other.
+//! `app` → `grpc` → the engine (the `trident-engine` crate); `app` →
+//! `server`, `legacy_bridge`; none of them import `app`, and `server` and
+//! the engine do not know each other (the compiler sees to it that the
+//! engine does not know the daemon at all).
 
 pub mod agent_config;
 pub mod app;
@@ -15,7 +17,6 @@ pub mod legacy_bridge;
 pub mod observability;
 pub mod rcp_agent_state;
 pub mod server;
-pub mod servicing;
 pub mod state_lock;
 
 /// Version of this build of tridentd.

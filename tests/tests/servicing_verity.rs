@@ -303,7 +303,7 @@ async fn a_verity_root_with_blocks_smaller_than_the_verity_data_blocks_is_refuse
     }
     let location = error.location.as_ref().unwrap();
     assert!(
-        location.path.ends_with("engine/verity_blocks.rs") && location.line > 0,
+        location.path.ends_with("image/verity_blocks.rs") && location.line > 0,
         "{location:?}"
     );
     // Nothing was written: the disk-image file is still all zeros (no

@@ -9,6 +9,7 @@
 mod hashing;
 #[cfg(feature = "oci")]
 mod oci;
+mod options;
 mod region;
 mod transport;
 
@@ -19,21 +20,39 @@ use crate::hash::ExpectedHash;
 use crate::metadata::{Disk, Metadata, RegionType};
 use crate::tar::{EntryKind, TarError, TarReader};
 
-#[cfg(feature = "oci")]
-pub use oci::set_registry_auth_file;
-pub use region::{RegionInfo, RegionKind, RegionReader};
-pub use transport::{
-    DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, http_timeouts,
-    set_http_timeouts,
+pub use options::{
+    DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, SourceOptions,
 };
+pub use region::{RegionInfo, RegionKind, RegionReader};
 
 /// The bytes behind `url` as a stream, unverified: `file://` (or a bare
-/// absolute path), `http(s)://` with the process's timeouts, or `oci://`
-/// (a one-layer artifact, its layer digest-checked as it is read). For
-/// artefacts other than COSI files (extension images), whose callers hash
-/// the whole stream themselves.
-pub fn open_url(url: &str) -> Result<Box<dyn Read + Send>, CosiError> {
-    transport::open(url)
+/// absolute path), `http(s)://` within `options`' timeouts, or `oci://`
+/// (a one-layer artifact, its layer digest-checked as it is read, with
+/// `options`' credentials). For artefacts other than COSI files (extension
+/// images), whose callers hash the whole stream themselves.
+pub fn open_url(url: &str, options: &SourceOptions) -> Result<Box<dyn Read + Send>, CosiError> {
+    open_stream(url, options)
+}
+
+/// The scheme dispatch: `file:///abs/path`, a bare absolute path,
+/// `http(s)://...` or `oci://...` into a stream.
+fn open_stream(url: &str, options: &SourceOptions) -> Result<transport::ImageStream, CosiError> {
+    if let Some(path) = url.strip_prefix("file://") {
+        return transport::open_file(url, path);
+    }
+    if url.starts_with('/') {
+        return transport::open_file(url, url);
+    }
+    if url.starts_with("http://") || url.starts_with("https://") {
+        return transport::open_http(url, options.http_timeouts);
+    }
+    #[cfg(feature = "oci")]
+    if url.starts_with(oci::OCI_SCHEME) {
+        return oci::open(url, options);
+    }
+    Err(CosiError::UnsupportedUrl {
+        url: url.to_owned(),
+    })
 }
 
 /// Name of the first entry of every COSI file.
@@ -72,10 +91,14 @@ impl std::fmt::Debug for CosiSource {
 
 impl CosiSource {
     /// Opens `url` (`file:///path`, an absolute path, `http(s)://...` or
-    /// `oci://registry/repository:tag` / `@sha256:...`),
+    /// `oci://registry/repository:tag` / `@sha256:...`) with `options`,
     /// checks the marker, reads and verifies `metadata.json`.
-    pub fn open(url: &str, expected: &ExpectedHash) -> Result<Self, CosiError> {
-        Self::from_reader(url, transport::open(url)?, expected)
+    pub fn open(
+        url: &str,
+        expected: &ExpectedHash,
+        options: &SourceOptions,
+    ) -> Result<Self, CosiError> {
+        Self::from_reader(url, open_stream(url, options)?, expected)
     }
 
     /// Like [`CosiSource::open`] over an already open stream; `name` is

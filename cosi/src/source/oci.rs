@@ -14,8 +14,7 @@
 //! than a few chunks in memory.
 
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use bytes::Bytes;
@@ -26,7 +25,8 @@ use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
-use super::transport::{AnnouncedLength, ImageStream, http_timeouts};
+use super::options::{HttpTimeouts, SourceOptions};
+use super::transport::{AnnouncedLength, ImageStream};
 use crate::error::{CosiError, RegistryFailure};
 
 /// URL scheme of registry sources.
@@ -35,27 +35,18 @@ pub(crate) const OCI_SCHEME: &str = "oci://";
 /// Chunks in flight between the puller thread and the reader.
 const CHANNEL_CHUNKS: usize = 8;
 
-/// The Docker config file whose credentials registry pulls use (the
-/// daemon's `--registry-auth-file`). Process-wide like the HTTP timeouts.
-static REGISTRY_AUTH_FILE: OnceLock<PathBuf> = OnceLock::new();
-
-/// Makes every later `oci://` pull in this process use the credentials of
-/// `path` (a Docker `config.json`) for the registries it lists. Without it,
-/// pulls are anonymous. Only the first call counts.
-pub fn set_registry_auth_file(path: PathBuf) -> Result<(), PathBuf> {
-    REGISTRY_AUTH_FILE.set(path)
-}
-
-/// Opens the COSI layer of `url` (`oci://…`) as a byte stream.
-pub(crate) fn open(url: &str) -> Result<ImageStream, CosiError> {
+/// Opens the COSI layer of `url` (`oci://…`) as a byte stream, with the
+/// credentials and timeouts of `options`.
+pub(super) fn open(url: &str, options: &SourceOptions) -> Result<ImageStream, CosiError> {
     let reference = parse(url)?;
-    let auth = registry_auth(url, &reference)?;
+    let auth = registry_auth(url, &reference, options.registry_auth_file.as_deref())?;
+    let timeouts = options.http_timeouts;
     let (opened_tx, opened_rx) = sync_channel(1);
     let (chunks_tx, chunks_rx) = sync_channel(CHANNEL_CHUNKS);
     let thread_url = url.to_owned();
     std::thread::Builder::new()
         .name("oci-pull".to_owned())
-        .spawn(move || pull(thread_url, reference, auth, opened_tx, chunks_tx))
+        .spawn(move || pull(thread_url, reference, auth, timeouts, opened_tx, chunks_tx))
         .map_err(|source| CosiError::Open {
             url: url.to_owned(),
             source,
@@ -92,11 +83,15 @@ fn parse(url: &str) -> Result<Reference, CosiError> {
         })
 }
 
-/// Credentials for the reference's registry from the configured Docker
-/// config file, else anonymous. The file is read at each pull, so rotated
+/// Credentials for the reference's registry from the Docker config file
+/// `auth_file`, else anonymous. The file is read at each pull, so rotated
 /// credentials need no restart.
-fn registry_auth(url: &str, reference: &Reference) -> Result<RegistryAuth, CosiError> {
-    let Some(path) = REGISTRY_AUTH_FILE.get() else {
+fn registry_auth(
+    url: &str,
+    reference: &Reference,
+    auth_file: Option<&Path>,
+) -> Result<RegistryAuth, CosiError> {
+    let Some(path) = auth_file else {
         return Ok(RegistryAuth::Anonymous);
     };
     credentials_from_file(url, path, reference.resolve_registry())
@@ -148,6 +143,7 @@ fn pull(
     url: String,
     reference: Reference,
     auth: RegistryAuth,
+    timeouts: HttpTimeouts,
     opened: SyncSender<Opened>,
     chunks: SyncSender<Chunk>,
 ) {
@@ -162,7 +158,7 @@ fn pull(
         }
     };
     runtime.block_on(async move {
-        let opened_layer = match client() {
+        let opened_layer = match client(timeouts) {
             Ok(client) => open_layer(&client, &reference, &auth).await,
             Err(e) => Err(e),
         };
@@ -193,12 +189,11 @@ fn pull(
     });
 }
 
-fn client() -> Result<Client, OciDistributionError> {
+fn client(timeouts: HttpTimeouts) -> Result<Client, OciDistributionError> {
     // reqwest is built without a crypto provider (no aws-lc build): it
     // uses the process default, ring as everywhere else in the workspace.
     // An error only says one is installed already.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let timeouts = http_timeouts();
     let proxy = |upper: &str, lower: &str| {
         std::env::var(upper)
             .or_else(|_| std::env::var(lower))

@@ -1,78 +1,18 @@
-//! Opening a COSI URL as a plain byte stream.
+//! `file://` and `http(s)://` sources as plain byte streams (the scheme
+//! dispatch is in `source/mod.rs`).
 
 use std::fs::File;
 use std::io::Read;
-use std::sync::OnceLock;
-use std::time::Duration;
 
+use super::options::HttpTimeouts;
 use crate::error::CosiError;
-
-/// Default bound on the TCP/TLS connection to the image server.
-pub const DEFAULT_HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default bound on a stalled download: it fails after this long without
-/// any received byte (headers or body).
-pub const DEFAULT_HTTP_READ_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Connect and read timeouts of `http(s)://` image sources.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpTimeouts {
-    /// Bound on establishing the connection (TCP and TLS).
-    pub connect: Duration,
-    /// Bound on each wait for bytes from the server.
-    pub read: Duration,
-}
-
-impl Default for HttpTimeouts {
-    fn default() -> Self {
-        HttpTimeouts {
-            connect: DEFAULT_HTTP_CONNECT_TIMEOUT,
-            read: DEFAULT_HTTP_READ_TIMEOUT,
-        }
-    }
-}
-
-/// The process's HTTP timeouts. A process-wide setting (the daemon's flags,
-/// set once at start-up) rather than a parameter, so every caller of
-/// [`crate::CosiSource::open`] gets the operator's bounds without each
-/// servicing flow passing them along.
-static HTTP_TIMEOUTS: OnceLock<HttpTimeouts> = OnceLock::new();
-
-/// Sets the HTTP timeouts of every later `http(s)://` open in this process.
-/// Only the first call counts; a later one gets its value back as `Err`.
-pub fn set_http_timeouts(timeouts: HttpTimeouts) -> Result<(), HttpTimeouts> {
-    HTTP_TIMEOUTS.set(timeouts)
-}
-
-/// The timeouts in effect: the ones set, else the defaults.
-pub fn http_timeouts() -> HttpTimeouts {
-    HTTP_TIMEOUTS.get().copied().unwrap_or_default()
-}
 
 /// A readable image stream.
 pub(crate) type ImageStream = Box<dyn Read + Send>;
 
-/// Turns `file:///abs/path`, a bare absolute path, `http(s)://...` or
-/// `oci://...` into a stream.
-pub(crate) fn open(url: &str) -> Result<ImageStream, CosiError> {
-    if let Some(path) = url.strip_prefix("file://") {
-        return open_file(url, path);
-    }
-    if url.starts_with('/') {
-        return open_file(url, url);
-    }
-    if url.starts_with("http://") || url.starts_with("https://") {
-        return open_http(url);
-    }
-    #[cfg(feature = "oci")]
-    if url.starts_with(super::oci::OCI_SCHEME) {
-        return super::oci::open(url);
-    }
-    Err(CosiError::UnsupportedUrl {
-        url: url.to_owned(),
-    })
-}
-
-fn open_file(url: &str, path: &str) -> Result<ImageStream, CosiError> {
+/// `file:///abs/path` (`path` the part after the scheme) or a bare
+/// absolute path.
+pub(super) fn open_file(url: &str, path: &str) -> Result<ImageStream, CosiError> {
     // file://host/path is not supported; file:///path has an empty host.
     if !path.starts_with('/') {
         return Err(CosiError::UnsupportedUrl {
@@ -86,7 +26,8 @@ fn open_file(url: &str, path: &str) -> Result<ImageStream, CosiError> {
     Ok(Box::new(file))
 }
 
-fn open_http(url: &str) -> Result<ImageStream, CosiError> {
+/// `http(s)://...`, within `timeouts`.
+pub(super) fn open_http(url: &str, timeouts: HttpTimeouts) -> Result<ImageStream, CosiError> {
     // HTTPS trusts the system's certificate store (rustls-platform-verifier:
     // on Linux the distribution's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR
     // when set), so an image server behind an organisation's own CA works
@@ -95,7 +36,6 @@ fn open_http(url: &str) -> Result<ImageStream, CosiError> {
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(ureq::tls::RootCerts::PlatformVerifier)
         .build();
-    let timeouts = http_timeouts();
     let config = ureq::Agent::config_builder()
         .tls_config(tls)
         .timeout_connect(Some(timeouts.connect))

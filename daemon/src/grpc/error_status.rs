@@ -3,9 +3,8 @@
 //! `Completed.error` (and, for clients that opted in, `error_report`).
 
 use tonic::Status;
+use trident_engine::locks::RunningOperation;
 use trident_host::{Subkind, TridentError};
-
-use crate::servicing::locks::RunningOperation;
 
 /// Category → code per the wire doc (invalid-input → INVALID_ARGUMENT,
 /// internal → INTERNAL, execution-environment / initialization /

@@ -1,7 +1,7 @@
 //! `trident.v1.HostStatusService` (our addition): the full Host Status as
 //! YAML with upstream's keys, for `trident get status` and `-s FILE`.
 //! `diskUuids` is read from the GPT of each disk when asked
-//! (`servicing::block_device::read_disk_guids`), and each RAID array's
+//! (`trident_engine::block_device::read_disk_guids`), and each RAID array's
 //! `state` from the kernel, so both say what is on the disks now. Served redacted: the
 //! secrets of `spec` and `specOld` never leave the daemon
 //! (`trident_host::redact::document`); the datastore keeps them.
@@ -9,13 +9,13 @@
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
+use trident_engine::block_device::{raid, read_disk_guids};
+use trident_engine::machinery::Engine;
 use trident_proto::v1::{
     GetHostStatusRequest, GetHostStatusResponse, host_status_service_server::HostStatusService,
 };
 
 use super::error_status::to_status;
-use crate::servicing::block_device::{raid, read_disk_guids};
-use crate::servicing::engine::Engine;
 
 /// Serves the Host Status from the engine's datastore.
 #[derive(Debug, Clone)]

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tonic::Status;
+use trident_engine::machinery::Engine;
 use trident_proto::v1::ErrorReport;
 use trident_telemetry::LastErrorFallback;
 
 use super::error_status::to_status;
-use crate::servicing::engine::Engine;
 
 /// Reads `lastError` from the engine's datastore, as a bus `ErrorReport`.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ use tonic::{
     service::{Routes, RoutesBuilder},
 };
 use tonic_health::{ServingStatus, server::HealthReporter};
+use trident_engine::machinery::Engine;
 use trident_proto::{v1, v1preview};
 use trident_telemetry::Bus;
 
@@ -22,7 +23,6 @@ use super::last_error::HostStatusLastError;
 use super::servicing::ServicingApi;
 use super::stream_disk::StreamDiskService;
 use super::version::Version;
-use crate::servicing::engine::Engine;
 
 /// What the services are built on, from the composition root.
 #[derive(Debug, Clone)]

@@ -1,17 +1,17 @@
 //! `trident.v1.StreamingService`: StreamDisk on the shared servicing engine.
-//! The step itself is `crate::servicing::stream_disk`.
+//! The step itself is `trident_engine::flows::stream_disk`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 use trident_cosi::VerifyWrites;
+use trident_engine::flows::stream_disk::{StreamDiskRequest, stream_disk_step};
 use trident_proto::v1::{self, ServicingKind};
 
 use super::error_status::invalid_enum;
 use super::servicing::{Call, ServicingApi, reboot_handling};
 use super::servicing_stream::ServicingStream;
-use crate::servicing::stream_disk::{StreamDiskRequest, stream_disk_step};
 
 /// gRPC StreamingService on the shared servicing engine.
 #[derive(Debug, Clone)]

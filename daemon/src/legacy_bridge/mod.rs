@@ -20,10 +20,11 @@ mod platform;
 mod poster;
 mod shapes;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use futures::StreamExt;
 use tokio::task::AbortHandle;
+use trident_engine::config_accepted::ConfigAccepted;
 use trident_host::config::HostConfiguration;
 use trident_proto::v1::{
     OperationEvent, OperationRecord, Record, SpanEvent, StatusCode, StreamEvent, WatchOptions,
@@ -38,7 +39,7 @@ use shapes::{MetricContext, PhoneHome, PhoneHomeState};
 pub const NOTICE_TARGET: &str = "tridentd::legacy_bridge";
 
 /// Reads the current Host Status as YAML, for the final phonehome.
-pub type HostStatusYaml = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+pub use trident_engine::config_accepted::HostStatusYaml;
 
 /// The endpoints a Host Configuration asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -138,6 +139,19 @@ impl LegacyBridge {
         if let Some(previous) = previous {
             previous.abort();
         }
+    }
+}
+
+/// The engine tells the bridge each operation's validated configuration.
+impl ConfigAccepted for LegacyBridge {
+    fn config_accepted(
+        &self,
+        hc: &HostConfiguration,
+        operation_id: &str,
+        rpc: &str,
+        host_status: HostStatusYaml,
+    ) {
+        self.activate(hc, operation_id, rpc, host_status);
     }
 }
 

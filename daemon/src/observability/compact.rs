@@ -2,7 +2,7 @@
 //! (a terminal, a pipe, or the journal's stdout capture):
 //!
 //! ```text
-//! 2026-11-23T15:18:45.721817Z  INFO op=79ed5b35 tridentd::servicing::stream_disk: region written bytes=38780416
+//! 2026-11-23T15:18:45.721817Z  INFO op=79ed5b35 trident_engine::flows::stream_disk: region written bytes=38780416
 //! ```
 //!
 //! The servicing operation is named once, by its id's first 8 characters

@@ -7,6 +7,8 @@
 //! errors), then [`unsupported`] (features the engine does not apply yet, in
 //! ONE list, refused as unsupported-configuration naming key and line), then
 //! [`validate`] (what upstream checks beyond the schema).
+//! [`parse_validated`] and [`validated`] hand back a [`ValidatedConfig`]:
+//! the configuration with the storage graph its validation built.
 //!
 //! Our JSON schema (`host/schema/host-config-schema.json`) is generated from
 //! these types ([`schema::generate`]); a test keeps the committed file current.
@@ -29,6 +31,7 @@ mod storage_advanced;
 pub mod storage_graph;
 pub mod unsupported;
 mod validate;
+mod validated;
 pub mod verity_rules;
 #[cfg(test)]
 mod verity_rules_tests;
@@ -44,7 +47,7 @@ pub use os::{
     SYSEXT_DIRECTORIES, Selinux, SelinuxMode, Services, SshMode, UefiFallbackMode, User,
     netplan_file_text,
 };
-pub use parse::{parse, to_yaml};
+pub use parse::{parse, parse_validated, to_yaml};
 pub use scripts::{
     DEFAULT_HEALTH_CHECK_TIMEOUT_SECONDS, Health, HealthCheck, RunOn, Script, Scripts,
 };
@@ -57,7 +60,8 @@ pub use storage_advanced::{
     AdoptedPartition, EncryptedVolume, Encryption, Pcr, Raid, RaidLevel, SoftwareRaidArray, Swap,
     VerityCorruptionOption, VerityDevice,
 };
-pub use validate::{check_sha384, validate};
+pub use validate::{check_sha384, validate, validated};
+pub use validated::ValidatedConfig;
 pub use warnings::warnings;
 
 /// Default datastore location (upstream).

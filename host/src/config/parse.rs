@@ -1,7 +1,8 @@
 //! YAML → [`HostConfiguration`] with key paths and line/column in errors.
 
 use super::storage_graph::StorageGraph;
-use super::{HostConfiguration, unsupported, validate, verity_rules};
+use super::validate::validate_with_graph;
+use super::{HostConfiguration, ValidatedConfig, unsupported, verity_rules};
 use crate::error::{ResultExt, Subkind, TridentError};
 
 /// Parses and fully validates a Host Configuration.
@@ -13,6 +14,12 @@ use crate::error::{ResultExt, Subkind, TridentError};
 /// broken references → invalid-input `invalid-host-configuration`. Every
 /// message names the key path.
 pub fn parse(yaml: &str) -> Result<HostConfiguration, TridentError> {
+    parse_validated(yaml).map(ValidatedConfig::into_config)
+}
+
+/// [`parse`], handing back the configuration with the storage graph its
+/// validation built.
+pub fn parse_validated(yaml: &str) -> Result<ValidatedConfig, TridentError> {
     let mut hc = parse_syntax(yaml)?;
     normalize(&mut hc)?;
     // The block-device graph is checked for documents that use RAID,
@@ -35,9 +42,8 @@ pub fn parse(yaml: &str) -> Result<HostConfiguration, TridentError> {
         ),
         Ok(_) => refused,
     })?;
-    graph?;
-    validate(&hc)?;
-    Ok(hc)
+    let graph = validate_with_graph(&hc, Some(graph?))?;
+    Ok(ValidatedConfig::new(hc, graph))
 }
 
 /// Folds upstream's alternative spellings into one form: tagged health

@@ -37,6 +37,25 @@ trident:
     )
 }
 
+/// Validation hands back the configuration with the graph it built; a
+/// configuration that fails validation gets none.
+#[test]
+fn a_validated_config_carries_its_storage_graph() {
+    let checked = parse_validated(&good()).unwrap();
+    assert_eq!(checked.config().storage.disks[0].id, "os");
+    let graph = checked.graph();
+    let (a, b) = graph
+        .ab_pair("root")
+        .expect("the volume pair is in the graph");
+    assert_eq!((a.label(), b.label()), ("root-a", "root-b"));
+    assert!(graph.device("esp").is_some());
+    let again = validated(checked.into_config()).unwrap();
+    assert!(again.graph().device("root-b").is_some());
+    let mut broken = parse(&good()).unwrap();
+    broken.storage.filesystems[1].device_id = "nowhere".into();
+    assert!(validated(broken).is_err());
+}
+
 fn err_of(yaml: &str) -> crate::error::TridentError {
     match parse(yaml) {
         Ok(_) => panic!("expected an error for:\n{yaml}"),

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use super::storage_graph::StorageGraph;
 use super::{
     Disk, FileSystemType, FilesystemSource, HASH_IGNORED, HostConfiguration, PartitionSize,
+    ValidatedConfig,
 };
 use crate::error::{Subkind, TridentError};
 
@@ -18,13 +19,29 @@ fn invalid(subkind: Subkind, path: &str, what: String) -> TridentError {
 
 /// Checks everything that the types alone cannot.
 pub fn validate(hc: &HostConfiguration) -> Result<(), TridentError> {
+    validate_with_graph(hc, None).map(drop)
+}
+
+/// [`validate`], handing back the configuration with the storage graph
+/// the checks built.
+pub fn validated(hc: HostConfiguration) -> Result<ValidatedConfig, TridentError> {
+    let graph = validate_with_graph(&hc, None)?;
+    Ok(ValidatedConfig::new(hc, graph))
+}
+
+/// The checks of [`validate`]; `graph` is `hc`'s storage graph when the
+/// caller built (and checked) it already. Returns the graph.
+pub(super) fn validate_with_graph(
+    hc: &HostConfiguration,
+    graph: Option<StorageGraph>,
+) -> Result<StorageGraph, TridentError> {
     super::document_rules::validate_document_rules(hc)?;
     validate_image(hc)?;
-    validate_storage(hc)?;
+    let graph = validate_storage(hc, graph)?;
     validate_scripts(hc)?;
     validate_kernel_command_line(hc)?;
     validate_extensions(hc)?;
-    Ok(())
+    Ok(graph)
 }
 
 /// `os.sysexts[]` and `os.confexts[]`: a URL we can fetch, the hash of
@@ -142,7 +159,10 @@ pub fn check_sha384(path: &str, value: &str) -> Result<(), TridentError> {
 /// The block-device graph (ids, references, which device sits on which:
 /// `storage_graph`), then what it does not cover: disk devices, GPT
 /// identities and sizes, filesystems' sources, types and mount points.
-fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
+fn validate_storage(
+    hc: &HostConfiguration,
+    graph: Option<StorageGraph>,
+) -> Result<StorageGraph, TridentError> {
     let storage = &hc.storage;
     if storage.disks.is_empty() {
         return Err(invalid(
@@ -151,7 +171,10 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
             "at least one disk is required".into(),
         ));
     }
-    StorageGraph::build(hc)?;
+    let graph = match graph {
+        Some(graph) => graph,
+        None => StorageGraph::build(hc)?,
+    };
     super::raid::validate_raid(hc)?;
     super::encryption::validate_encryption(hc)?;
     let mut devices: HashSet<&str> = HashSet::new();
@@ -194,7 +217,8 @@ fn validate_storage(hc: &HostConfiguration) -> Result<(), TridentError> {
         }
         check_sizes(d, disk)?;
     }
-    validate_filesystems(hc)
+    validate_filesystems(hc)?;
+    Ok(graph)
 }
 
 fn validate_filesystems(hc: &HostConfiguration) -> Result<(), TridentError> {

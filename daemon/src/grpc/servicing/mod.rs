@@ -11,6 +11,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
+use trident_engine::flows::rollback;
+use trident_engine::machinery::Engine;
+use trident_engine::machinery::runner::{self, ServicingRequest, StepContext, StepResult};
 use trident_proto::v1::ServicingKind;
 use trident_proto::v1preview::{self, rollback_service_server::RollbackService};
 use trident_telemetry::TraceParent;
@@ -18,8 +21,6 @@ use trident_telemetry::TraceParent;
 use super::additions::Additions;
 use super::error_status::{busy, to_status};
 use super::servicing_stream::{ServicingStream, servicing_stream};
-use crate::servicing::engine::runner::{self, ServicingRequest, StepContext, StepResult};
-use crate::servicing::engine::{Engine, rollback};
 pub(crate) use streaming::reboot_handling;
 use streaming::rollback_kind;
 

@@ -2,6 +2,7 @@
 //! read lock, concurrent with each other and with a running operation.
 
 use tonic::{Request, Response, Status};
+use trident_engine::flows::query;
 use trident_host::config::{self, HostConfiguration};
 use trident_host::status::AbVolume;
 use trident_host::{Subkind, TridentError};
@@ -13,7 +14,6 @@ use trident_proto::v1preview::{
 use super::ServicingApi;
 use crate::grpc::additions::Additions;
 use crate::grpc::error_status::to_status;
-use crate::servicing::engine::query;
 
 /// A stored configuration as served: its secrets redacted
 /// (`trident_host::redact::document`).

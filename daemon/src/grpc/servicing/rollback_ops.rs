@@ -5,13 +5,14 @@
 //! decode through one check.
 
 use tonic::{Request, Response, Status};
+use trident_engine::flows::rollback;
+use trident_engine::machinery::runner;
 use trident_proto::v1::rollback_service_server::RollbackService;
 use trident_proto::v1::{self, RebootManagement, ServicingKind};
 
 use super::streaming::rollback_kind;
 use super::{Call, ServicingApi, reboot_handling};
 use crate::grpc::servicing_stream::ServicingStream;
-use crate::servicing::engine::{rollback, runner};
 
 impl ServicingApi {
     pub(super) fn rollback_call<T>(request: &Request<T>, rpc: &'static str) -> Call {

@@ -2,6 +2,8 @@
 //! request, then hands a step to the runner.
 
 use tonic::{Request, Response, Status};
+use trident_engine::flows::{commit, install, rebuild_raid, update};
+use trident_engine::machinery::runner;
 use trident_host::{Subkind, TridentError};
 use trident_proto::v1::{
     self, RebootHandling, RebootManagement, ServicingKind, commit_service_server::CommitService,
@@ -15,7 +17,6 @@ use trident_proto::v1preview::{
 use super::{Call, ServicingApi};
 use crate::grpc::error_status::{invalid_enum, to_status};
 use crate::grpc::servicing_stream::ServicingStream;
-use crate::servicing::engine::{commit, install, rebuild_raid, runner, update};
 
 /// RebootManagement → handling; absent or unspecified means Trident
 /// handles it. A value this daemon does not know is INVALID_ARGUMENT

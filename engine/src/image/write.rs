@@ -1,0 +1,380 @@
+//! Writing the filesystem images of a COSI file into the partitions they
+//! map to (by mount point), with download / write / verify progress.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use trident_cosi::metadata::PART_TYPE_ESP;
+use trident_cosi::{CosiSource, ExpectedHash, RegionInfo, RegionKind, RegionReader, SourceOptions};
+use trident_host::config::HostConfiguration;
+use trident_host::status::HostStatus;
+use trident_host::{ResultExt, Subkind, TridentError};
+use trident_telemetry::progress::{Phase, Unit};
+
+use super::cosi_error::CosiResultExt;
+use super::verity;
+use crate::block_device::ResolvedDevice;
+use crate::boot_control::image_boot::{self, BootKind, ImageBoot};
+use crate::machinery::runner::StepContext;
+use crate::machinery::step::blocking;
+use crate::new_storage;
+
+/// Reports write progress of one region to its phase.
+struct PhaseProgress<'a>(&'a Phase);
+
+impl trident_cosi::Progress for PhaseProgress<'_> {
+    fn on_bytes(&mut self, n: u64) {
+        self.0.add(n);
+    }
+}
+
+/// The write step of install and A/B update: [`write_image`] of the Host
+/// Configuration's image into the `targets` that take an image (and the
+/// hash trees of verity filesystems into `hash_trees`), the
+/// engine's boot control checking the image against `current` and getting
+/// the image's ESP when it needs it (copied next to the operation's new
+/// root, removed with it).
+pub async fn write_step(
+    ctx: &StepContext,
+    current: &HostStatus,
+    hc: &HostConfiguration,
+    targets: &BTreeMap<String, ResolvedDevice>,
+    hash_trees: &BTreeMap<String, ResolvedDevice>,
+) -> Result<WrittenImage, TridentError> {
+    let image = hc
+        .image
+        .clone()
+        .ok_or_else(|| TridentError::new(Subkind::InvalidHostConfiguration, "image is required"))?;
+    let written = new_storage::image_targets(hc, targets);
+    let engine = ctx.engine.clone();
+    let esp_copy = engine.boot.wants_image_esp().then(|| {
+        engine
+            .new_root_dir(&ctx.operation_id)
+            .with_extension("esp.img")
+    });
+    let current = current.clone();
+    let hash_trees = hash_trees.clone();
+    let sources = ctx.engine.sources.clone();
+    blocking(move || {
+        let check = |kind: &BootKind| engine.boot.check_image(&current, kind);
+        let boot = BootCheck {
+            esp_copy,
+            check: &check,
+        };
+        let written = ImageTargets {
+            filesystems: &written,
+            hash_trees: &hash_trees,
+        };
+        write_image(&image.url, &image.sha384, &sources, &written, &boot)
+    })
+    .await
+}
+
+/// What [`write_image`] wrote: the image's `sha384:<hex>`, how it boots,
+/// and the root hash of each verity filesystem written (by mount point).
+#[derive(Debug, Clone)]
+pub struct WrittenImage {
+    pub hash: String,
+    pub boot: ImageBoot,
+    pub verity_root_hashes: BTreeMap<String, String>,
+}
+
+/// Where [`write_image`] writes: mount point → the device its filesystem
+/// image goes into, and, for a filesystem on a verity device, mount point
+/// → the device its hash tree goes into.
+#[derive(Debug, Clone, Copy)]
+pub struct ImageTargets<'a> {
+    pub filesystems: &'a BTreeMap<String, ResolvedDevice>,
+    pub hash_trees: &'a BTreeMap<String, ResolvedDevice>,
+}
+
+/// How boot control takes part in [`write_image`].
+pub struct BootCheck<'a> {
+    /// Where to copy the image's ESP filesystem when it is not a target
+    /// and the image's boot files come from it (`None`: never).
+    pub esp_copy: Option<PathBuf>,
+    /// Refuses an image the host cannot boot, before anything is written.
+    pub check: &'a (dyn Fn(&BootKind) -> Result<(), TridentError> + Sync),
+}
+
+impl std::fmt::Debug for BootCheck<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BootCheck")
+            .field("esp_copy", &self.esp_copy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens `url` (as `sources` says), checks that the image provides every mount point in
+/// `targets` (with a hash tree where it goes to a verity device) and that
+/// each fits its partition, that its bootloader
+/// metadata is one this daemon boots (`boot`), then streams each region
+/// into its partition. Regions of other mount points (and the image's own
+/// GPT) are read and verified but not written; the image's ESP goes to
+/// `boot.esp_copy` when asked. Blocking: run it in `spawn_blocking`
+/// inside the operation's span.
+pub fn write_image(
+    url: &str,
+    sha384: &str,
+    sources: &SourceOptions,
+    image_targets: &ImageTargets<'_>,
+    boot: &BootCheck<'_>,
+) -> Result<WrittenImage, TridentError> {
+    let targets = image_targets.filesystems;
+    let hash_trees = image_targets.hash_trees;
+    let download = Phase::start(
+        "download",
+        "Open and verify image metadata",
+        Unit::Items,
+        Some(1),
+    );
+    let expected = ExpectedHash::parse(sha384).cosi()?;
+    let mut source = CosiSource::open(url, &expected, sources).cosi()?;
+    download.set(1);
+    download.done();
+    tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");
+
+    check_image_matches(&source, targets)?;
+    let verity_root_hashes = verity::check_hash_trees(source.metadata(), hash_trees)?;
+    let kind = image_boot::boot_kind(source.metadata())?;
+    (boot.check)(&kind)?;
+    let esp_copy = esp_to_copy(&source, targets, &kind, boot.esp_copy.as_deref())?;
+    // The byte work: the filesystem images that are written.
+    let bytes_total = source
+        .metadata()
+        .images
+        .iter()
+        .filter(|fs| targets.contains_key(&fs.mount_point))
+        .map(|fs| fs.image.uncompressed_size)
+        .sum::<u64>()
+        + verity::tree_bytes(source.metadata(), hash_trees);
+    trident_telemetry::overall::plan_bytes(bytes_total);
+
+    let mut files: HashMap<String, File> = HashMap::new();
+    let mut verified = 0u64;
+    let regions = source.disk().gpt_regions.len() as u64;
+    let verify = Phase::start("verify", "Verify region hashes", Unit::Items, Some(regions));
+    loop {
+        let region = source.next_region().cosi()?;
+        let Some(mut region) = region else { break };
+        let info: RegionInfo = region.info().clone();
+        let target = match (&info.kind, info.mount_point.as_deref(), &info.verity_of) {
+            (RegionKind::Partition { .. }, Some(mp), _) => targets.get(mp),
+            (RegionKind::Partition { .. }, None, Some(mp)) => hash_trees.get(mp),
+            _ => None,
+        };
+        let is_esp_copy = esp_copy
+            .as_ref()
+            .is_some_and(|(mp, _)| info.mount_point.as_deref() == Some(mp.as_str()));
+        match target {
+            None if is_esp_copy => {
+                if let Some((_, path)) = &esp_copy {
+                    copy_region(&mut region, &info, path)?;
+                }
+            }
+            None => {
+                tracing::debug!(region = %info.name(), "not a target: verifying without writing");
+                region.skip().cosi()?;
+            }
+            Some(target) => write_region(&verify, &mut region, &info, target, &mut files)?,
+        }
+        verified += 1;
+        verify.set(verified);
+    }
+    for (device, file) in &files {
+        file.sync_all()
+            .structured_msg(Subkind::WriteImage, format!("fsync {device}"))?;
+    }
+    verify.done();
+    Ok(WrittenImage {
+        hash: source.image_hash(),
+        boot: ImageBoot {
+            kind,
+            esp_copy: esp_copy.map(|(_, path)| path),
+            verity_root_hash: verity_root_hashes.get("/").cloned(),
+        },
+        verity_root_hashes,
+    })
+}
+
+/// The image's ESP (its mount point) and where to copy it, when boot
+/// control wants it (`esp_copy`), `kind` takes boot files from it and it
+/// is not written to the host's ESP (an A/B update). A grub or UKI image
+/// without an ESP is refused here, before anything is written.
+fn esp_to_copy(
+    source: &CosiSource,
+    targets: &BTreeMap<String, ResolvedDevice>,
+    kind: &BootKind,
+    esp_copy: Option<&Path>,
+) -> Result<Option<(String, PathBuf)>, TridentError> {
+    let Some(path) = esp_copy.filter(|_| kind.needs_image_esp()) else {
+        return Ok(None);
+    };
+    let Some(esp) = source
+        .metadata()
+        .filesystems_by_part_type(PART_TYPE_ESP)
+        .next()
+    else {
+        return Err(TridentError::new(
+            Subkind::UnsupportedBootloader,
+            format!(
+                "metadata.json: images: the image boots with {} but has no ESP filesystem (partType {PART_TYPE_ESP}) to take its loaders from",
+                kind.name()
+            ),
+        ));
+    };
+    if targets.contains_key(&esp.mount_point) {
+        return Ok(None); // written to the host's ESP: read there
+    }
+    Ok(Some((esp.mount_point.clone(), path.to_path_buf())))
+}
+
+/// Streams one region into the file `path` (created, sized to the
+/// region), hash-checked on the way. Sparse: all-zero chunks are left as
+/// holes, so an ESP image that is mostly free space takes only its files'
+/// room where the copy lands (the datastore's filesystem, which upstream's
+/// samples make a 128 MiB volume of its own, no larger than the ESP).
+fn copy_region(
+    region: &mut RegionReader<'_>,
+    info: &RegionInfo,
+    path: &Path,
+) -> Result<(), TridentError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).structured_msg(
+            Subkind::WriteImage,
+            format!("Cannot create {}", parent.display()),
+        )?;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .structured_msg(
+            Subkind::WriteImage,
+            format!("Cannot create {}", path.display()),
+        )?;
+    let size = info.image.uncompressed_size;
+    file.set_len(size).structured_msg(
+        Subkind::WriteImage,
+        format!("Cannot size {}", path.display()),
+    )?;
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut offset, mut stored) = (0u64, 0u64);
+    loop {
+        let n = region.read_chunk(&mut buf).cosi()?;
+        if n == 0 {
+            break; // the end, verified
+        }
+        let chunk = &buf[..n];
+        if offset + n as u64 > size {
+            return Err(TridentError::new(
+                Subkind::WriteImage,
+                format!(
+                    "{}: more bytes than its uncompressed size {size}",
+                    info.name()
+                ),
+            ));
+        }
+        if chunk.iter().any(|b| *b != 0) {
+            std::os::unix::fs::FileExt::write_all_at(&file, chunk, offset).structured_msg(
+                Subkind::WriteImage,
+                format!("{}: write at offset {offset}", path.display()),
+            )?;
+            stored += n as u64;
+        }
+        offset += n as u64;
+    }
+    tracing::info!(region = %info.name(), copy = %path.display(), bytes = offset, stored,
+        "the image's ESP copied out for its boot files");
+    Ok(())
+}
+
+/// Writes one region into its target device (opening its backing file or
+/// block device on first use) as a `write/<partition>` phase nested in `verify` (the
+/// region walk); hashes are checked on the way.
+fn write_region(
+    verify: &Phase,
+    region: &mut RegionReader<'_>,
+    info: &RegionInfo,
+    t: &ResolvedDevice,
+    files: &mut HashMap<String, File>,
+) -> Result<(), TridentError> {
+    let extent = t.extent();
+    let device = extent.backing;
+    if !files.contains_key(device) {
+        let file = OpenOptions::new()
+            .write(true)
+            .open(device)
+            .structured_msg(Subkind::WriteImage, format!("Cannot open {device}"))?;
+        files.insert(device.to_owned(), file);
+    }
+    let file = files
+        .get(device)
+        .ok_or_else(|| TridentError::of(Subkind::WriteImage))?;
+    let phase = Phase::child(
+        verify,
+        format!("write/{}", t.id()),
+        match (&info.mount_point, &info.verity_of) {
+            (None, Some(mp)) => format!("Write the hash tree of {mp} to {}", t.id()),
+            (mp, _) => format!("Write {} to {}", mp.as_deref().unwrap_or(""), t.id()),
+        },
+        Unit::Bytes,
+        Some(info.image.uncompressed_size),
+    );
+    let stats = trident_cosi::write_region_at(
+        region,
+        file,
+        Path::new(device),
+        extent.offset,
+        extent.size,
+        &mut PhaseProgress(&phase),
+    )
+    .cosi()?;
+    phase.done();
+    tracing::info!(
+        partition = %t.id(),
+        bytes = stats.uncompressed_bytes,
+        elapsed_ms = stats.elapsed.as_millis() as u64,
+        "region written and verified"
+    );
+    Ok(())
+}
+
+/// Every target mount point must be in the image and fit its partition.
+fn check_image_matches(
+    source: &CosiSource,
+    targets: &BTreeMap<String, ResolvedDevice>,
+) -> Result<(), TridentError> {
+    let images = &source.metadata().images;
+    for (mount_point, target) in targets {
+        let Some(fs) = images.iter().find(|f| &f.mount_point == mount_point) else {
+            return Err(TridentError::new(
+                Subkind::ImageDoesNotMatchConfiguration,
+                format!(
+                    "The image has no filesystem for mount point '{mount_point}' (it has: {})",
+                    images
+                        .iter()
+                        .map(|f| f.mount_point.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        };
+        let size = target.extent().size;
+        if fs.image.uncompressed_size > size {
+            return Err(TridentError::new(
+                Subkind::ImageDoesNotMatchConfiguration,
+                format!(
+                    "The '{mount_point}' filesystem image ({} bytes) does not fit partition '{}' ({} bytes)",
+                    fs.image.uncompressed_size,
+                    target.id(),
+                    size
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
