@@ -66,6 +66,8 @@ host_enum! {
         AbUpdateHealthCheckFailed = "ab-update-health-check-failed" <=> UpdateAbHealthCheckFailed,
         ManualRollbackAbStaged = "manual-rollback-ab-staged" <=> ManualRollbackAbStaged,
         ManualRollbackAbFinalized = "manual-rollback-ab-finalized" <=> ManualRollbackAbFinalized,
+        RuntimeUpdateStaged = "runtime-update-staged" <=> UpdateRuntimeStaged,
+        ManualRollbackRuntimeStaged = "manual-rollback-runtime-staged" <=> ManualRollbackRuntimeStaged,
         Provisioned = "provisioned" <=> Provisioned,
     }
 }
@@ -101,18 +103,10 @@ impl KebabName for TridentErrorKind {
     }
 }
 
-/// A servicing state as received: the host's name, or upstream's name for
-/// the runtime-update states this daemon never enters.
+/// A servicing state as received: the host's name, or "unspecified".
 impl KebabName for ProtoState {
     fn kebab_name(self) -> &'static str {
-        match ServicingState::try_from(self) {
-            Ok(state) => state.kebab_name(),
-            Err(_) => match self {
-                Self::UpdateRuntimeStaged => "runtime-update-staged",
-                Self::ManualRollbackRuntimeStaged => "manual-rollback-runtime-staged",
-                _ => "unspecified",
-            },
-        }
+        ServicingState::try_from(self).map_or("unspecified", ServicingState::kebab_name)
     }
 }
 
@@ -138,6 +132,8 @@ mod tests {
             ServicingState::AbUpdateHealthCheckFailed,
             ServicingState::ManualRollbackAbStaged,
             ServicingState::ManualRollbackAbFinalized,
+            ServicingState::RuntimeUpdateStaged,
+            ServicingState::ManualRollbackRuntimeStaged,
             ServicingState::Provisioned,
         ] {
             assert_eq!(ServicingState::try_from(ProtoState::from(state)), Ok(state));
@@ -187,7 +183,10 @@ mod tests {
             Err(NoCounterpart("TRIDENT_ERROR_KIND_UNSPECIFIED"))
         );
         assert!(ServicingState::try_from(ProtoState::Unspecified).is_err());
-        assert!(ServicingState::try_from(ProtoState::UpdateRuntimeStaged).is_err());
+        assert_eq!(
+            ServicingState::try_from(ProtoState::UpdateRuntimeStaged),
+            Ok(ServicingState::RuntimeUpdateStaged)
+        );
         assert_eq!(TridentErrorKind::Unspecified.kebab_name(), "unspecified");
         assert_eq!(
             ProtoState::UpdateRuntimeStaged.kebab_name(),

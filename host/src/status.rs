@@ -10,7 +10,11 @@ use crate::config::{HostConfiguration, RaidLevel};
 use crate::error::{ErrorRecord, ResultExt, Subkind, TridentError};
 use crate::kebab_name::KebabName;
 
-/// Upstream servicing states (kebab-case in YAML).
+/// Upstream servicing states (kebab-case in YAML), all of upstream's
+/// (v0.27.0 `trident_api::status::ServicingState`): tridentd enters the
+/// runtime-update ones never (its runtime update and rollback go straight
+/// from `provisioned` to `provisioned`), but reads them in a history
+/// upstream wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ServicingState {
@@ -23,6 +27,8 @@ pub enum ServicingState {
     AbUpdateHealthCheckFailed,
     ManualRollbackAbStaged,
     ManualRollbackAbFinalized,
+    RuntimeUpdateStaged,
+    ManualRollbackRuntimeStaged,
     Provisioned,
 }
 

@@ -4,7 +4,8 @@
 //! SQLite itself (`VACUUM INTO`: one consistent snapshot, WAL content
 //! included, no free pages) into a private temporary directory; its rows
 //! are redacted there (never the live file), and a second `VACUUM` with
-//! `secure_delete` drops the pages that held the original text.
+//! `secure_delete` drops the pages that held the original text. Upstream's
+//! table `hoststatus` (YAML rows) is redacted the same way.
 
 use std::path::Path;
 
@@ -48,14 +49,29 @@ fn redact_copy(path: &Path) -> Result<(), TridentError> {
         .structured(Subkind::DatastoreQuery)?;
     conn.pragma_update(None, "secure_delete", "ON")
         .structured(Subkind::DatastoreQuery)?;
-    if super::schema::current_version(&conn)? == 0 {
+    let ours = super::schema::current_version(&conn)? > 0;
+    let theirs = super::upstream::has_table(&conn)?;
+    if !ours && !theirs {
         return Ok(());
     }
-    let statuses = text_column(&conn, "SELECT id, status_json FROM host_status")?;
-    let errors = text_column(
-        &conn,
-        "SELECT rowid, error_json FROM operations WHERE error_json IS NOT NULL",
-    )?;
+    let statuses = if ours {
+        text_column(&conn, "SELECT id, status_json FROM host_status")?
+    } else {
+        Vec::new()
+    };
+    let errors = if ours {
+        text_column(
+            &conn,
+            "SELECT rowid, error_json FROM operations WHERE error_json IS NOT NULL",
+        )?
+    } else {
+        Vec::new()
+    };
+    let upstream_rows = if theirs {
+        text_column(&conn, "SELECT id, contents FROM hoststatus")?
+    } else {
+        Vec::new()
+    };
     // Every row's secrets redact every row: an old secret may sit in a
     // newer row's last error.
     let mut secrets = Secrets::default();
@@ -64,7 +80,19 @@ fn redact_copy(path: &Path) -> Result<(), TridentError> {
             secrets.extend(&status.secrets());
         }
     }
+    for (_, yaml) in &upstream_rows {
+        if let Ok(decoded) = super::upstream::format::decode(yaml) {
+            secrets.extend(&decoded.status.secrets());
+        }
+    }
     let tx = conn.transaction().structured(Subkind::DatastoreQuery)?;
+    for (id, yaml) in &upstream_rows {
+        tx.execute(
+            "UPDATE hoststatus SET contents = ?1 WHERE id = ?2",
+            params![redact_yaml_text(yaml, &secrets), id],
+        )
+        .structured(Subkind::DatastoreQuery)?;
+    }
     for (id, json) in &statuses {
         tx.execute(
             "UPDATE host_status SET status_json = ?1 WHERE id = ?2",
@@ -91,6 +119,18 @@ fn text_column(conn: &Connection, sql: &str) -> Result<Vec<(i64, String)>, Tride
         .structured(Subkind::DatastoreQuery)?;
     rows.collect::<Result<Vec<_>, _>>()
         .structured(Subkind::DatastoreQuery)
+}
+
+/// A YAML row redacted as a document (free text only, as
+/// [`redact_json_text`]); text that is not YAML is redacted as text.
+fn redact_yaml_text(text: &str, secrets: &Secrets) -> String {
+    match serde_saphyr::from_str::<Value>(text) {
+        Ok(mut value) => {
+            redact_value(&mut value, secrets, Scope::FreeText);
+            serde_saphyr::to_string(&value).unwrap_or_else(|_| secrets.redact(text).into_owned())
+        }
+        Err(_) => secrets.redact(text).into_owned(),
+    }
 }
 
 /// A JSON document redacted as a document (free text only: the copy must

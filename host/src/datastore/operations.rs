@@ -4,7 +4,6 @@ use rusqlite::{OptionalExtension, Row, Transaction, params};
 
 use super::Datastore;
 use crate::error::{ErrorRecord, ResultExt, Subkind, TridentError};
-use crate::kebab_name::KebabName;
 use crate::time_util;
 
 /// Outcome of an operation.
@@ -253,18 +252,7 @@ impl Datastore {
             status.last_error = Some(error);
         }
         let last_id = running.last().map(|op| op.id.as_str());
-        tx.execute(
-            "INSERT INTO host_status (recorded_at, operation_id, servicing_state, ab_active_volume, status_json) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                now,
-                last_id,
-                status.servicing_state.kebab_name(),
-                status.ab_active_volume.map(KebabName::kebab_name),
-                status.to_json()?,
-            ],
-        )
-        .structured(Subkind::DatastoreQuery)?;
+        super::insert_status(&tx, &status, last_id, &now)?;
         tx.commit().structured(Subkind::DatastoreQuery)?;
         Ok(running)
     }

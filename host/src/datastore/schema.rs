@@ -2,9 +2,11 @@
 //! migrations; each migration runs in the same transaction as its version
 //! bump, so a crash leaves the schema at a whole version.
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OptionalExtension, Transaction};
 
+use super::upstream;
 use crate::error::{ResultExt, Subkind, TridentError};
+use crate::status::HostStatus;
 
 /// Migration N (1-based) is `MIGRATIONS[N - 1]`. Append only; never edit.
 const MIGRATIONS: &[&str] = &[
@@ -35,7 +37,45 @@ const MIGRATIONS: &[&str] = &[
     r"
     ALTER TABLE operations ADD COLUMN root_span_id TEXT;
     ",
+    // 3: upstream Trident's table `hoststatus` beside ours (created with
+    // upstream's own statement when upstream has not: [`after`] below),
+    // and each of our Host Status rows names the row of upstream's written
+    // with it. Rows of ours from before are copied there ([`after`]).
+    r"
+    ALTER TABLE host_status ADD COLUMN upstream_id INTEGER;
+    ",
 ];
+
+/// What migration `n` does beyond its SQL, in the same transaction.
+fn after(n: u32, tx: &Transaction<'_>) -> Result<(), TridentError> {
+    if n != 3 {
+        return Ok(());
+    }
+    tx.execute_batch(upstream::CREATE_TABLE)
+        .structured(Subkind::DatastoreMigration)?;
+    // Our rows from before, oldest first, each also written in upstream's
+    // format (after any rows upstream had: ours are the newer).
+    let ours: Vec<(i64, String, String)> = {
+        let mut stmt = tx
+            .prepare("SELECT id, recorded_at, status_json FROM host_status ORDER BY id")
+            .structured(Subkind::DatastoreMigration)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .structured(Subkind::DatastoreMigration)?;
+        rows.collect::<Result<_, _>>()
+            .structured(Subkind::DatastoreMigration)?
+    };
+    for (id, recorded_at, json) in ours {
+        let status = HostStatus::from_json(&json)?;
+        let upstream_id = upstream::insert(tx, &status, &recorded_at)?;
+        tx.execute(
+            "UPDATE host_status SET upstream_id = ?1 WHERE id = ?2",
+            [upstream_id, id],
+        )
+        .structured(Subkind::DatastoreMigration)?;
+    }
+    Ok(())
+}
 
 /// Number of the newest schema this build knows.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -77,6 +117,8 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), TridentError> {
                 Subkind::DatastoreMigration,
                 format!("Migration {} failed", version + 1),
             )?;
+        after(version + 1, &tx)
+            .map_err(|e| e.context(format!("Migration {} failed", version + 1)))?;
         tx.execute("DELETE FROM schema_version", [])
             .structured(Subkind::DatastoreMigration)?;
         tx.execute(

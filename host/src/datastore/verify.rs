@@ -12,7 +12,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{Datastore, check_integrity, schema};
+use super::{Datastore, check_integrity, schema, upstream};
 use crate::error::{Subkind, TridentError};
 
 /// The first bytes of every SQLite database file.
@@ -93,6 +93,27 @@ impl Datastore {
                 })?;
             if let Some(json) = json {
                 crate::status::HostStatus::from_json(&json).map_err(|e| damaged(path, e))?;
+            }
+        }
+        // The upstream row written with our newest reads back too.
+        if schema::current_version(&fresh).map_err(|e| damaged(path, e))? >= 3 {
+            let linked: Option<Option<i64>> = fresh
+                .query_row(
+                    "SELECT upstream_id FROM host_status ORDER BY id DESC LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .map(Some)
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(damaged(path, e)),
+                })?;
+            if let Some(id) = linked.flatten() {
+                let row = upstream::row(&fresh, id)
+                    .map_err(|e| damaged(path, e))?
+                    .ok_or_else(|| damaged(path, format!("row {id} of hoststatus is gone")))?;
+                upstream::decode_row(&row, &path.display().to_string())
+                    .map_err(|e| damaged(path, e))?;
             }
         }
         Ok(())
