@@ -133,7 +133,7 @@ pub fn write_image(
     let mut source = CosiSource::open(url, &expected, sources).cosi()?;
     download.set(1);
     download.done();
-    tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");
+    tracing::info!(url = %trident_host::redact::url::redact_url(url), image_hash = %source.image_hash(), "image metadata verified");
 
     check_image_matches(&source, targets)?;
     let verity_root_hashes = verity::check_hash_trees(source.metadata(), hash_trees)?;
