@@ -215,6 +215,7 @@ fn each_open_keeps_to_its_own_http_timeouts() {
             read,
         },
         registry_auth_file: None,
+        cancel: Default::default(),
     };
     let open = |read| {
         let started = Instant::now();
@@ -226,4 +227,16 @@ fn each_open_keeps_to_its_own_http_timeouts() {
     let long = open(Duration::from_millis(1500));
     assert!(long >= Duration::from_millis(1500), "{long:?}");
     assert!(short < Duration::from_millis(1500), "{short:?}");
+}
+
+#[test]
+fn a_cancelled_source_fails_its_next_read_as_cancelled() {
+    let f = fixture(&spec(3));
+    let options = SourceOptions::default();
+    let mut source =
+        CosiSource::open(&url(&f.cosi.path), &ExpectedHash::Ignored, &options).unwrap();
+    options.cancel.request();
+    let error = source.verify_remaining().unwrap_err();
+    assert!(matches!(error, CosiError::Cancelled { .. }), "{error}");
+    assert!(error.to_string().contains("was cancelled"), "{error}");
 }

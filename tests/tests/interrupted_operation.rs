@@ -201,3 +201,99 @@ async fn sigkill_mid_stream_disk_leaves_an_interrupted_error_in_every_view() {
         "{report}"
     );
 }
+
+/// The SIGKILL test's twin: SIGTERM mid-write. The grace period bounds the
+/// work: when it is over the write is cancelled, the operation records
+/// itself as interrupted (datastore, journal, last error) and the daemon
+/// exits; nothing writes the target after that. After a restart every view
+/// names this operation, not an older failure (one is made first).
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_mid_stream_disk_stops_the_write_within_the_grace_and_every_view_says_interrupted()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let cosi = CosiImage::new(DISK, 12).write(&dir.path().join("i.cosi"));
+    let port = throttled_server(std::fs::read(&cosi.path).unwrap());
+    let target = dir.path().join("target.img");
+    std::fs::write(&target, vec![0u8; DISK as usize]).unwrap();
+    let state = dir.path().join("state");
+    let start = || {
+        Daemon::builder()
+            .state_dir(&state)
+            .args([
+                "--inactivity-timeout",
+                "0",
+                "--shutdown-grace",
+                "1s",
+                "--disk",
+            ])
+            .arg(&target)
+            .spawn()
+    };
+
+    let mut first = start().await.unwrap();
+    // An older failure: a download from a closed port.
+    let older = trident(
+        first.socket_path(),
+        &["stream-disk", "http://127.0.0.1:9/none.cosi"],
+    );
+    assert!(!older.status.success(), "{older:?}");
+    let operation_id =
+        stream_disk_until_progress(&first, format!("http://127.0.0.1:{port}/i.cosi")).await;
+    let signalled = std::time::Instant::now();
+    first.signal(Signal::SIGTERM).unwrap();
+    let exit = first.wait_exit(WAIT).await.unwrap();
+    let took = signalled.elapsed();
+    assert!(exit.is_some(), "the daemon did not exit");
+    // Grace (1 s) + the interrupt wait (5 s) + the runtime stop (1 s), with
+    // room for a loaded machine.
+    assert!(took < Duration::from_secs(12), "exited after {took:?}");
+    let stderr = first.stderr();
+    drop(first);
+    // Nothing writes the target once the daemon is gone.
+    let after_exit = std::fs::read(&target).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        std::fs::read(&target).unwrap() == after_exit,
+        "the target was written after the daemon exited; its log:\n{stderr}"
+    );
+
+    let daemon = start().await.unwrap();
+    let mut telemetry = TelemetryServiceClient::new(daemon.channel().await.unwrap());
+    let error = telemetry
+        .get_last_error(GetLastErrorRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .error
+        .expect("TelemetryService.GetLastError returned no error");
+    assert_eq!(error.subkind, "interrupted", "{error:?}");
+    assert_eq!(error.operation_id, operation_id, "{error:?}");
+    let operations = telemetry
+        .list_operations(ListOperationsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .operations;
+    let op = operations
+        .iter()
+        .find(|o| o.operation_id == operation_id)
+        .expect("interrupted operation not listed");
+    assert!(!op.running && op.completed.is_some(), "{op:?}");
+    assert_eq!(op.result(), StatusCode::Failure, "{op:?}");
+    let mut status = StatusServiceClient::new(daemon.channel().await.unwrap());
+    let stored = status
+        .get_last_error(StatusLastErrorRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .error
+        .expect("StatusService.GetLastError returned no error");
+    assert_eq!(stored.subkind, "interrupted", "{stored:?}");
+    assert_eq!(stored.operation_id, operation_id, "{stored:?}");
+    let cli = trident(daemon.socket_path(), &["get", "last-error"]);
+    let printed = String::from_utf8_lossy(&cli.stdout);
+    assert!(
+        printed.contains("interrupted") && printed.contains(&operation_id),
+        "{printed}"
+    );
+}
