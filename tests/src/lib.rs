@@ -12,18 +12,26 @@
 //! # Ok(()) }
 //! ```
 
+pub mod crash_support;
 pub mod dir_http;
 pub mod fixture;
+pub mod image_server;
+pub mod mini_os;
 pub mod module_graph;
 pub mod oci_registry;
+pub mod otlp_support;
 pub mod overall;
+pub mod rcp_support;
+pub mod servicing_support;
 pub mod test_os;
 pub mod throttled_http;
 pub mod tmux;
 pub mod trusted_stream_disk;
 pub mod upstream_sample;
 pub mod vm;
+pub mod vm_orchestrator;
 pub mod vm_rcp;
+pub mod vm_timeline;
 
 use std::{
     ffi::{OsStr, OsString},

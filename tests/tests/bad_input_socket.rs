@@ -7,15 +7,13 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod servicing_support;
-
 use std::io::Read;
 use std::time::Duration;
 
-use servicing_support::{Clients, Fixture, daemon, hc};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use trident_e2e::Daemon;
+use trident_e2e::servicing_support::{Clients, Fixture, daemon, hc};
 use trident_proto::v1::{self, TridentErrorKind};
 use trident_proto::v1preview::{
     self, ValidateHostConfigurationRequest, validation_service_client::ValidationServiceClient,

@@ -11,13 +11,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod mini_os;
-mod servicing_support;
-
-use mini_os::{MiniBoot, fake_loader};
-use servicing_support::{Clients, Fixture};
 use trident_cosi::writer::FixtureOutput;
 use trident_e2e::Daemon;
+use trident_e2e::mini_os::{self, MiniBoot, fake_loader};
+use trident_e2e::servicing_support::{Clients, Fixture};
 use trident_proto::v1::ServicingKind;
 use trident_proto::v1preview::ServicingState;
 

@@ -10,14 +10,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod servicing_support;
-
 use std::path::Path;
 use std::process::Command;
 
-use servicing_support::{Clients, Fixture};
 use sha2::{Digest, Sha384};
 use trident_e2e::Daemon;
+use trident_e2e::servicing_support::{self, Clients, Fixture};
 use trident_proto::v1::TridentErrorKind;
 
 /// A loop device over a disk-image file; detached when dropped.

@@ -12,16 +12,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod rcp_support;
-mod servicing_support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, wait_path};
-use servicing_support::Fixture;
+use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, wait_path};
+use trident_e2e::servicing_support::Fixture;
 use trident_e2e::{Daemon, DaemonBuilder, bin_path};
 use trident_rcp::pki::LeafSpec;
 

@@ -12,19 +12,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod crash_support;
-mod image_server;
-mod servicing_support;
-
 use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-use crash_support::{
-    Reached, Rng, daemon_on, kill_during, partition_sha384, range_sha384, timed, trident_ok,
+use trident_e2e::crash_support::{
+    self, Reached, Rng, daemon_on, kill_during, partition_sha384, range_sha384, timed, trident_ok,
 };
-use servicing_support::{Clients, Fixture, hc};
 use trident_e2e::fixture::CosiImage;
+use trident_e2e::image_server;
+use trident_e2e::servicing_support::{self, Clients, Fixture, hc};
 use trident_host::datastore::{Datastore, OperationResult};
 use trident_proto::v1::{
     self, StreamDiskRequest, streaming_service_client::StreamingServiceClient,

@@ -8,14 +8,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod crash_support;
-mod servicing_support;
-
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use crash_support::{daemon_on, trident};
-use servicing_support::{Clients, Fixture};
+use trident_e2e::crash_support::{daemon_on, trident};
+use trident_e2e::servicing_support::{Clients, Fixture};
 
 /// Overwrites `path` in place with as many pseudo-random bytes as it holds.
 fn overwrite_with_random_bytes(path: &Path, seed: u64) {

@@ -9,9 +9,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod servicing_support;
-
-use servicing_support::{Clients, Fixture, daemon_with_datastore};
+use trident_e2e::servicing_support::{Clients, Fixture, daemon_with_datastore};
 use trident_e2e::{Daemon, trident_cli};
 use trident_proto::v1::{
     GetLastErrorRequest, GetLastErrorResponse, LastErrorOrigin, TridentErrorKind,

@@ -6,18 +6,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod servicing_support;
-
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use servicing_support::{Clients, Fixture, daemon};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_stream::StreamExt;
 use trident_e2e::Daemon;
+use trident_e2e::servicing_support::{Clients, Fixture, daemon};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
     LogRecord, RecordKind, WatchOptions, WatchRequest, field, record, stream_event,

@@ -12,16 +12,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod otlp_support;
-#[path = "servicing_support/mod.rs"]
-mod servicing_support;
-
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-use otlp_support::{FAST_EXPORT_ENV, Receiver, SpanRecord, attr};
-use servicing_support::{Clients, Fixture};
+use trident_e2e::otlp_support::{FAST_EXPORT_ENV, Receiver, SpanRecord, attr};
+use trident_e2e::servicing_support::{Clients, Fixture};
 use trident_e2e::{Daemon, list_operations};
 
 const BOOT_A: &str = "07e10a00-0000-4000-8000-00000000000a";

@@ -7,13 +7,13 @@
 //! request it gets as a JSON line. Needs `node` and `npm ci` at the repo root
 //! (scripts/test.sh does both).
 
-mod otlp_support;
-
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use otlp_support::{Receiver, attr, exporting_daemon, record_exported_metrics, workload};
 use trident_e2e::Daemon;
+use trident_e2e::otlp_support::{
+    self, Receiver, attr, exporting_daemon, record_exported_metrics, workload,
+};
 use trident_proto::v1::GetBusStatusRequest;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 

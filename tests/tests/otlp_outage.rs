@@ -6,17 +6,14 @@
 //! request it gets as a JSON line. Needs `node` and `npm ci` at the repo root
 //! (scripts/test.sh does both).
 
-mod otlp_support;
-#[path = "servicing_support/mod.rs"]
-mod servicing_support;
-
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
-use otlp_support::{
+use trident_e2e::Daemon;
+use trident_e2e::otlp_support::{
     Receiver, StalledCollector, bus_logs, closed_port, exporting_daemon, free_port, workload,
 };
-use trident_e2e::Daemon;
+use trident_e2e::servicing_support;
 use trident_proto::v1::LogLevel;
 
 /// A clean install onto a fresh disk-image file; returns how long the

@@ -6,15 +6,13 @@
 //!
 //! Real receiver: `@elastic/mockotlpserver` (see otlp_servicing.rs).
 
-mod otlp_support;
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
-use otlp_support::{Receiver, exporting_daemon, record_exported_metrics};
 use trident_e2e::bin_path;
 use trident_e2e::fixture::CosiImage;
+use trident_e2e::otlp_support::{Receiver, exporting_daemon, record_exported_metrics};
 use trident_e2e::throttled_http::ThrottledServer;
 
 /// The daemon reports written bytes per 4 MiB write: enough of them for

@@ -7,15 +7,12 @@
 //! request it gets as a JSON line. Needs `node` and `npm ci` at the repo root
 //! (scripts/test.sh does both).
 
-mod otlp_support;
-#[path = "servicing_support/mod.rs"]
-mod servicing_support;
-
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
-use otlp_support::{Receiver, attr, exporting_daemon, record_exported_metrics};
 use serde_json::Value;
+use trident_e2e::otlp_support::{Receiver, attr, exporting_daemon, record_exported_metrics};
+use trident_e2e::servicing_support;
 
 /// The caller's W3C trace context for the servicing test.
 const CALLER_TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";

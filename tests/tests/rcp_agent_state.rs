@@ -5,14 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod rcp_support;
-
 use std::sync::{Arc, Mutex};
 
 use nix::sys::signal::Signal;
-use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, WAIT};
 use tokio_stream::StreamExt;
 use trident_e2e::Daemon;
+use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, WAIT};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
     LogRecord, RecordKind, WatchOptions, WatchRequest, field, record, stream_event,

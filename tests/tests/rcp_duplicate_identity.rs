@@ -8,13 +8,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod rcp_support;
-
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rcp_support::{AgentProc, Lines, ListenerProc, ORCHESTRATOR, Pki, host_daemon};
 use serde_json::Value;
+use trident_e2e::rcp_support::{AgentProc, Lines, ListenerProc, ORCHESTRATOR, Pki, host_daemon};
 use trident_e2e::{Daemon, bin_path};
 use trident_rcp::TlsFiles;
 use trident_rcp::pki::LeafSpec;

@@ -7,14 +7,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod rcp_support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use rcp_support::{ORCHESTRATOR, Pki};
 use trident_e2e::bin_path;
+use trident_e2e::rcp_support::{ORCHESTRATOR, Pki};
 use trident_rcp::pki::LeafSpec;
 
 /// The base64 lines of the key file (what must never be printed).

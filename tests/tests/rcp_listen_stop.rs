@@ -3,10 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod rcp_support;
-
 use nix::sys::signal::Signal;
-use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, wait_path};
+use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, wait_path};
 use trident_rcp::pki::LeafSpec;
 
 async fn stops_cleanly_on(signal: Signal) {

@@ -6,13 +6,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod rcp_support;
-
 use std::path::Path;
 
-use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, Relay, WAIT, wait_path};
 use tokio_stream::StreamExt;
 use trident_e2e::Channel;
+use trident_e2e::rcp_support::{
+    AgentProc, ListenerProc, ORCHESTRATOR, Pki, Relay, WAIT, wait_path,
+};
 use trident_e2e::{Daemon, uds_channel, watch_snapshot};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{

@@ -7,13 +7,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod rcp_support;
-
 use std::sync::Arc;
 
-use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki};
 use rustls_pki_types::ServerName;
 use tokio::io::AsyncReadExt;
+use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki};
 use trident_rcp::pki::{LeafSpec, TestCa};
 use trident_rcp::tls::{ALPN, load_certs};
 

@@ -6,16 +6,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod rcp_support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, WAIT, wait_path};
 use tokio_stream::StreamExt;
 use trident_e2e::fixture::CosiImage;
+use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, WAIT, wait_path};
 use trident_e2e::{Daemon, bin_path, uds_channel};
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;

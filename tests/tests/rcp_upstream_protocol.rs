@@ -6,11 +6,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod rcp_support;
-
 use std::process::Command;
 
-use rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki};
+use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki};
 use trident_e2e::{Daemon, bin_path};
 use trident_rcp::pki::{LeafSpec, TestCa};
 

@@ -5,12 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod servicing_support;
-
 use std::time::Duration;
 
 use prost::Message;
-use servicing_support::{Clients, Fixture, daemon};
+use trident_e2e::servicing_support::{Clients, Fixture, daemon};
 use trident_e2e::{uds_channel, watch_snapshot};
 use trident_proto::v1::{WatchOptions, telemetry_service_client::TelemetryServiceClient};
 

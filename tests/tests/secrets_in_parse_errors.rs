@@ -12,14 +12,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "servicing_support/mod.rs"]
-mod servicing_support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Output;
 
-use servicing_support::Fixture;
+use trident_e2e::servicing_support::Fixture;
 use trident_e2e::{Daemon, trident_cli};
 
 const PLAIN_PASSWORD: &str = "PwPlainVALUE-7731";

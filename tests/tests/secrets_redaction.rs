@@ -13,17 +13,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod otlp_support;
-#[path = "servicing_support/mod.rs"]
-mod servicing_support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use otlp_support::{Receiver, exporting_daemon};
-use servicing_support::{Clients, Fixture};
 use trident_e2e::fixture::AbHostConfig;
+use trident_e2e::otlp_support::{Receiver, exporting_daemon};
+use trident_e2e::servicing_support::{self, Clients, Fixture};
 use trident_e2e::trident_cli;
 use trident_proto::v1::GetHostStatusRequest;
 use trident_proto::v1::host_status_service_client::HostStatusServiceClient;

@@ -10,18 +10,16 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod mini_os;
-mod servicing_support;
-
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use servicing_support::{Clients, daemon};
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::FixtureOutput;
+use trident_e2e::mini_os;
+use trident_e2e::servicing_support::{Clients, daemon};
 use trident_proto::v1preview::ServicingState;
 
 const MIB: u64 = 1 << 20;

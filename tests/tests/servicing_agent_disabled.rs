@@ -5,10 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod mini_os;
-mod servicing_support;
-
-use servicing_support::{Clients, Fixture, daemon};
+use trident_e2e::mini_os;
+use trident_e2e::servicing_support::{Clients, Fixture, daemon};
 use trident_proto::v1preview::ServicingState;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,9 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod servicing_support;
-
-use servicing_support::{Clients, Fixture, daemon};
+use trident_e2e::servicing_support::{self, Clients, Fixture, daemon};
 use trident_proto::v1::{self, RebootStatus, ServicingKind, TridentErrorKind};
 use trident_proto::v1preview::{
     self, AbVolumeState, CheckRollbackKind, ManualRollbackKind, ServicingState,

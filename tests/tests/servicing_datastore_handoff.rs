@@ -9,12 +9,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod mini_os;
-mod servicing_support;
-
 use std::path::Path;
 
-use servicing_support::{Clients, FAILING_CHECK, Fixture, daemon};
+use trident_e2e::mini_os;
+use trident_e2e::servicing_support::{Clients, FAILING_CHECK, Fixture, daemon};
 use trident_host::datastore::{Datastore, OperationResult};
 use trident_host::status::{AbVolume, ServicingState};
 use trident_proto::v1preview::ServicingState as State;

@@ -26,15 +26,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod mini_os;
-mod servicing_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use servicing_support::{Clients, Fixture};
 use trident_e2e::Daemon;
 use trident_e2e::dir_http::HttpServer;
+use trident_e2e::mini_os;
+use trident_e2e::servicing_support::{Clients, Fixture};
 use trident_proto::v1::ServicingKind;
 use trident_proto::v1preview::{self, ServicingState};
 

@@ -8,17 +8,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod crash_support;
-mod image_server;
-mod servicing_support;
-
 use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-use crash_support::{Tmpfs, daemon_on, partition_sha384};
-use image_server::{ImageServer, ServerFault};
-use servicing_support::{Clients, Collected, Fixture};
+use trident_e2e::crash_support::{Tmpfs, daemon_on, partition_sha384};
+use trident_e2e::image_server::{ImageServer, ServerFault};
+use trident_e2e::servicing_support::{self, Clients, Collected, Fixture};
 use trident_proto::v1::TridentErrorKind;
 use trident_proto::v1preview::{AbVolumeState, ServicingState};
 

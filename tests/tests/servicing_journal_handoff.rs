@@ -12,14 +12,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod mini_os;
-mod servicing_support;
-
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use servicing_support::{Clients, FAILING_CHECK, Fixture, daemon};
+use trident_e2e::mini_os;
+use trident_e2e::servicing_support::{Clients, FAILING_CHECK, Fixture, daemon};
 use trident_e2e::{Daemon, watch_snapshot};
 use trident_host::datastore::Datastore;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;

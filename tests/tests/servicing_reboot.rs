@@ -6,12 +6,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod servicing_support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use servicing_support::{Clients, Fixture};
+use trident_e2e::servicing_support::{Clients, Fixture};
 use trident_proto::v1::RebootStatus;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,12 +6,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "servicing_support/mod.rs"]
-mod servicing_support;
-
 use std::collections::HashSet;
 
-use servicing_support::Fixture;
+use trident_e2e::servicing_support::Fixture;
 use trident_e2e::{Daemon, trident_cli};
 use trident_proto::v1::GetBusStatusRequest;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;

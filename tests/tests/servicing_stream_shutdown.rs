@@ -4,13 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod servicing_support;
-
 use std::time::Duration;
 
 use futures::StreamExt;
 use nix::sys::signal::Signal;
-use servicing_support::{Clients, Fixture, hc};
+use trident_e2e::servicing_support::{Clients, Fixture, hc};
 use trident_proto::v1::{self, servicing_response};
 
 #[tokio::test(flavor = "multi_thread")]

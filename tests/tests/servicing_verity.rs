@@ -15,15 +15,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod mini_os;
-mod servicing_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use servicing_support::Clients;
 use trident_cosi::metadata::{PART_TYPE_ESP, PART_TYPE_ROOT_X86_64};
 use trident_cosi::writer::{self, FixtureOutput, ImagePartition, ImagesSpec};
+use trident_e2e::mini_os;
+use trident_e2e::servicing_support::{self, Clients};
 use trident_host::status::AbVolume;
 
 /// `/boot`'s partition type (the Discoverable Partitions Specification's

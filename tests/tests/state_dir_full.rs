@@ -6,13 +6,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod crash_support;
-mod servicing_support;
-
 use std::path::Path;
 
-use crash_support::{Tmpfs, daemon_on, fill, trident};
-use servicing_support::{Clients, Fixture};
+use trident_e2e::crash_support::{Tmpfs, daemon_on, fill, trident};
+use trident_e2e::servicing_support::{Clients, Fixture};
 
 fn text(socket: &Path, args: &[&str]) -> String {
     let out = trident(socket, args);

@@ -7,17 +7,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod crash_support;
-mod servicing_support;
-
 use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-use crash_support::{Tmpfs, fill};
 use futures::StreamExt;
-use servicing_support::{Clients, Fixture};
 use trident_e2e::Daemon;
+use trident_e2e::crash_support::{Tmpfs, fill};
+use trident_e2e::servicing_support::{Clients, Fixture};
 use trident_proto::v1::{
     GetBusStatusRequest, ListOperationsRequest, WatchOptions, WatchRequest, stream_event,
     telemetry_service_client::TelemetryServiceClient,

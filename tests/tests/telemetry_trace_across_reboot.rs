@@ -10,12 +10,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod servicing_support;
-
 use std::path::Path;
 
 use serde_json::Value;
-use servicing_support::{Clients, Fixture};
+use trident_e2e::servicing_support::{Clients, Fixture};
 use trident_e2e::{Daemon, list_operations, trident_cli_ok};
 
 const BOOT_A: &str = "7ace0a00-0000-4000-8000-00000000000a";

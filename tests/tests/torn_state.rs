@@ -7,17 +7,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod crash_support;
-mod servicing_support;
-
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crash_support::{Rng, daemon_on, trident};
 use nix::sys::signal::Signal;
-use servicing_support::{Clients, Fixture};
+use trident_e2e::crash_support::{Rng, daemon_on, trident};
+use trident_e2e::servicing_support::{Clients, Fixture};
 use trident_host::datastore::Datastore;
 use trident_proto::v1::{
     GetLastErrorRequest, ListOperationsRequest, telemetry_service_client::TelemetryServiceClient,

@@ -7,10 +7,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod mini_os;
-mod servicing_support;
-
-use servicing_support::{Clients, Fixture};
+use trident_e2e::mini_os;
+use trident_e2e::servicing_support::{self, Clients, Fixture};
 use trident_proto::v1::ServicingKind;
 
 /// What the ESP and the EFI variables say at one moment.

@@ -11,17 +11,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod mini_os;
-mod servicing_support;
-
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use servicing_support::Clients;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::FixtureOutput;
+use trident_e2e::mini_os;
+use trident_e2e::servicing_support::Clients;
 
 const ESP_TYPE: &str = "c12a7328-f81f-11d2-ba4b-00a0c93ec93b";
 const ROOT_X86_64_TYPE: &str = "4f68bce3-e8cd-4db1-96e7-fbcaf984b709";

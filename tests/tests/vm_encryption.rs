@@ -20,17 +20,15 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod mini_os;
-mod vm_orchestrator;
-
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
+use trident_e2e::mini_os;
 use trident_e2e::test_os::TestOs;
 use trident_e2e::upstream_sample::replace_lines;
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
-use vm_orchestrator::{
+use trident_e2e::vm_orchestrator::{
     HttpServer, InstallerWork, install_following, trident_cli, wait_provisioned,
 };
 

@@ -29,8 +29,6 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod vm_orchestrator;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -38,14 +36,14 @@ use std::time::{Duration, Instant};
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::upstream_sample::replace_lines;
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
+use trident_e2e::vm_orchestrator::boot_marker::{image_boot, options_of_boot, volume_loader};
+use trident_e2e::vm_orchestrator::{
+    HttpServer, assert_phases, follow, installer_disk, part_uuid, start_servicing, trident_cli,
+    trident_cli_output, wait_provisioned,
+};
 use trident_e2e::vm_rcp::GuestSocket;
 use trident_proto::v1::{
     HostConfiguration, RebootHandling, RebootManagement, RebootStatus, ServicingResponse,
-};
-use vm_orchestrator::boot_marker::{image_boot, options_of_boot, volume_loader};
-use vm_orchestrator::{
-    HttpServer, assert_phases, follow, installer_disk, part_uuid, start_servicing, trident_cli,
-    trident_cli_output, wait_provisioned,
 };
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);

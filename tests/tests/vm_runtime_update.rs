@@ -34,8 +34,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod vm_orchestrator;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,6 +43,9 @@ use trident_cosi::gpt::Gpt;
 use trident_e2e::fixture::AbHostConfig;
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
+use trident_e2e::vm_orchestrator::{
+    Followed, HttpServer, follow_logging, start_servicing, stream_disk,
+};
 use trident_host::datastore::Datastore;
 use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_proto::v1::{
@@ -52,7 +53,6 @@ use trident_proto::v1::{
     UpdateRequest, update_service_client::UpdateServiceClient,
 };
 use trident_proto::v1preview;
-use vm_orchestrator::{Followed, HttpServer, follow_logging, start_servicing, stream_disk};
 
 /// Generous: TCG on a loaded 2-core machine.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);

@@ -30,18 +30,16 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod vm_orchestrator;
-
 use std::time::{Duration, Instant};
 
 use trident_e2e::upstream_sample::{replace_lines, resize_partition, upstream_sample};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
-use trident_e2e::vm_rcp::GuestSocket;
-use vm_orchestrator::boot_marker::volume_loader;
-use vm_orchestrator::{
+use trident_e2e::vm_orchestrator::boot_marker::volume_loader;
+use trident_e2e::vm_orchestrator::{
     HttpServer, InstallerWork, follow_logging, install_following, ssh_key, start_servicing,
     trident_cli, wait_provisioned,
 };
+use trident_e2e::vm_rcp::GuestSocket;
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(180);

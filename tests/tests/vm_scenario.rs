@@ -48,26 +48,25 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod mini_os;
-mod vm_orchestrator;
-mod vm_timeline;
-
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use trident_e2e::mini_os;
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
-use trident_e2e::{Daemon, bin_path};
-use trident_proto::v1::TridentErrorKind;
-use trident_proto::v1preview::{GetLastErrorRequest, status_service_client::StatusServiceClient};
-use vm_orchestrator::advanced::{self, AdvancedConfig};
-use vm_orchestrator::boot_marker::{boot_options, image_boot, volume_loader};
-use vm_orchestrator::{
+use trident_e2e::vm_orchestrator;
+use trident_e2e::vm_orchestrator::advanced::{self, AdvancedConfig};
+use trident_e2e::vm_orchestrator::boot_marker::{boot_options, image_boot, volume_loader};
+use trident_e2e::vm_orchestrator::{
     GuestConfig, HttpServer, assert_phases, blank_disk, follow, install_following, installer_disk,
     part_uuid, ssh_key, start_servicing, stream_disk, trident_cli, wait_provisioned,
 };
+use trident_e2e::vm_timeline;
+use trident_e2e::{Daemon, bin_path};
+use trident_proto::v1::TridentErrorKind;
+use trident_proto::v1preview::{GetLastErrorRequest, status_service_client::StatusServiceClient};
 
 /// Generous: TCG on a loaded 2-core machine.
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);

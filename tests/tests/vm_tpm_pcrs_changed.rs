@@ -15,8 +15,6 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod vm_orchestrator;
-
 use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -26,12 +24,12 @@ use futures::StreamExt;
 use trident_e2e::fixture::{AbHostConfig, ScriptHook};
 use trident_e2e::test_os::TestOs;
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
+use trident_e2e::vm_orchestrator::{
+    HttpServer, InstallerWork, install_following, start_servicing, trident_cli, wait_provisioned,
+};
 use trident_proto::v1::{
     FinalizeUpdateRequest, HostConfiguration, RebootHandling, RebootManagement, StageUpdateRequest,
     StatusCode, UpdateRequest, servicing_response, update_service_client::UpdateServiceClient,
-};
-use vm_orchestrator::{
-    HttpServer, InstallerWork, install_following, start_servicing, trident_cli, wait_provisioned,
 };
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);

@@ -28,17 +28,17 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod mini_os;
-mod vm_orchestrator;
-
 use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::Duration;
 
+use trident_e2e::mini_os;
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
-use vm_orchestrator::{HttpServer, install_following, installer_disk, wait_provisioned};
+use trident_e2e::vm_orchestrator::{
+    self, HttpServer, install_following, installer_disk, wait_provisioned,
+};
 
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 const INSTALL_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use trident_e2e::test_os::TestOs;
+use crate::test_os::TestOs;
 
 /// The sample's user, whose placeholder key the scenario's key replaces.
 pub const USER: &str = "my-custom-user";
@@ -52,6 +52,7 @@ pub enum Root {
 /// (as the plain scenario's Host Configuration), and a preServicing
 /// script that makes the recovery key file the sample names (random
 /// bytes, 0400) on the installer before the install reads it.
+#[derive(Debug)]
 pub struct AdvancedConfig<'a> {
     pub http_port: u16,
     pub os: &'a TestOs,
@@ -224,9 +225,7 @@ const VERITY_PROBE: &str = "TRIDENT-TEST-OS-VERITY ";
 fn assert_verity_root(root_hash: &str, line: &str, volume: &str, serial: &str) {
     // This boot's part of the console: from the previous ready marker on.
     let end = serial.rfind(line).unwrap_or(serial.len());
-    let start = serial[..end]
-        .rfind(trident_e2e::vm::READY_MARKER)
-        .unwrap_or(0);
+    let start = serial[..end].rfind(crate::vm::READY_MARKER).unwrap_or(0);
     let boot = &serial[start..end];
     let cmdline = boot
         .lines()

@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::Daemon;
 use serde_json::Value;
 use tokio_stream::StreamExt;
-use trident_e2e::Daemon;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{GetBusStatusRequest, WatchLogsRequest, WatchOptions, stream_event};
 

@@ -3,8 +3,8 @@
 //! and the UEFI boot options (`TRIDENT-TEST-OS-EFIBOOTMGR`, one line per
 //! `Boot####` of `efibootmgr -v`).
 
-use trident_e2e::test_os::{TestBootloader, TestOs};
-use trident_e2e::vm::READY_MARKER;
+use crate::test_os::{TestBootloader, TestOs};
+use crate::vm::READY_MARKER;
 
 /// The installer's first boot: the image's own loader on the removable-media
 /// path started its own entry.

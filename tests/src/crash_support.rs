@@ -3,7 +3,7 @@
 //! on the same state directory, SIGKILL at a random point of a servicing
 //! stream, reads of the target disk's partitions, and a small tmpfs.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use crate::{Daemon, bin_path};
 use futures::StreamExt;
 use nix::sys::signal::Signal;
 use sha2::{Digest, Sha384};
 use trident_cosi::gpt::Gpt;
-use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::{ServicingResponse, servicing_response};
 
 /// Env var replaying a run: the seed the failing run printed.
@@ -42,6 +42,7 @@ impl Rng {
         Rng(seed)
     }
 
+    #[allow(clippy::should_implement_trait)] // a generator that never ends, not an iterator
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -217,6 +218,7 @@ pub fn fill(dir: &Path) -> std::path::PathBuf {
 
 /// A tmpfs of `size` mounted on `dir` (root: every e2e test runs as root),
 /// unmounted on drop.
+#[derive(Debug)]
 pub struct Tmpfs(pub std::path::PathBuf);
 
 impl Tmpfs {

@@ -2,8 +2,6 @@
 //! wrote (normalized OTLP requests as JSON lines), a collector that stalls,
 //! and the exported-metrics file the dashboards check reads.
 
-#![allow(dead_code)]
-
 mod daemon;
 mod received;
 pub use daemon::*;
@@ -50,6 +48,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// `@elastic/mockotlpserver` on free loopback ports.
+#[derive(Debug)]
 pub struct Receiver {
     child: Child,
     out: PathBuf,
@@ -166,6 +165,7 @@ impl Drop for Receiver {
 }
 
 /// A TCP listener that accepts connections and never answers (a hung collector).
+#[derive(Debug)]
 pub struct StalledCollector {
     port: u16,
     stop: Arc<AtomicBool>,

@@ -3,7 +3,7 @@
 //! systemd-boot binary, a static busybox as /bin/sh) and a vfat ESP, packed as a COSI; and readers of
 //! the target disk that need no mount (debugfs, mtools).
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -366,12 +366,12 @@ pub fn loader_var(dir: &Path, name: &str) -> Option<String> {
 
 /// A private tridentd with `--boot-control uefi`; its efivarfs stand-in is
 /// the directory `dir/efivars`.
-pub async fn uefi_daemon(dir: &Path) -> trident_e2e::Daemon {
+pub async fn uefi_daemon(dir: &Path) -> crate::Daemon {
     let efivars = dir.join("efivars");
     std::fs::create_dir_all(&efivars).unwrap();
     // The kernel "booted" long before anything is serviced.
     std::fs::write(dir.join(KERNEL_STAT), "btime 1\n").unwrap();
-    trident_e2e::Daemon::builder()
+    crate::Daemon::builder()
         .args([
             "--inactivity-timeout",
             "0",

@@ -2,18 +2,18 @@
 //! Configurations (the harness's `fixture` builders), a disk-image target,
 //! gRPC clients and a collector for servicing streams.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use crate::Channel;
+use crate::Daemon;
+use crate::fixture::{AbHostConfig, CosiImage};
 use futures::StreamExt;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::{Corruption, FixtureOutput};
-use trident_e2e::Channel;
-use trident_e2e::Daemon;
-use trident_e2e::fixture::{AbHostConfig, CosiImage};
 use trident_proto::v1::{
     self, Completed, Log, ProgressRecord, ServicingResponse, Started,
     commit_service_client::CommitServiceClient, servicing_response,
@@ -33,6 +33,7 @@ pub const TARGET_DISK_BYTES: u64 = 128 << 20;
 const HASHED_PREFIX_BYTES: u64 = 2 << 20;
 
 /// A temp dir with a target disk-image file and COSI images.
+#[derive(Debug)]
 pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub disk: PathBuf,
@@ -90,6 +91,12 @@ impl Fixture {
     pub fn boot_record(&self, daemon: &Daemon) -> serde_json::Value {
         let text = std::fs::read_to_string(daemon.state_dir().join("boot-record.json")).unwrap();
         serde_json::from_str(&text).unwrap()
+    }
+}
+
+impl Default for Fixture {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -183,6 +190,7 @@ pub async fn collect(
 }
 
 /// Clients of one daemon.
+#[derive(Debug)]
 pub struct Clients {
     pub install: InstallServiceClient<Channel>,
     pub update: UpdateServiceClient<Channel>,

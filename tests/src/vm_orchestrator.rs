@@ -3,23 +3,23 @@
 //! 10.0.2.2), writes Host Configurations, runs servicing RPCs while
 //! following their live progress, and asks the real `trident` CLI.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::fixture::AbHostConfig;
+use crate::test_os::TestOs;
+use crate::{Daemon, bin_path};
 use futures::StreamExt;
-use trident_e2e::fixture::AbHostConfig;
-use trident_e2e::test_os::TestOs;
-use trident_e2e::{Daemon, bin_path};
 use trident_proto::v1::{
     ServicingResponse, StatusCode, StreamDiskRequest, servicing_response,
     streaming_service_client::StreamingServiceClient,
 };
 
-pub use trident_e2e::dir_http::HttpServer;
+pub use crate::dir_http::HttpServer;
 
 pub mod advanced;
 pub mod boot_marker;
@@ -86,6 +86,7 @@ pub fn ssh_key(dir: &Path, comment: &str) -> String {
 /// The scenario's Host Configuration: ESP, root-a and root-b (an A/B
 /// pair) on `/dev/vda`, `os` (a user with an SSH key, a hostname) and
 /// one systemd health check on `units`, within `timeout_s`.
+#[derive(Debug)]
 pub struct GuestConfig<'a> {
     pub http_port: u16,
     pub os: &'a TestOs,
@@ -160,6 +161,7 @@ pub async fn follow(
 }
 
 /// What [`follow_logging`] saw of a servicing stream.
+#[derive(Debug)]
 pub struct Followed {
     pub completed: trident_proto::v1::Completed,
     /// Phase ids in the order first seen.
@@ -283,7 +285,7 @@ pub async fn installer_disk(work: &Path, os: &TestOs) -> PathBuf {
 /// the log lines of `target`; the installer reboots itself into the
 /// installed OS.
 pub async fn install_following(
-    vm: &mut trident_e2e::vm::Vm,
+    vm: &mut crate::vm::Vm,
     config: String,
     target: Option<&str>,
 ) -> Followed {
@@ -297,7 +299,7 @@ pub async fn install_following(
         .wait_until_answering(Duration::from_secs(180))
         .await
         .unwrap();
-    let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
+    let channel = crate::uds_channel(guest.path()).await.unwrap();
     let client = InstallServiceClient::new(channel);
     let request = InstallRequest {
         stage: Some(StageInstallRequest {
@@ -328,6 +330,7 @@ pub async fn install_following(
 /// from this tree's binaries and sysext, booting as `TRIDENT_VM_BOOTLOADER`
 /// says) and an installer disk: the first version StreamDisk'd onto
 /// `installer.img`.
+#[derive(Debug)]
 pub struct InstallerWork {
     pub dir: tempfile::TempDir,
     pub versions: Vec<TestOs>,
@@ -337,13 +340,11 @@ pub struct InstallerWork {
 impl InstallerWork {
     pub async fn build(prefix: &str, versions: &[&str]) -> InstallerWork {
         let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
-        let sysext = trident_e2e::test_os::build_sysext(dir.path()).unwrap();
-        let bootloader = trident_e2e::test_os::TestBootloader::from_env().unwrap();
+        let sysext = crate::test_os::build_sysext(dir.path()).unwrap();
+        let bootloader = crate::test_os::TestBootloader::from_env().unwrap();
         let versions: Vec<TestOs> = versions
             .iter()
-            .map(|v| {
-                trident_e2e::test_os::build_test_os(v, bootloader, &sysext, dir.path()).unwrap()
-            })
+            .map(|v| crate::test_os::build_test_os(v, bootloader, &sysext, dir.path()).unwrap())
             .collect();
         let installer = installer_disk(dir.path(), &versions[0]).await;
         InstallerWork {

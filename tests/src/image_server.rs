@@ -1,7 +1,7 @@
 //! A misbehaving HTTP image server for fault tests: std `TcpListener`, one
 //! thread per connection, serving one file with a chosen fault.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -29,6 +29,7 @@ pub enum ServerFault {
 }
 
 /// The server; stops (releasing stalled connections) on drop.
+#[derive(Debug)]
 pub struct ImageServer {
     port: u16,
     stop: Arc<AtomicBool>,

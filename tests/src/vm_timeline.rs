@@ -18,7 +18,7 @@ use crate::vm_orchestrator::trident_cli;
 /// recent logs. `root_b`: the device B's root is written to (its write
 /// phase is `write/ROOT_B`).
 pub async fn on_b(socket: &Path, root_b: &str) {
-    let operations = trident_e2e::list_operations(socket).await.unwrap();
+    let operations = crate::list_operations(socket).await.unwrap();
     for op in &operations {
         println!(
             "operation on B's bus: {} {} result {} continues {:?}",
@@ -60,9 +60,9 @@ pub async fn on_b(socket: &Path, root_b: &str) {
         &trident_cli(socket, &["traces", "--operation", id, "-o", "json"]).await,
     )
     .unwrap();
-    let all = trident_e2e::trace_nodes(&tree);
-    let update = trident_e2e::trace_operation_node(&all, "Update");
-    let commit = trident_e2e::trace_operation_node(&all, "Commit");
+    let all = crate::trace_nodes(&tree);
+    let update = crate::trace_operation_node(&all, "Update");
+    let commit = crate::trace_operation_node(&all, "Commit");
     let (on_a, on_b) = (
         update["boot_id"].as_str().unwrap(),
         commit["boot_id"].as_str().unwrap(),
@@ -75,7 +75,7 @@ pub async fn on_b(socket: &Path, root_b: &str) {
     );
     assert_eq!(commit["reboot"]["from_boot"], on_a, "{commit:#?}");
     assert_eq!(commit["reboot"]["to_boot"], on_b);
-    let stage = trident_e2e::trace_nodes(update["children"].as_array().unwrap());
+    let stage = crate::trace_nodes(update["children"].as_array().unwrap());
     assert!(
         stage
             .iter()
@@ -83,7 +83,7 @@ pub async fn on_b(socket: &Path, root_b: &str) {
         "the stage's write on A: {update:#?}"
     );
     assert!(
-        trident_e2e::trace_nodes(commit["children"].as_array().unwrap())
+        crate::trace_nodes(commit["children"].as_array().unwrap())
             .iter()
             .any(|n| n["name"] == "phase health-checks"),
         "the commit's health checks on B: {commit:#?}"

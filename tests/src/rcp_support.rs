@@ -3,7 +3,7 @@
 //! for the reasons they log), a throw-away CA, and a TCP relay the test can
 //! cut to drop a tunnel without killing either end.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::bin_path;
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use trident_e2e::bin_path;
 use trident_rcp::TlsFiles;
 use trident_rcp::pki::{LeafSpec, TestCa};
 
@@ -25,6 +25,7 @@ pub const WAIT: Duration = Duration::from_secs(60);
 pub const ORCHESTRATOR: &str = "orchestrator.test";
 
 /// A CA and the orchestrator's files, in a temp dir.
+#[derive(Debug)]
 pub struct Pki {
     pub dir: tempfile::TempDir,
     pub ca: TestCa,
@@ -55,8 +56,14 @@ impl Pki {
     }
 }
 
+impl Default for Pki {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Lines of a child's pipe, collected by a thread.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Lines(Arc<Mutex<Vec<String>>>);
 
 impl Lines {
@@ -98,6 +105,7 @@ impl Lines {
 }
 
 /// `trident rcp-listen` on 127.0.0.1:0.
+#[derive(Debug)]
 pub struct ListenerProc {
     child: Child,
     pub events: Lines,
@@ -208,6 +216,7 @@ impl Drop for ListenerProc {
 }
 
 /// A `trident-rcp` agent.
+#[derive(Debug)]
 pub struct AgentProc {
     child: Child,
     pub stderr: Lines,
@@ -285,6 +294,7 @@ impl Drop for AgentProc {
 
 /// A TCP relay in front of the listener; `cut()` drops every relayed
 /// connection at once while the relay keeps accepting new ones.
+#[derive(Debug)]
 pub struct Relay {
     pub addr: SocketAddr,
     cut: watch::Sender<u64>,
@@ -319,8 +329,8 @@ impl Relay {
 }
 
 /// The host's tridentd: a real daemon on a temp socket, no idle exit.
-pub async fn host_daemon() -> trident_e2e::Daemon {
-    trident_e2e::Daemon::builder()
+pub async fn host_daemon() -> crate::Daemon {
+    crate::Daemon::builder()
         .args(["--inactivity-timeout", "0"])
         .spawn()
         .await
