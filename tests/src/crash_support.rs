@@ -8,15 +8,16 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::{Daemon, bin_path};
 use futures::StreamExt;
 use nix::sys::signal::Signal;
 use sha2::{Digest, Sha384};
 use trident_cosi::gpt::Gpt;
 use trident_proto::v1::{ServicingResponse, servicing_response};
+
+use crate::Daemon;
 
 /// Env var replaying a run: the seed the failing run printed.
 pub const SEED_ENV: &str = "CRASH_SEED";
@@ -56,18 +57,6 @@ impl Rng {
         let ms = max.as_millis().max(1) as u64;
         Duration::from_millis(self.next() % (ms + 1))
     }
-}
-
-/// Starts `tridentd` on `state_dir` (record reboot, no idle exit) with
-/// `extra` arguments; the state dir outlives every daemon of a test.
-pub async fn daemon_on(state_dir: &Path, extra: &[&std::ffi::OsStr]) -> Daemon {
-    Daemon::builder()
-        .state_dir(state_dir)
-        .args(["--inactivity-timeout", "0"])
-        .args(extra)
-        .spawn()
-        .await
-        .unwrap()
 }
 
 /// How a servicing stream cut short by SIGKILL had got.
@@ -157,30 +146,6 @@ pub fn range_sha384(path: &Path, offset: u64, len: u64) -> String {
         done += n as u64;
     }
     hex::encode(hasher.finalize())
-}
-
-/// `trident --socket SOCKET ARGS...` (the real CLI), output captured.
-pub fn trident(socket: &Path, args: &[&str]) -> Output {
-    Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("TRIDENT_SOCKET")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
-/// Stdout of a CLI call that must succeed.
-pub fn trident_ok(socket: &Path, args: &[&str]) -> String {
-    let out = trident(socket, args);
-    assert!(
-        out.status.success(),
-        "trident {args:?}: {:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Times a future (to size the next random kill delay: a kill point is

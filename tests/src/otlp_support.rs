@@ -9,7 +9,7 @@ pub use received::*;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +17,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+
 use serde_json::Value;
+
+use crate::test_os::repo_root;
 
 /// Targets (and log scopes) that must never be exported.
 const INTERNAL: &[&str] = &[
@@ -38,13 +41,6 @@ pub fn is_internal(target: &str) -> bool {
             || target.starts_with(&format!("{p}::"))
             || (p.starts_with("opentelemetry") && target.starts_with(p))
     })
-}
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(".."))
 }
 
 /// `@elastic/mockotlpserver` on free loopback ports.

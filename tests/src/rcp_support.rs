@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,12 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::bin_path;
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use trident_rcp::TlsFiles;
 use trident_rcp::pki::{LeafSpec, TestCa};
+
+use crate::bin_path;
 
 /// Generous: the machine is shared.
 pub const WAIT: Duration = Duration::from_secs(60);
@@ -104,6 +106,19 @@ impl Lines {
     }
 }
 
+/// `--ca CA --cert CERT --key KEY`: the flags that give `trident
+/// rcp-listen` and `trident-rcp` their TLS files.
+pub fn tls_args(files: &TlsFiles) -> [&OsStr; 6] {
+    [
+        OsStr::new("--ca"),
+        files.ca.as_os_str(),
+        OsStr::new("--cert"),
+        files.cert.as_os_str(),
+        OsStr::new("--key"),
+        files.key.as_os_str(),
+    ]
+}
+
 /// `trident rcp-listen` on 127.0.0.1:0.
 #[derive(Debug)]
 pub struct ListenerProc {
@@ -119,12 +134,7 @@ impl ListenerProc {
         let mut child = Command::new(bin_path("trident"))
             .arg("rcp-listen")
             .args(["--listen", "127.0.0.1:0"])
-            .arg("--ca")
-            .arg(&files.ca)
-            .arg("--cert")
-            .arg(&files.cert)
-            .arg("--key")
-            .arg(&files.key)
+            .args(tls_args(files))
             .arg("--sockets-dir")
             .arg(pki.sockets_dir())
             .args(["--keepalive-interval", "1s", "--keepalive-timeout", "5s"])
@@ -254,12 +264,7 @@ impl AgentProc {
             .arg("--config")
             .arg("/dev/null")
             .args(["--connect", &addr.to_string(), "--server-name", server_name])
-            .arg("--ca")
-            .arg(&files.ca)
-            .arg("--cert")
-            .arg(&files.cert)
-            .arg("--key")
-            .arg(&files.key)
+            .args(tls_args(files))
             .arg("--socket")
             .arg(socket)
             .args(["--backoff-initial", "100ms", "--backoff-max", "1s"])

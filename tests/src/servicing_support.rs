@@ -8,9 +8,6 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::Channel;
-use crate::Daemon;
-use crate::fixture::{AbHostConfig, CosiImage};
 use futures::StreamExt;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::{Corruption, FixtureOutput};
@@ -23,6 +20,10 @@ use trident_proto::v1preview::{
     self, install_service_client::InstallServiceClient,
     rollback_service_client::RollbackServiceClient, status_service_client::StatusServiceClient,
 };
+
+use crate::Channel;
+use crate::Daemon;
+use crate::fixture::{AbHostConfig, CosiImage};
 
 /// Size of the disk each fixture image describes (ESP 8 MiB + root).
 pub const IMAGE_DISK_BYTES: u64 = 24 << 20;
@@ -331,15 +332,6 @@ pub async fn daemon_with_datastore(datastore: &Path) -> Daemon {
     Daemon::builder()
         .arg("--datastore")
         .arg(datastore)
-        .arg("--inactivity-timeout")
-        .arg("0")
-        .spawn()
-        .await
-        .unwrap()
-}
-
-pub async fn daemon() -> Daemon {
-    Daemon::builder()
         .arg("--inactivity-timeout")
         .arg("0")
         .spawn()

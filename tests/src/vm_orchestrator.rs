@@ -10,14 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::fixture::AbHostConfig;
-use crate::test_os::TestOs;
-use crate::{Daemon, bin_path};
 use futures::StreamExt;
 use trident_proto::v1::{
     ServicingResponse, StatusCode, StreamDiskRequest, servicing_response,
     streaming_service_client::StreamingServiceClient,
 };
+
+use crate::bin_path;
+use crate::fixture::AbHostConfig;
+use crate::test_os::TestOs;
 
 pub use crate::dir_http::HttpServer;
 
@@ -27,12 +28,7 @@ pub mod esp_tree;
 
 /// StreamDisk `os` onto `disk` through a private tridentd on the host.
 pub async fn stream_disk(os: &TestOs, disk: &Path) {
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0", "--disk"])
-        .arg(disk)
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = crate::disk_daemon(disk).await;
     let mut client = StreamingServiceClient::new(daemon.channel().await.unwrap());
     let request = StreamDiskRequest {
         image_url: format!("file://{}", os.cosi.path.display()),

@@ -2,11 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::Daemon;
 use serde_json::Value;
 use tokio_stream::StreamExt;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{GetBusStatusRequest, WatchLogsRequest, WatchOptions, stream_event};
+
+use crate::Daemon;
 
 /// Short export intervals so a test does not wait for the defaults.
 pub const FAST_EXPORT_ENV: &[(&str, &str)] = &[

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::repo_root;
+use crate::test_os::repo_root;
 
 #[derive(Debug, Clone)]
 pub struct LogRecord {

@@ -2,13 +2,9 @@
 //! that work without the daemon, reading and writing files directly.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use trident_e2e::{Daemon, trident_cli};
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use trident_e2e::{Daemon, stderr, trident_cli};
 
 /// Extracts `member` of a tar archive with the system tar.
 fn tar_member(archive: &Path, member: &str) -> Option<Vec<u8>> {

@@ -11,22 +11,14 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use trident_e2e::fixture::{CosiImage, InstallFixture, ScriptHook};
-use trident_e2e::{Daemon, bin_dir, trident_cli};
+use trident_e2e::fixture::{InstallFixture, ScriptHook};
+use trident_e2e::{bin_dir, daemon, trident_cli};
 
 /// A log line the failing script prints: markup that must stay text.
 const INJECTION: &str = "<script>document.title='owned'</script>";
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-async fn daemon() -> Daemon {
-    Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .spawn()
-        .await
-        .expect("daemon")
 }
 
 fn ok(socket: &Path, args: &[&str], code: i32) -> String {
@@ -52,7 +44,7 @@ fn complete_events(doc: &Value) -> Vec<&Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn traces_format_chrome_writes_nested_complete_events_named_after_the_phases() {
-    let fx = InstallFixture::new(&CosiImage::small(1));
+    let fx = InstallFixture::small();
     let d = daemon().await;
     let s = d.socket_path();
     let config = fx.write("ok", &fx.config("ok"));
@@ -123,7 +115,7 @@ fn chromium(page: &Path, flags: &[String]) -> Output {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn diagnose_report_html_shows_the_error_and_phases_in_headless_chromium() {
-    let fx = InstallFixture::new(&CosiImage::small(1));
+    let fx = InstallFixture::small();
     let d = daemon().await;
     let s = d.socket_path();
     // Fails after the image is written, so the operation has byte phases.

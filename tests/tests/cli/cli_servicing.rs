@@ -13,14 +13,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use trident_e2e::fixture::{CosiImage, InstallFixture, ScriptHook};
-use trident_e2e::{Daemon, bin_path};
+use trident_e2e::{Daemon, daemon, stderr, trident_command};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// The fixture image (`img.cosi`) and a dir for disks and configurations.
-fn fixture() -> InstallFixture {
-    InstallFixture::new(&CosiImage::small(1))
-}
 
 /// A config `name` installing the fixture image onto a fresh `name`.img,
 /// with a preServicing script.
@@ -31,30 +26,11 @@ fn config_with_script(fx: &InstallFixture, name: &str, script: &str) -> PathBuf 
     fx.write(name, &config)
 }
 
-async fn daemon() -> anyhow::Result<Daemon> {
-    Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .spawn()
-        .await
-}
-
-fn trident(socket: &Path) -> Command {
-    let mut command = Command::new(bin_path("trident"));
-    command
-        .arg("--socket")
-        .arg(socket)
-        .env_remove("TRIDENT_SOCKET")
-        .env_remove("TRACEPARENT")
-        .env("NO_COLOR", "1");
-    command
-}
-
 fn run(socket: &Path, args: &[&str]) -> Output {
-    trident(socket).args(args).output().expect("run trident")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+    trident_command(socket)
+        .args(args)
+        .output()
+        .expect("run trident")
 }
 
 /// A trident process in the background with its output collected.
@@ -81,7 +57,7 @@ fn collect(pipe: impl Read + Send + 'static) -> Arc<Mutex<String>> {
 
 impl Running {
     fn start(socket: &Path, args: &[&str]) -> Self {
-        let mut child = trident(socket)
+        let mut child = trident_command(socket)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -155,8 +131,8 @@ fn json_lines(text: &str) -> Vec<serde_json::Value> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn install_with_plain_progress_succeeds_and_writes_the_status_file() -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let config = config_with_script(&fx, "ok", "echo preparing");
     let status = fx.path("status.yaml");
     let out = run(
@@ -196,11 +172,11 @@ async fn install_with_plain_progress_succeeds_and_writes_the_status_file() -> an
 #[tokio::test(flavor = "multi_thread")]
 async fn install_json_progress_is_one_object_per_record_and_joins_the_callers_trace()
 -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let config = config_with_script(&fx, "json", "echo one; echo two");
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
-    let out = trident(daemon.socket_path())
+    let out = trident_command(daemon.socket_path())
         .args([
             "install",
             config.to_str().unwrap_or_default(),
@@ -244,8 +220,8 @@ async fn install_json_progress_is_one_object_per_record_and_joins_the_callers_tr
 
 #[tokio::test(flavor = "multi_thread")]
 async fn failed_servicing_prints_the_structured_error_and_exits_2() -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let config = config_with_script(
         &fx,
         "fail",
@@ -301,8 +277,8 @@ async fn failed_servicing_prints_the_structured_error_and_exits_2() -> anyhow::R
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_servicing_on_a_busy_daemon_with_wait_0_is_refused_with_exit_2()
 -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let slow = config_with_script(&fx, "slow", "echo started-slow; sleep 4");
     let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
     let other = config_with_script(&fx, "other", "true");
@@ -349,8 +325,8 @@ fn started_id(text: &str) -> String {
 /// second request while one runs: the waiting is the CLI's).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_servicing_command_waits_for_the_running_operation_then_runs() -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let slow = config_with_script(&fx, "slow", "echo started-slow; sleep 3; echo slow-ending");
     let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
     let id = started_id(&first.stderr());
@@ -385,8 +361,8 @@ async fn a_servicing_command_waits_for_the_running_operation_then_runs() -> anyh
 /// `--wait` running out: exit 2, naming the operation still running.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wait_that_runs_out_exits_2_naming_the_running_operation() -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let slow = config_with_script(&fx, "slow", "echo started-slow; sleep 8");
     let mut first = install_running(daemon.socket_path(), &slow, "started-slow");
     let id = started_id(&first.stderr());
@@ -425,8 +401,8 @@ async fn a_wait_that_runs_out_exits_2_naming_the_running_operation() -> anyhow::
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_attaches_to_the_running_operation_replays_it_and_exits_with_its_code()
 -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     // --wait: started before any operation exists.
     let mut waiting = Running::start(
         daemon.socket_path(),
@@ -492,7 +468,7 @@ fn split_cursor(c: &str) -> Option<(String, u64)> {
 #[tokio::test(flavor = "multi_thread")]
 async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_skips()
 -> anyhow::Result<()> {
-    let fx = fixture();
+    let fx = InstallFixture::small();
     let state = fx.path("state");
     std::fs::create_dir_all(&state)?;
     let socket = fx.path("restart.sock");
@@ -599,8 +575,8 @@ async fn watch_survives_a_daemon_kill_and_restart_without_duplicates_or_silent_s
 /// per upstream rule, naming it.
 #[tokio::test(flavor = "multi_thread")]
 async fn validate_warns_about_each_rule_upstream_would_refuse() -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let s = daemon.socket_path();
     // The fixture's datastore is the default one, on `/`: the A/B volume.
     let both_ok = config_with_script(&fx, "datastore-in-ab", "true");
@@ -657,7 +633,7 @@ fn ok(socket: &Path, args: &[&str], code: i32) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_command_runs_end_to_end_through_install_update_commit_rollback() -> anyhow::Result<()>
 {
-    let fx = fixture();
+    let fx = InstallFixture::small();
     let cosi2 = CosiImage::small(2).write(&fx.path("img2.cosi")).path;
     let disk = fx.path("cycle.img");
     let daemon = Daemon::builder()
@@ -848,8 +824,8 @@ impl Drop for CuttingProxy {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broken_servicing_stream_resumes_through_watch_without_repeating_or_losing_lines()
 -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let proxy = CuttingProxy::start(daemon.socket_path(), fx.path("proxy.sock"))?;
     let config = config_with_script(
         &fx,
@@ -904,7 +880,7 @@ async fn a_broken_servicing_stream_resumes_through_watch_without_repeating_or_lo
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
-    let fx = fixture();
+    let fx = InstallFixture::small();
     // The daemon's `--reboot systemd` runs `systemctl reboot`: a stand-in
     // that does nothing, so the host (of course) stays up.
     let bin = fx.path("fakebin");
@@ -929,7 +905,7 @@ async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
         .spawn()
         .await?;
     let config = config_with_script(&fx, "reboot", "true");
-    let out = trident(daemon.socket_path())
+    let out = trident_command(daemon.socket_path())
         .args([
             "install",
             config.to_str().unwrap_or_default(),
@@ -952,7 +928,7 @@ async fn a_reboot_that_does_not_happen_exits_3() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reboot_the_daemon_only_records_or_skips_is_said_in_words_and_not_waited_for()
 -> anyhow::Result<()> {
-    let fx = fixture();
+    let fx = InstallFixture::small();
     for (mode, words, summary, action) in [
         (
             "record",
@@ -973,7 +949,7 @@ async fn a_reboot_the_daemon_only_records_or_skips_is_said_in_words_and_not_wait
             .await?;
         let config = config_with_script(&fx, &format!("reboot-{mode}"), "true");
         let begun = Instant::now();
-        let out = trident(daemon.socket_path())
+        let out = trident_command(daemon.socket_path())
             .args([
                 "install",
                 config.to_str().unwrap_or_default(),
@@ -994,7 +970,7 @@ async fn a_reboot_the_daemon_only_records_or_skips_is_said_in_words_and_not_wait
 
         // The JSON view names the action beside the wire's status.
         let config = config_with_script(&fx, &format!("reboot-{mode}-json"), "true");
-        let out = trident(daemon.socket_path())
+        let out = trident_command(daemon.socket_path())
             .args([
                 "install",
                 config.to_str().unwrap_or_default(),
@@ -1017,8 +993,8 @@ async fn a_reboot_the_daemon_only_records_or_skips_is_said_in_words_and_not_wait
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_detaches_and_the_operation_goes_on_for_watch_to_reattach() -> anyhow::Result<()> {
-    let fx = fixture();
-    let daemon = daemon().await?;
+    let fx = InstallFixture::small();
+    let daemon = daemon().await;
     let config = config_with_script(&fx, "detach", "echo detach-me; sleep 2; echo still-running");
     let mut install = install_running(daemon.socket_path(), &config, "detach-me");
     let pid = nix::unistd::Pid::from_raw(i32::try_from(install.child.id())?);

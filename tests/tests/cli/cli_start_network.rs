@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use trident_e2e::bin_path;
+use trident_e2e::{bin_path, stderr};
 
 const IMAGE: &str = "image: { url: 'file:///i.cosi', sha384: ignored }\nstorage:\n  disks:\n  - { id: os, device: /dev/null, partitions: [{ id: root, type: root, size: 1G }] }\n  filesystems:\n  - { deviceId: root, mountPoint: / }\n";
 const NETPLAN: &str = "os:\n  netplan:\n    version: 2\n    ethernets:\n      uplink: { match: { name: 'e*' }, dhcp4: true }\n";
@@ -32,10 +32,6 @@ fn start_network(dir: &Path, config: &str) -> Output {
         .env("PATH", &empty)
         .output()
         .unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 #[test]

@@ -9,12 +9,12 @@ use trident_e2e::tmux::Tmux;
 
 /// Terminal size of the panes (columns, rows).
 const SIZE: (u16, u16) = (120, 30);
-use trident_e2e::fixture::{CosiImage, InstallFixture, ScriptHook};
+use trident_e2e::fixture::{InstallFixture, ScriptHook};
 use trident_e2e::{Daemon, bin_path};
 
 /// An install whose preServicing script logs a line every 0.1 s for 4 s.
 fn fixture() -> (InstallFixture, PathBuf) {
-    let fx = InstallFixture::new(&CosiImage::small(1));
+    let fx = InstallFixture::small();
     let config = fx.config("disk").script(
         ScriptHook::PreServicing,
         "slow",

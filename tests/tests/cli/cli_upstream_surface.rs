@@ -4,18 +4,10 @@
 //! the daemon's agent configuration (`trident.conf`, exit 4). Everything
 //! either acts or says why not, with upstream's exit codes.
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
-use trident_e2e::{Daemon, trident_cli};
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use trident_e2e::{Daemon, stderr, stdout, trident_cli};
 
 #[test]
 fn stream_image_is_stream_disk() {

@@ -6,44 +6,19 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use futures::StreamExt;
-use trident_cosi::writer::FixtureOutput;
-use trident_e2e::fixture::{AbHostConfig, CosiImage, InstallFixture};
+use trident_e2e::fixture::{AbHostConfig, CosiImage, InstallFixture, StreamDiskFixture};
 use trident_e2e::throttled_http::ThrottledServer;
 use trident_e2e::tmux::Tmux;
-use trident_e2e::{Daemon, bin_path};
+use trident_e2e::{Daemon, bin_path, disk_daemon};
 use trident_proto::v1::{StreamDiskRequest, streaming_service_client::StreamingServiceClient};
 
-struct Fixture {
-    dir: tempfile::TempDir,
-    cosi: FixtureOutput,
-    target: PathBuf,
-}
-
-fn fixture(disk: u64) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let cosi = CosiImage::new(disk, 11)
-        .esp_bytes(2 << 20)
-        .write(&dir.path().join("image.cosi"));
-    let target = dir.path().join("target.img");
-    std::fs::File::create(&target)
-        .unwrap()
-        .set_len(disk)
-        .unwrap();
-    Fixture { dir, cosi, target }
-}
-
-async fn daemon(target: &Path) -> Daemon {
-    Daemon::builder()
-        .args(["--inactivity-timeout", "0", "--disk"])
-        .arg(target)
-        .spawn()
-        .await
-        .unwrap()
+/// A COSI of `disk` bytes and a blank target of that size.
+fn fixture(disk: u64) -> StreamDiskFixture {
+    StreamDiskFixture::new(&CosiImage::new(disk, 11).esp_bytes(2 << 20))
 }
 
 /// Starts a StreamDisk and returns its operation id (the stream is drained
@@ -77,7 +52,7 @@ async fn the_overall_eta_of_a_throttled_stream_disk_stays_within_20_percent() {
     // bytes per 4 MiB write, so some 20 ETAs fall after the first 10%.
     let rate = size / 20;
     let server = ThrottledServer::start(&fx.cosi.path, rate).unwrap();
-    let daemon = daemon(&fx.target).await;
+    let daemon = disk_daemon(&fx.target).await;
     let id = start_stream_disk(&daemon, server.url(), &fx.cosi.metadata_sha384).await;
     let (overall, completed) = trident_e2e::overall::overall_records(daemon.socket_path(), &id)
         .await

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-use trident_e2e::Daemon;
-use trident_e2e::servicing_support::{Clients, Fixture, daemon, hc};
+use trident_e2e::servicing_support::{Clients, Fixture, hc};
+use trident_e2e::upstream_sample::host_config_fixture;
+use trident_e2e::{Daemon, daemon};
 use trident_proto::v1::{self, TridentErrorKind};
 use trident_proto::v1preview::{
     self, ValidateHostConfigurationRequest, validation_service_client::ValidationServiceClient,
@@ -222,11 +223,7 @@ async fn host_configurations_of_many_megabytes_and_deep_nesting_get_structured_e
         still_serving(&d).await;
     }
     // Many megabytes that are a well-formed configuration parse as one.
-    let basic = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../host/tests/fixtures/host-config/basic.yaml"),
-    )
-    .unwrap();
+    let basic = host_config_fixture("basic");
     let reply = validate(&d, format!("{basic}\n{}", huge_config(3, ""))).await;
     assert!(reply.ok, "{:?}", reply.error);
 }

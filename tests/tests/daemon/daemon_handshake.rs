@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
-use trident_e2e::Daemon;
+use trident_e2e::{Daemon, daemon};
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Far above the daemon's 10 s handshake timeout: only a hang fails.
@@ -32,11 +32,7 @@ async fn wait_closed(mut stream: UnixStream) {
 
 #[tokio::test]
 async fn preface_only_and_silent_connections_are_closed_and_the_daemon_keeps_serving() {
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = daemon().await;
     let mut preface_only = UnixStream::connect(daemon.socket_path()).await.unwrap();
     preface_only.write_all(PREFACE).await.unwrap();
     let silent = UnixStream::connect(daemon.socket_path()).await.unwrap();

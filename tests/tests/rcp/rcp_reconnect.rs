@@ -13,7 +13,7 @@ use trident_e2e::Channel;
 use trident_e2e::rcp_support::{
     AgentProc, ListenerProc, ORCHESTRATOR, Pki, Relay, WAIT, wait_path,
 };
-use trident_e2e::{Daemon, uds_channel, watch_snapshot};
+use trident_e2e::{daemon, uds_channel, watch_snapshot};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
     Cursor, OperationEvent, Record, WatchOptions, WatchRequest, record, stream_event,
@@ -105,11 +105,7 @@ fn sequence(record: &Record) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_tunnel_comes_back_and_watch_resumes_from_its_cursor() {
     let pki = Pki::new();
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = daemon().await;
     let listener = ListenerProc::start(&pki, &[]);
     let relay = Relay::start(listener.addr).await;
     let files = pki.host("host-1", &LeafSpec::dns("host-1"));
@@ -183,11 +179,7 @@ async fn a_cut_tunnel_comes_back_and_watch_resumes_from_its_cursor() {
 async fn keepalive_notices_a_frozen_peer_on_either_side() {
     use nix::sys::signal::Signal;
     let pki = Pki::new();
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = daemon().await;
     let listener = ListenerProc::start(&pki, &[]);
     let files = pki.host("host-1", &LeafSpec::dns("host-1"));
     let agent = AgentProc::start(listener.addr, ORCHESTRATOR, &files, daemon.socket_path());

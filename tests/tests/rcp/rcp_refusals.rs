@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use rustls_pki_types::ServerName;
 use tokio::io::AsyncReadExt;
-use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki};
+use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, tls_args};
 use trident_rcp::pki::{LeafSpec, TestCa};
 use trident_rcp::tls::{ALPN, load_certs};
 
@@ -172,12 +172,7 @@ async fn an_agent_refuses_to_start_with_a_key_readable_by_others() {
             "--server-name",
             ORCHESTRATOR,
         ])
-        .arg("--ca")
-        .arg(&files.ca)
-        .arg("--cert")
-        .arg(&files.cert)
-        .arg("--key")
-        .arg(&files.key)
+        .args(tls_args(&files))
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));

@@ -14,7 +14,7 @@ use std::process::Command;
 use tokio_stream::StreamExt;
 use trident_e2e::fixture::CosiImage;
 use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki, WAIT, wait_path};
-use trident_e2e::{Daemon, bin_path, uds_channel};
+use trident_e2e::{bin_path, disk_daemon, uds_channel};
 use trident_proto::v1::streaming_service_client::StreamingServiceClient;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
@@ -39,13 +39,7 @@ fn image_and_disk(dir: &Path) -> (PathBuf, PathBuf) {
 async fn a_host_connects_and_is_serviced_through_its_socket_while_another_client_follows() {
     let pki = Pki::new();
     let (image, disk) = image_and_disk(pki.dir.path());
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .arg("--disk")
-        .arg(&disk)
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = disk_daemon(&disk).await;
     let hook_out = pki.dir.path().join("hook.out");
     let hook = format!(
         "echo \"$TRIDENT_HOST_ID $TRIDENT_HOST_ADDR $TRIDENT_HOST_SOCKET\" > {}",

@@ -9,7 +9,7 @@
 use std::process::Command;
 
 use trident_e2e::rcp_support::{AgentProc, ListenerProc, ORCHESTRATOR, Pki};
-use trident_e2e::{Daemon, bin_path};
+use trident_e2e::{bin_path, daemon};
 use trident_rcp::pki::{LeafSpec, TestCa};
 
 const UPSTREAM: [&str; 2] = ["--protocol", "upstream"];
@@ -18,11 +18,7 @@ const UPSTREAM: [&str; 2] = ["--protocol", "upstream"];
 async fn the_cli_reaches_tridentd_through_upstream_protocol_tunnels_and_a_foreign_host_is_refused()
 {
     let pki = Pki::new();
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = daemon().await;
     let listener = ListenerProc::start(&pki, &UPSTREAM);
     let files = pki.host("host-1", &LeafSpec::dns("host-1"));
     let state = pki.dir.path().join("host-1.state.json");

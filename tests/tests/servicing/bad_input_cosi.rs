@@ -10,13 +10,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use futures::StreamExt;
 use serde_json::Value;
-use trident_e2e::Daemon;
 use trident_e2e::fixture::CosiImage;
+use trident_e2e::{disk_daemon, stream_disk_file};
 use trident_proto::v1::{
-    Completed, StatusCode, StreamDiskRequest, TridentErrorKind, servicing_response,
-    streaming_service_client::StreamingServiceClient,
+    Completed, StatusCode, TridentErrorKind, streaming_service_client::StreamingServiceClient,
 };
 
 const DISK: u64 = 12 << 20;
@@ -173,26 +171,6 @@ fn shift_size(m: &mut Value, index: usize, field: &str, delta: i64) {
     }
 }
 
-async fn stream_disk(
-    client: &mut StreamingServiceClient<trident_e2e::Channel>,
-    cosi: &Path,
-) -> Completed {
-    let request = StreamDiskRequest {
-        image_url: format!("file://{}", cosi.display()),
-        image_hash: None,
-        reboot: None,
-        ..Default::default()
-    };
-    let mut stream = client.stream_disk(request).await.unwrap().into_inner();
-    let mut completed = None;
-    while let Some(item) = stream.next().await {
-        if let Some(servicing_response::Response::Completed(c)) = item.unwrap().response {
-            completed = Some(c);
-        }
-    }
-    completed.expect("stream ended without Completed")
-}
-
 fn assert_refused(done: &Completed, what: &str) {
     assert_eq!(done.status(), StatusCode::Failure, "{what}: {done:?}");
     let err = done
@@ -214,16 +192,6 @@ fn assert_refused(done: &Completed, what: &str) {
     );
 }
 
-async fn daemon_for(disk: &Path) -> Daemon {
-    Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .arg("--disk")
-        .arg(disk)
-        .spawn()
-        .await
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn path_traversal_and_absolute_paths_in_metadata_are_refused_before_writing() {
     let s = Setup::new();
@@ -237,7 +205,7 @@ async fn path_traversal_and_absolute_paths_in_metadata_are_refused_before_writin
         ("dot-component", "images/./root.img.zst".to_owned()),
     ];
     let disk = s.disk("target.img");
-    let d = daemon_for(&disk).await;
+    let d = disk_daemon(&disk).await;
     let mut client = StreamingServiceClient::new(d.channel().await.unwrap());
     for (what, bad) in cases {
         let cosi = s.variant(
@@ -246,7 +214,7 @@ async fn path_traversal_and_absolute_paths_in_metadata_are_refused_before_writin
             &[(root.as_str(), bad.as_str())],
             &[],
         );
-        let done = stream_disk(&mut client, &cosi).await;
+        let done = stream_disk_file(&mut client, &cosi).await;
         assert_refused(&done, what);
         let err = done.error.as_ref().unwrap();
         assert_eq!(
@@ -282,9 +250,9 @@ async fn hostile_entry_names_are_never_used_as_paths() {
         &[(relative.as_str(), b"x"), (absolute.as_str(), b"y")],
     );
     let disk = s.disk("target.img");
-    let d = daemon_for(&disk).await;
+    let d = disk_daemon(&disk).await;
     let mut client = StreamingServiceClient::new(d.channel().await.unwrap());
-    let done = stream_disk(&mut client, &cosi).await;
+    let done = stream_disk_file(&mut client, &cosi).await;
     assert_eq!(done.status(), StatusCode::Success, "{done:?}");
     assert!(!escape.exists());
     assert!(!s.dir.path().join("escaped-relative").exists());
@@ -295,7 +263,7 @@ async fn metadata_that_lies_about_sizes_or_regions_gets_a_structured_error() {
     let s = Setup::new();
     let last = s.regions() - 1;
     let disk = s.disk("target.img");
-    let d = daemon_for(&disk).await;
+    let d = disk_daemon(&disk).await;
     let mut client = StreamingServiceClient::new(d.channel().await.unwrap());
 
     // Wrong only in ways metadata.json shows by itself: refused before
@@ -327,7 +295,7 @@ async fn metadata_that_lies_about_sizes_or_regions_gets_a_structured_error() {
     ];
     for (what, edit) in before_writing {
         let cosi = s.variant(what, |m| edit(m), &[], &[]);
-        let done = stream_disk(&mut client, &cosi).await;
+        let done = stream_disk_file(&mut client, &cosi).await;
         assert_refused(&done, what);
         assert!(untouched(&disk), "{what}: the target was written");
     }
@@ -354,12 +322,12 @@ async fn metadata_that_lies_about_sizes_or_regions_gets_a_structured_error() {
     ];
     for (what, edit) in while_reading {
         let cosi = s.variant(what, |m| edit(m), &[], &[]);
-        let done = stream_disk(&mut client, &cosi).await;
+        let done = stream_disk_file(&mut client, &cosi).await;
         assert_refused(&done, what);
     }
 
     // The daemon serves a good image afterwards.
     let good = s.variant("good", |_| {}, &[], &[]);
-    let done = stream_disk(&mut client, &good).await;
+    let done = stream_disk_file(&mut client, &good).await;
     assert_eq!(done.status(), StatusCode::Success, "{done:?}");
 }

@@ -17,11 +17,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use trident_e2e::crash_support::{
-    self, Reached, Rng, daemon_on, kill_during, partition_sha384, range_sha384, timed, trident_ok,
+    self, Reached, Rng, kill_during, partition_sha384, range_sha384, timed,
 };
 use trident_e2e::fixture::CosiImage;
 use trident_e2e::image_server;
 use trident_e2e::servicing_support::{self, Clients, Fixture, hc};
+use trident_e2e::{daemon_on, trident_cli_ok};
 use trident_host::datastore::{Datastore, OperationResult};
 use trident_proto::v1::{
     self, StreamDiskRequest, streaming_service_client::StreamingServiceClient,
@@ -92,13 +93,13 @@ async fn check_after_kill(
         }
     }
     // The real CLI says the same: the status it prints names the state...
-    let status = trident_ok(socket, &["--output", "json", "get", "status"]);
+    let status = trident_cli_ok(socket, &["--output", "json", "get", "status"]);
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     let kebab = kebab(state);
     assert_eq!(status["servicingState"], kebab, "{status:#}");
     // ...and `get last-error` (TelemetryService.GetLastError) names the
     // interruption as the StatusService does.
-    let cli_error = trident_ok(socket, &["--output", "json", "get", "last-error"]);
+    let cli_error = trident_cli_ok(socket, &["--output", "json", "get", "last-error"]);
     let cli_error: serde_json::Value = serde_json::from_str(&cli_error).unwrap();
     if interrupted {
         assert_eq!(cli_error["error"], "interrupted", "{cli_error:#}");

@@ -9,14 +9,13 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use futures::StreamExt;
 use nix::sys::signal::Signal;
 use trident_e2e::fixture::CosiImage;
-use trident_e2e::{Daemon, bin_path};
+use trident_e2e::{Daemon, trident_cli};
 use trident_proto::v1::{
     GetLastErrorRequest, ListOperationsRequest, StatusCode, StreamDiskRequest, servicing_response,
     streaming_service_client::StreamingServiceClient,
@@ -61,17 +60,6 @@ fn throttled_server(body: Vec<u8>) -> u16 {
         }
     });
     port
-}
-
-fn trident(socket: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin_path("trident"))
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("TRIDENT_SOCKET")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
 }
 
 /// Starts StreamDisk and returns its operation id once a few progress
@@ -169,7 +157,7 @@ async fn sigkill_mid_stream_disk_leaves_an_interrupted_error_in_every_view() {
     assert_eq!(stored.subkind, "interrupted", "{stored:?}");
     assert_eq!(stored.operation_id, operation_id, "{stored:?}");
 
-    let cli = trident(daemon.socket_path(), &["get", "last-error"]);
+    let cli = trident_cli(daemon.socket_path(), &["get", "last-error"]);
     let printed = String::from_utf8_lossy(&cli.stdout);
     assert!(cli.status.success(), "{cli:?}");
     assert!(
@@ -178,7 +166,7 @@ async fn sigkill_mid_stream_disk_leaves_an_interrupted_error_in_every_view() {
     );
 
     let bundle = dir.path().join("bundle.tar");
-    let out = trident(
+    let out = trident_cli(
         daemon.socket_path(),
         &[
             "diagnose",
@@ -232,7 +220,7 @@ async fn sigterm_mid_stream_disk_stops_the_write_within_the_grace_and_every_view
 
     let mut first = start().await.unwrap();
     // An older failure: a download from a closed port.
-    let older = trident(
+    let older = trident_cli(
         first.socket_path(),
         &["stream-disk", "http://127.0.0.1:9/none.cosi"],
     );
@@ -290,7 +278,7 @@ async fn sigterm_mid_stream_disk_stops_the_write_within_the_grace_and_every_view
         .expect("StatusService.GetLastError returned no error");
     assert_eq!(stored.subkind, "interrupted", "{stored:?}");
     assert_eq!(stored.operation_id, operation_id, "{stored:?}");
-    let cli = trident(daemon.socket_path(), &["get", "last-error"]);
+    let cli = trident_cli(daemon.socket_path(), &["get", "last-error"]);
     let printed = String::from_utf8_lossy(&cli.stdout);
     assert!(
         printed.contains("interrupted") && printed.contains(&operation_id),

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use prost::Message;
-use trident_e2e::servicing_support::{Clients, Fixture, daemon};
-use trident_e2e::{uds_channel, watch_snapshot};
+use trident_e2e::servicing_support::{Clients, Fixture};
+use trident_e2e::{daemon, uds_channel, watch_snapshot};
 use trident_proto::v1::{WatchOptions, telemetry_service_client::TelemetryServiceClient};
 
 const PASSWORD: &str = "hunter2-pw-3f9c";

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use trident_e2e::fixture::AbHostConfig;
 use trident_e2e::otlp_support::{Receiver, exporting_daemon};
-use trident_e2e::servicing_support::{self, Clients, Fixture};
+use trident_e2e::servicing_support::{Clients, Fixture};
 use trident_e2e::trident_cli;
 use trident_proto::v1::GetHostStatusRequest;
 use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
@@ -250,7 +250,7 @@ async fn an_encrypted_install_refused_before_writing_shows_no_recovery_key() {
         .encrypted_srv("16M", Some(&key_file))
         .yaml();
     assert!(config.contains("deviceId: secret"), "{config}");
-    let daemon = servicing_support::daemon().await;
+    let daemon = trident_e2e::daemon().await;
     let mut clients = Clients::new(&daemon).await;
     let untouched = std::fs::read(&fixture.disk).unwrap();
 

@@ -10,8 +10,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use trident_e2e::Daemon;
-use trident_e2e::servicing_support::{Clients, Collected, Fixture, collect, daemon, hc};
+use trident_e2e::servicing_support::{Clients, Collected, Fixture, collect, hc};
+use trident_e2e::{Daemon, daemon};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{

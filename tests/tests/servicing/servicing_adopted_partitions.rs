@@ -18,8 +18,9 @@ use std::process::{Command, Stdio};
 
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::FixtureOutput;
+use trident_e2e::daemon;
 use trident_e2e::mini_os;
-use trident_e2e::servicing_support::{Clients, daemon};
+use trident_e2e::servicing_support::Clients;
 use trident_proto::v1preview::ServicingState;
 
 const MIB: u64 = 1 << 20;

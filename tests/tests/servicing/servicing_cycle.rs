@@ -3,7 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use trident_e2e::servicing_support::{self, Clients, Fixture, daemon};
+use trident_e2e::daemon;
+use trident_e2e::servicing_support::{self, Clients, Fixture};
 use trident_proto::v1::{self, RebootStatus, ServicingKind, TridentErrorKind};
 use trident_proto::v1preview::{
     self, AbVolumeState, CheckRollbackKind, ManualRollbackKind, ServicingState,

@@ -11,8 +11,9 @@
 
 use std::path::Path;
 
+use trident_e2e::daemon;
 use trident_e2e::mini_os;
-use trident_e2e::servicing_support::{Clients, FAILING_CHECK, Fixture, daemon};
+use trident_e2e::servicing_support::{Clients, FAILING_CHECK, Fixture};
 use trident_host::datastore::{Datastore, OperationResult};
 use trident_host::status::{AbVolume, ServicingState};
 use trident_proto::v1preview::ServicingState as State;

@@ -29,10 +29,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use trident_e2e::Daemon;
 use trident_e2e::dir_http::HttpServer;
 use trident_e2e::mini_os;
 use trident_e2e::servicing_support::{Clients, Fixture};
+use trident_e2e::{Daemon, daemon};
 use trident_proto::v1::ServicingKind;
 use trident_proto::v1preview::{self, ServicingState};
 
@@ -377,11 +377,7 @@ async fn extensions_in_gpt_disk_images_are_named_from_the_partition_that_holds_t
         &[],
     );
     let http = HttpServer::start(&served);
-    let d = trident_e2e::Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .spawn()
-        .await
-        .unwrap();
+    let d = daemon().await;
     let mut c = Clients::new(&d).await;
     let v1 = mini_os::build(dir, "v1");
     let base = f.config(&v1, "");

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use nix::sys::signal::Signal;
 use trident_cosi::writer::Corruption;
-use trident_e2e::servicing_support::{
-    Clients, Fixture, collect, daemon, daemon_with_datastore, hc,
-};
+use trident_e2e::daemon;
+use trident_e2e::servicing_support::{Clients, Fixture, collect, daemon_with_datastore, hc};
 use trident_host::datastore::OperationResult;
 use trident_proto::v1::{
     self, OperationEvent, TridentErrorKind, WatchOptions, WatchRequest, record, servicing_response,

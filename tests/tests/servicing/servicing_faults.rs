@@ -12,7 +12,8 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-use trident_e2e::crash_support::{Tmpfs, daemon_on, partition_sha384};
+use trident_e2e::crash_support::{Tmpfs, partition_sha384};
+use trident_e2e::daemon_on;
 use trident_e2e::image_server::{ImageServer, ServerFault};
 use trident_e2e::servicing_support::{self, Clients, Collected, Fixture};
 use trident_proto::v1::TridentErrorKind;

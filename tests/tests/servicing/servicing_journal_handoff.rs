@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use trident_e2e::mini_os;
-use trident_e2e::servicing_support::{Clients, FAILING_CHECK, Fixture, daemon};
-use trident_e2e::{Daemon, watch_snapshot};
+use trident_e2e::servicing_support::{Clients, FAILING_CHECK, Fixture};
+use trident_e2e::{Daemon, daemon, watch_snapshot};
 use trident_host::datastore::Datastore;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{

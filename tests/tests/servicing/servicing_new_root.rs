@@ -7,8 +7,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+use trident_e2e::daemon;
 use trident_e2e::mini_os;
-use trident_e2e::servicing_support::{Clients, Fixture, daemon};
+use trident_e2e::servicing_support::{Clients, Fixture};
 
 const SCRIPTS: &str = r#"scripts:
   postProvision:

@@ -10,8 +10,9 @@
 
 use std::process::Command;
 
+use trident_e2e::daemon;
 use trident_e2e::mini_os;
-use trident_e2e::servicing_support::{Clients, Fixture, daemon};
+use trident_e2e::servicing_support::{Clients, Fixture};
 
 const ESP_GUID: &str = "5d2c7a1e-8b44-4f0e-9a3c-61f0b7e2d9a4";
 const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsConfigE2eKeyOnly operator@lab";

@@ -8,12 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use futures::StreamExt;
 use trident_cosi::writer::write_metadata_only_cosi;
-use trident_e2e::Daemon;
+use trident_e2e::{disk_daemon, stream_disk_file};
 use trident_proto::v1::{
-    Completed, StatusCode, StreamDiskRequest, TridentErrorKind, servicing_response,
-    streaming_service_client::StreamingServiceClient,
+    StatusCode, TridentErrorKind, streaming_service_client::StreamingServiceClient,
 };
 
 const METADATA_SUBKIND: &str = "invalid-image-metadata";
@@ -36,26 +34,6 @@ fn expectations() -> Vec<(String, String)> {
         .collect()
 }
 
-async fn stream(
-    client: &mut StreamingServiceClient<trident_e2e::Channel>,
-    cosi: &Path,
-) -> Completed {
-    let request = StreamDiskRequest {
-        image_url: format!("file://{}", cosi.display()),
-        image_hash: None,
-        reboot: None,
-        ..Default::default()
-    };
-    let mut stream = client.stream_disk(request).await.unwrap().into_inner();
-    let mut completed = None;
-    while let Some(item) = stream.next().await {
-        if let Some(servicing_response::Response::Completed(c)) = item.unwrap().response {
-            completed = Some(c);
-        }
-    }
-    completed.expect("stream ended without Completed")
-}
-
 #[tokio::test]
 async fn every_metadata_vector_is_judged_by_stream_disk_as_the_schema_says() {
     let dir = tempfile::tempdir().unwrap();
@@ -66,13 +44,7 @@ async fn every_metadata_vector_is_judged_by_stream_disk_as_the_schema_says() {
         .unwrap()
         .set_len(8 << 30)
         .unwrap();
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0"])
-        .arg("--disk")
-        .arg(&disk)
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = disk_daemon(&disk).await;
     let mut client = StreamingServiceClient::new(daemon.channel().await.unwrap());
 
     let vectors = expectations();
@@ -81,7 +53,7 @@ async fn every_metadata_vector_is_judged_by_stream_disk_as_the_schema_says() {
         let json = std::fs::read(vectors_dir().join("v1.2").join(format!("{name}.json"))).unwrap();
         let cosi = dir.path().join(format!("{}.cosi", name.replace('/', "-")));
         write_metadata_only_cosi(&json, &cosi).unwrap();
-        let completed = stream(&mut client, &cosi).await;
+        let completed = stream_disk_file(&mut client, &cosi).await;
         assert_eq!(
             completed.status(),
             StatusCode::Failure,
@@ -118,7 +90,7 @@ async fn every_metadata_vector_is_judged_by_stream_disk_as_the_schema_says() {
             for path in paths {
                 let cosi = dir.path().join(format!("extra-{kind}.cosi"));
                 write_metadata_only_cosi(&std::fs::read(&path).unwrap(), &cosi).unwrap();
-                let completed = stream(&mut client, &cosi).await;
+                let completed = stream_disk_file(&mut client, &cosi).await;
                 let err = completed.error.unwrap_or_default();
                 println!("{kind} {}: {} {}", path.display(), err.subkind, err.message);
                 total += 1;

@@ -14,8 +14,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use trident_cosi::writer::{FixtureOutput, FixtureRegion};
-use trident_e2e::Daemon;
-use trident_e2e::fixture::CosiImage;
+use trident_e2e::disk_daemon;
+use trident_e2e::fixture::{CosiImage, StreamDiskFixture};
 use trident_e2e::throttled_http::ThrottledServer;
 
 const DISK: u64 = 48 << 20;
@@ -30,12 +30,8 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let cosi = CosiImage::new(DISK, 28)
-        .esp_bytes(8 << 20)
-        .write(&dir.path().join("image.cosi"));
-    let target = dir.path().join("target.img");
-    fs::File::create(&target).unwrap().set_len(DISK).unwrap();
+    let StreamDiskFixture { dir, cosi, target } =
+        StreamDiskFixture::new(&CosiImage::new(DISK, 28).esp_bytes(8 << 20));
     let size = fs::metadata(&cosi.path).unwrap().len();
     let server = ThrottledServer::start(&cosi.path, size / STREAM_SECONDS).unwrap();
     Fixture {
@@ -78,12 +74,7 @@ async fn stream_disk_with(
     extra: &[&str],
     interfere: impl FnOnce() + Send + 'static,
 ) -> (Output, String) {
-    let daemon = Daemon::builder()
-        .args(["--inactivity-timeout", "0", "--disk"])
-        .arg(&fx.target)
-        .spawn()
-        .await
-        .unwrap();
+    let daemon = disk_daemon(&fx.target).await;
     let error_file = fx.dir.path().join("error.yaml");
     let mut command = trident_e2e::trident_command(daemon.socket_path());
     command

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use trident_e2e::crash_support::{Rng, daemon_on, trident};
+use trident_e2e::crash_support::Rng;
 use trident_e2e::servicing_support::{Clients, Fixture};
+use trident_e2e::{daemon_on, trident_cli};
 use trident_host::datastore::Datastore;
 use trident_proto::v1::{
     GetLastErrorRequest, ListOperationsRequest, telemetry_service_client::TelemetryServiceClient,
@@ -235,7 +236,7 @@ async fn a_torn_journal_segment_or_datastore_is_recovered_or_refused_and_the_dae
             }
         }
         // The CLI gets the same answer, never a crash of the daemon.
-        let out = trident(d.socket_path(), &["get", "status"]);
+        let out = trident_cli(d.socket_path(), &["get", "status"]);
         assert!(
             out.status.code().is_some_and(|code| code < 100),
             "{what}: {out:?}"

@@ -20,6 +20,7 @@ use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::FixtureOutput;
 use trident_e2e::mini_os;
 use trident_e2e::servicing_support::Clients;
+use trident_e2e::upstream_sample::host_config_fixture;
 
 const ESP_TYPE: &str = "c12a7328-f81f-11d2-ba4b-00a0c93ec93b";
 const ROOT_X86_64_TYPE: &str = "4f68bce3-e8cd-4db1-96e7-fbcaf984b709";
@@ -42,14 +43,6 @@ impl Drop for LoopDisk {
     fn drop(&mut self) {
         let _ = Command::new("losetup").args(["-d", &self.device]).status();
     }
-}
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/../host/tests/fixtures/host-config/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
 }
 
 /// `text` with the one line starting with `prefix` (indentation included)
@@ -75,7 +68,7 @@ fn rewrite(text: &str, prefix: &str, value: &str) -> String {
 
 /// The sample `name`, pointing at `device` and the COSI `image`.
 fn sample_for(name: &str, device: &str, image: &FixtureOutput) -> String {
-    let text = fixture(name);
+    let text = host_config_fixture(name);
     let text = rewrite(&text, "    device: ", device);
     let text = rewrite(
         &text,
@@ -231,7 +224,7 @@ async fn upstream_basic_sample_installs_for_real() {
         return;
     }
     let before = host_state();
-    let i = install_sample("basic.yaml", (6 << 30) + (256 << 20)).await;
+    let i = install_sample("basic", (6 << 30) + (256 << 20)).await;
     // No uuid/label in the sample: the id is the GPT name.
     check_disk_and_boot(&i.disk, ("efi", 128 << 20), ("sysroot", 6 << 30));
     assert_eq!(
@@ -249,7 +242,7 @@ async fn upstream_simple_sample_installs_for_real() {
         return;
     }
     let before = host_state();
-    let i = install_sample("simple.yaml", (10 << 30) + (256 << 20)).await;
+    let i = install_sample("simple", (10 << 30) + (256 << 20)).await;
     let (disk, root) = (&i.disk, "root-part");
     check_disk_and_boot(disk, ("esp-part", 100 << 20), (root, 10 << 30));
     let file = |p: &str| mini_os::ext4_file(disk, root, p);

@@ -11,8 +11,8 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use trident_e2e::crash_support::{daemon_on, trident};
 use trident_e2e::servicing_support::{Clients, Fixture};
+use trident_e2e::{daemon_on, trident_cli};
 
 /// Overwrites `path` in place with as many pseudo-random bytes as it holds.
 fn overwrite_with_random_bytes(path: &Path, seed: u64) {
@@ -33,7 +33,7 @@ fn overwrite_with_random_bytes(path: &Path, seed: u64) {
 }
 
 fn text(socket: &Path, args: &[&str]) -> (bool, String) {
-    let out = trident(socket, args);
+    let out = trident_cli(socket, args);
     let shown = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -14,8 +14,8 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_stream::StreamExt;
-use trident_e2e::Daemon;
-use trident_e2e::servicing_support::{Clients, Fixture, daemon};
+use trident_e2e::servicing_support::{Clients, Fixture};
+use trident_e2e::{Daemon, daemon};
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
     LogRecord, RecordKind, WatchOptions, WatchRequest, field, record, stream_event,

@@ -8,11 +8,12 @@
 
 use std::path::Path;
 
-use trident_e2e::crash_support::{Tmpfs, daemon_on, fill, trident};
+use trident_e2e::crash_support::{Tmpfs, fill};
 use trident_e2e::servicing_support::{Clients, Fixture};
+use trident_e2e::{daemon_on, trident_cli};
 
 fn text(socket: &Path, args: &[&str]) -> String {
-    let out = trident(socket, args);
+    let out = trident_cli(socket, args);
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -8,27 +8,16 @@
 #![allow(clippy::unwrap_used)]
 
 use std::ffi::OsStr;
-use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
-use trident_e2e::Daemon;
 use trident_e2e::crash_support::{Tmpfs, fill};
 use trident_e2e::servicing_support::{Clients, Fixture};
+use trident_e2e::{Daemon, daemon_on};
 use trident_proto::v1::{
     GetBusStatusRequest, ListOperationsRequest, WatchOptions, WatchRequest, stream_event,
     telemetry_service_client::TelemetryServiceClient,
 };
-
-async fn daemon(state: &Path, extra: &[&str]) -> Daemon {
-    Daemon::builder()
-        .state_dir(state)
-        .args(["--inactivity-timeout", "0"])
-        .args(extra.iter().map(OsStr::new))
-        .spawn()
-        .await
-        .unwrap()
-}
 
 async fn journal_drops(d: &Daemon) -> u64 {
     TelemetryServiceClient::new(d.channel().await.unwrap())
@@ -50,7 +39,7 @@ async fn a_full_journal_file_system_costs_servicing_nothing_and_the_loss_is_coun
     // Only the journal's file system is full; the datastore and boot
     // record (servicing state) live beside it on a healthy one.
     let journal = Tmpfs::mount(&state.join("journal"), "1m");
-    let d = daemon(&state, &[]).await;
+    let d = daemon_on(&state, &[]).await;
     let filler = fill(&journal.0);
     let mut c = Clients::new(&d).await;
     c.provision(&fx.config(&v1, "")).await;
@@ -84,7 +73,7 @@ async fn a_full_journal_file_system_costs_servicing_nothing_and_the_loss_is_coun
     let mut d = d;
     assert!(d.stop().is_some_and(|s| s.success()), "{}", d.stderr());
     assert!(!d.stderr().contains("panicked"), "{}", d.stderr());
-    let d2 = daemon(&state, &[]).await;
+    let d2 = daemon_on(&state, &[]).await;
     let ops = TelemetryServiceClient::new(d2.channel().await.unwrap())
         .list_operations(ListOperationsRequest {})
         .await
@@ -103,9 +92,9 @@ async fn a_subscriber_that_never_reads_and_one_that_leaves_cost_servicing_nothin
     let v1 = fx.image("v1", 711, None);
     let state = fx.dir.path().join("state");
     // A small ring, so the silent subscriber falls out of it.
-    let d = daemon(
+    let d = daemon_on(
         &state,
-        &["--bus-ring-records", "256", "--shutdown-grace", "2s"],
+        &["--bus-ring-records", "256", "--shutdown-grace", "2s"].map(OsStr::new),
     )
     .await;
     // The silent subscriber's connection takes at most 4 KiB unread (HTTP/2

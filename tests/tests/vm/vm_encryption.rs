@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use trident_e2e::mini_os;
 use trident_e2e::test_os::TestOs;
-use trident_e2e::upstream_sample::replace_lines;
+use trident_e2e::upstream_sample::{host_config_fixture, replace_lines};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::vm_orchestrator::{
     HttpServer, InstallerWork, install_following, trident_cli, wait_provisioned,
@@ -87,11 +87,7 @@ fn recovery_key_scripts() -> String {
 /// before the sample's own). The volume, its PCR, the filesystems, swap,
 /// users, netplan and UEFI fallback are the sample's.
 fn encryption_config(os: &TestOs, http_port: u16) -> String {
-    let fixture = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../host/tests/fixtures/host-config/encryption.yaml"),
-    )
-    .unwrap();
+    let fixture = host_config_fixture("encryption");
     let cosi = os.cosi.path.file_name().unwrap().to_string_lossy();
     let scripts = recovery_key_scripts();
     replace_lines(

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
-use trident_e2e::upstream_sample::replace_lines;
+use trident_e2e::upstream_sample::{host_config_fixture, replace_lines};
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::vm_orchestrator::boot_marker::{image_boot, options_of_boot, volume_loader};
 use trident_e2e::vm_orchestrator::{
@@ -65,7 +65,7 @@ const INSTALL_BOOT_TIMEOUT: Duration = Duration::from_secs(1500);
 /// Everything else (the mirrored ESP and data volume, users, scripts,
 /// netplan, UEFI fallback) is the fixture's.
 fn raid_mirrored(os: &TestOs, http_port: u16) -> String {
-    let fixture = fixture("raid-mirrored");
+    let fixture = host_config_fixture("raid-mirrored");
     let (url, sha) = image_lines(os, http_port);
     let part = |disk: &str, id: &str, t: &str, size: &str| {
         format!("    - {{ id: {disk}-{id}, type: {t}, size: {size}, uuid: null, label: null }}")
@@ -116,16 +116,6 @@ fn raid_mirrored(os: &TestOs, http_port: u16) -> String {
             ),
         ],
     )
-}
-
-/// Our fixture `name` of upstream's sample (host/tests/fixtures/host-config/).
-fn fixture(name: &str) -> String {
-    fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../host/tests/fixtures/host-config")
-            .join(format!("{name}.yaml")),
-    )
-    .unwrap()
 }
 
 /// The `url:` and `sha384:` lines of `os` served over HTTP.
@@ -620,7 +610,7 @@ async fn matrix_raid_mirrored_installs_on_mirrors_and_updates_on_them() {
 #[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh"]
 async fn matrix_raid_sample_installs_and_boots_with_root_on_a_mirror() {
     let mut s = RaidVm::start("raid-sample", false, 2 << 30).await;
-    let fixture = fixture("raid");
+    let fixture = host_config_fixture("raid");
     let (url, sha) = image_lines(&s.v1, s.http.port);
     let config = replace_lines(
         &fixture,

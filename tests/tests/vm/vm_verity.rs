@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use trident_e2e::mini_os;
 use trident_e2e::test_os::{self, TestBootloader, TestOs};
+use trident_e2e::upstream_sample::upstream_sample;
 use trident_e2e::vm::{self, READY_MARKER, Vm, VmSpec};
 use trident_e2e::vm_orchestrator::{
     self, HttpServer, install_following, installer_disk, wait_provisioned,
@@ -53,11 +54,7 @@ const VERITY_MARKER: &str = "TRIDENT-TEST-OS-VERITY ";
 /// filesystems (/boot and /var from the image, the overlay's, /home),
 /// its postConfigure script, users, netplan and UEFI fallback.
 fn verity_config(os: &TestOs, http_port: u16) -> String {
-    let sample = fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../host/tests/fixtures/upstream-samples/verity.yaml"),
-    )
-    .unwrap();
+    let sample = upstream_sample("verity");
     let cosi = os.cosi.path.file_name().unwrap().to_string_lossy();
     let mut config = sample;
     for (old, new) in [
