@@ -3,11 +3,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
-use support::*;
 use tokio_stream::StreamExt;
 use trident_proto::v1::{
     GapReason, GetLastErrorRequest, ListOperationsRequest, PhaseState, RebootStatus, RecordKind,
@@ -17,6 +14,8 @@ use trident_proto::v1::{
 use trident_telemetry::operation::{Completion, Operation, OperationSpec};
 use trident_telemetry::progress::{Phase, Unit};
 use trident_telemetry::{Bus, BusConfig, Subscription};
+
+use crate::support::*;
 
 const BURSTS: u64 = 60;
 const BURST: u64 = 1000;

@@ -3,15 +3,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use futures::future::join_all;
-use support::*;
 use trident_proto::v1::{
     GetBusStatusRequest, LogLevel, RecordKind, WatchLogsRequest, WatchOptions, WatchRequest,
     record, stream_event,
 };
 use trident_telemetry::{Bus, BusConfig};
+
+use crate::support::*;
 
 fn emit(count: usize, from: usize) {
     for i in from..from + count {

@@ -1,5 +1,4 @@
 //! Shared helpers for the cosi integration tests.
-#![allow(dead_code)]
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
 use std::fs;

@@ -2,12 +2,11 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod common;
-
 use std::fs;
 
-use common::*;
 use trident_cosi::metadata::{Metadata, MetadataError, RegionType};
+
+use crate::common::*;
 
 fn valid() -> Metadata {
     let f = fixture(&spec(1));

@@ -7,13 +7,10 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::verity::PART_TYPE_ROOT_VERITY_X86_64;
 use trident_cosi::writer::{self, ImagesSpec};
@@ -21,6 +18,8 @@ use trident_cosi::{
     CosiSource, ExpectedHash, NoProgress, RegionKind, SourceOptions, stream_to_target,
 };
 use uuid::Uuid;
+
+use crate::common::*;
 
 const ROOT_UUID: &str = "6a1f2c3e-0000-4000-8000-00000000feed";
 

@@ -3,12 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::*;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::metadata::{
     Bootloader, BootloaderType, PART_TYPE_ESP, PART_TYPE_ROOT_X86_64, SystemdBoot,
@@ -17,6 +14,8 @@ use trident_cosi::metadata::{
 use trident_cosi::writer::{self, ImagePartition, ImagesSpec};
 use trident_cosi::{CosiSource, ExpectedHash, NoProgress, SourceOptions, stream_to_target};
 use uuid::Uuid;
+
+use crate::common::*;
 
 fn image(dir: &Path, name: &str, len: usize, byte: u8) -> std::path::PathBuf {
     let p = dir.join(name);

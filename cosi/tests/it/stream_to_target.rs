@@ -2,17 +2,16 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod common;
-
 use std::fs;
 
-use common::*;
 use trident_cosi::gpt::Gpt;
 use trident_cosi::writer::Corruption;
 use trident_cosi::{
     CosiError, CosiSource, ErrorClass, ExpectedHash, NoProgress, Progress, RegionInfo,
     SourceOptions, stream_to_target,
 };
+
+use crate::common::*;
 
 fn open(f: &Fixture) -> CosiSource {
     let hash = ExpectedHash::parse(&f.cosi.metadata_sha384).unwrap();

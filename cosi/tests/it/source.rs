@@ -2,19 +2,18 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod common;
-
 use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
 use trident_cosi::{
     CosiError, CosiSource, ErrorClass, ExpectedHash, HttpTimeouts, NoProgress, SourceOptions,
     stream_to_target,
 };
+
+use crate::common::*;
 
 #[test]
 fn expected_hash_accepts_hex_prefixed_hex_and_ignored_only() {

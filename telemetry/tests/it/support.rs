@@ -1,7 +1,7 @@
 //! Serves a bus's TelemetryService on a real Unix socket with tonic, and
 //! gives real gRPC clients to it.
 
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

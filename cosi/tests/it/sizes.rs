@@ -2,17 +2,16 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
-mod common;
-
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use common::*;
 use trident_cosi::metadata::{ImageFile, Metadata};
 use trident_cosi::{
     CosiError, CosiSource, ExpectedHash, NoProgress, SizeKind, SourceOptions, stream_to_target,
 };
+
+use crate::common::*;
 
 /// Rewrites metadata.json of the fixture, changing the image record of
 /// `path` everywhere it appears.
