@@ -4,7 +4,7 @@
 //! naming the feature not applied yet: never a parse, schema or
 //! unknown-key error. What each sample asks for is installed for real by
 //! the VM scenarios: `basic`, `simple` and `base` from these files
-//! themselves (tests/tests/vm_samples.rs rewrites devices, image and
+//! themselves (tests/tests/vm/vm_samples.rs rewrites devices, image and
 //! sizes), the others from our fixtures (tests/fixtures/host-config/).
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose

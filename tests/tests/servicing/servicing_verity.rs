@@ -8,7 +8,7 @@
 //! files, in user space), the configuration (fstab) went to the overlay's
 //! upper directory, the boot entry carries the verity arguments, and the
 //! Host Status handed to the installed OS records the root hash. The VM
-//! scenario `verity` (tests/tests/vm_verity.rs) boots such a root. Needs
+//! scenario `verity` (tests/tests/vm/vm_verity.rs) boots such a root. Needs
 //! root. A root whose ext4 blocks are smaller than dm-verity's 4 KiB data
 //! blocks (it would not mount at boot) is refused before anything is
 //! written, at install and at A/B update.
