@@ -4,8 +4,8 @@
 //! Servicing through a real daemon onto disk-image files: install, A/B
 //! update, commit and rollback, the new root, OS configuration, boot
 //! control, StreamDisk and its image sources (file, http, https, oci),
-//! hostile COSIs, crash consistency and faults, and the secrets servicing
-//! must never let out.
+//! hostile COSIs, documents validation refuses, crash consistency and
+//! faults, and the secrets servicing must never let out.
 
 mod bad_input_cosi;
 mod boot_grub;
@@ -38,3 +38,4 @@ mod stream_disk_target_changes;
 mod torn_state;
 mod uefi_fallback;
 mod upstream_samples;
+mod validation_document_rules;
