@@ -177,7 +177,14 @@ fn read_only_inner() {
 #[test]
 fn a_read_only_datastore_is_read_and_refused_for_writing_by_name() {
     let (dir, path) = copy("state-provisioned");
-    let script = r#"mount --make-rprivate / && mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && exec "$2" --exact bad_input::read_only_inner --nocapture"#;
+    let script = r#"mount --make-rprivate / && mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && exec "$2" --exact "$3" --nocapture"#;
+    // The inner test's name in this binary: its module path without the
+    // crate's name, then the function.
+    let inner = module_path!()
+        .split_once("::")
+        .map_or(String::new(), |(_, module)| {
+            format!("{module}::read_only_inner")
+        });
     let probe = std::process::Command::new("unshare")
         .args(["-m", "sh", "-c", "mount --make-rprivate /"])
         .output();
@@ -189,6 +196,7 @@ fn a_read_only_datastore_is_read_and_refused_for_writing_by_name() {
         .args(["-m", "sh", "-c", script, "sh"])
         .arg(dir.path())
         .arg(std::env::current_exe().unwrap())
+        .arg(&inner)
         .env("TRIDENT_TEST_READ_ONLY_DATASTORE", &path)
         .output()
         .unwrap();
