@@ -25,6 +25,7 @@ mod servicing_datastore_handoff;
 mod servicing_extensions;
 mod servicing_failures;
 mod servicing_faults;
+mod servicing_image_preflight;
 mod servicing_journal_handoff;
 mod servicing_new_root;
 mod servicing_os_config;
