@@ -191,7 +191,13 @@ impl Tmpfs {
         std::fs::create_dir_all(dir).unwrap();
         let status = Command::new("mount")
             // 0700: a state directory others can write is refused (tmpfs defaults to 1777).
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
             .arg(dir)
             .status()
             .unwrap();
