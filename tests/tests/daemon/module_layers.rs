@@ -1,11 +1,14 @@
-//! One-way layers: no part of the daemon's servicing tree, and no part of
-//! the CLI, names a part that names it back (read from the sources, level
-//! by level; see `trident_e2e::module_graph`). A cycle fails the test with
-//! the modules and the paths that make it.
+//! One-way layers: no part of the servicing engine, and no part of the
+//! CLI, names a part that names it back (read from the sources, level by
+//! level; see `trident_e2e::module_graph`), and no crate of the workspace
+//! has a circle of files (files in different folders, or siblings, that
+//! name each other). A cycle fails the test with the modules and the paths
+//! that make it. Between crates the compiler keeps the layers one way
+//! (`engine/tests/dependencies.rs` checks what the engine may link).
 
 use std::path::{Path, PathBuf};
 
-use trident_e2e::module_graph::{ModuleGraph, display, layer_cycles};
+use trident_e2e::module_graph::{ModuleGraph, display, file_cycles, layer_cycles};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -146,4 +149,83 @@ fn layer_check_finds_a_cycle_and_names_it() {
         ModuleGraph::read(&dir.path().join("mod.rs"), &["crate", "servicing"]).expect("read");
     assert!(layer_cycles(&graph).is_empty());
     assert_eq!(graph.edges.len(), 2, "{:?}", graph.edges);
+}
+
+/// Every crate root of the workspace (libraries and the binaries whose
+/// modules are not a library's), with the least number of file modules
+/// its reader must find.
+const CRATE_ROOTS: [(&str, usize); 11] = [
+    ("proto/src/lib.rs", 1),
+    ("telemetry/src/lib.rs", 30),
+    ("telemetry/otlp/src/lib.rs", 10),
+    ("cosi/src/lib.rs", 20),
+    ("host/src/lib.rs", 40),
+    ("engine/src/lib.rs", 80),
+    ("daemon/src/lib.rs", 20),
+    ("cli/src/lib.rs", 40),
+    ("rcp/src/lib.rs", 10),
+    ("bench/src/main.rs", 10),
+    ("tests/src/lib.rs", 10),
+];
+
+#[test]
+fn no_crate_has_a_circle_of_files() {
+    let mut report = Vec::new();
+    for (root, min_files) in CRATE_ROOTS {
+        let path = workspace().join(root);
+        let graph = ModuleGraph::read(&path, &["crate"]).expect("read the sources");
+        assert!(
+            graph.files.len() >= min_files,
+            "{root}: only {} modules read",
+            graph.files.len()
+        );
+        for circle in file_cycles(&graph) {
+            report.push(format!(
+                "{root}: {} name each other:\n    {}",
+                circle.files.join(", "),
+                circle.evidence.join("\n    ")
+            ));
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "circles of files:\n{}",
+        report.join("\n")
+    );
+}
+
+#[test]
+fn the_file_check_finds_cousins_that_name_each_other_but_not_a_parent_and_its_child() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write("lib.rs", "pub mod bus;\npub mod marks;\n");
+    // bus/mod.rs and its child name each other: one unit, not a circle.
+    write(
+        "bus/mod.rs",
+        "pub mod ring;\nuse ring::Entry;\npub struct Bus;\n",
+    );
+    write("bus/ring.rs", "use super::Bus;\npub struct Entry;\n");
+    write("marks.rs", "use crate::bus::Bus;\n");
+    let graph = ModuleGraph::read(&dir.path().join("lib.rs"), &["crate"]).expect("read");
+    assert!(file_cycles(&graph).is_empty(), "{:?}", file_cycles(&graph));
+    // bus/mod.rs now names marks, which names bus: a circle.
+    write(
+        "bus/mod.rs",
+        "pub mod ring;\nuse ring::Entry;\npub struct Bus;\nfn f() { crate::marks::g(); }\n",
+    );
+    let graph = ModuleGraph::read(&dir.path().join("lib.rs"), &["crate"]).expect("read");
+    let circles = file_cycles(&graph);
+    assert_eq!(circles.len(), 1, "{circles:?}");
+    assert_eq!(circles[0].files, ["bus", "marks"]);
+    assert!(
+        circles[0]
+            .evidence
+            .iter()
+            .any(|e| e == "bus -> marks (crate::marks::g)"),
+        "{circles:?}"
+    );
 }
