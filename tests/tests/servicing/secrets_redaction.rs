@@ -302,3 +302,118 @@ async fn an_encrypted_install_refused_before_writing_shows_no_recovery_key() {
         .expect("the refusal in the daemon log");
     assert!(!log.contains(RECOVERY_KEY), "the daemon log:\n{log}");
 }
+
+/// An image URL's credentials: a userinfo password and a SAS-style `sig`.
+const URL_PASSWORD: &str = "url-pw-4d5e6f";
+const URL_SIG: &str = "sasSig7a8b9cZ";
+const URL_SECRETS: [&str; 2] = [URL_PASSWORD, URL_SIG];
+
+fn assert_no_url_secret(place: &str, text: &str) {
+    for secret in URL_SECRETS {
+        assert!(!text.contains(secret), "{place} leaks {secret:?}:\n{text}");
+    }
+}
+
+/// A host installed from an `http://` image whose URL carries a userinfo
+/// password and an Azure SAS `sig`, then a failed install from a URL with
+/// both that cannot be reached: neither credential appears in GetHostStatus,
+/// `get status`, `get configuration`, `get last-error`, any file of a
+/// diagnose bundle (written 0600), the OTLP export or the daemon's log;
+/// the URL's host and path stay readable. The live datastore keeps the URL
+/// servicing needs.
+#[tokio::test(flavor = "multi_thread")]
+async fn url_credentials_never_leave_the_daemon_through_status_cli_diagnose_otlp_or_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let receiver = Receiver::start().unwrap();
+    let fixture = Fixture::new();
+    let image = fixture.image("v1", 2, None);
+    let served = tempfile::tempdir().unwrap();
+    std::fs::copy(&image.path, served.path().join("v1.cosi")).unwrap();
+    let server = trident_e2e::dir_http::HttpServer::start(served.path());
+    // Python's http.server ignores the credentials and the query.
+    let url =
+        server
+            .url("v1.cosi")
+            .replacen("http://", &format!("http://deploy:{URL_PASSWORD}@"), 1)
+            + &format!("?sv=2022-11-02&sp=r&sig={URL_SIG}");
+    let file_url = format!("file://{}", image.path.display());
+    let config = fixture
+        .config(&image, "")
+        .replace(&file_url, &url)
+        .replace(&image.path.display().to_string(), &url);
+    assert!(config.contains(URL_SIG), "{config}");
+    let daemon = exporting_daemon(&receiver.grpc, &["--inactivity-timeout", "0"], &[])
+        .await
+        .unwrap();
+    let mut clients = Clients::new(&daemon).await;
+    clients.provision(&config).await;
+    // A failure whose error quotes the URL: a closed port.
+    let unreachable = config.replace(
+        &server.url("v1.cosi").replace("http://", ""),
+        "127.0.0.1:9/v1.cosi",
+    );
+    assert!(unreachable.contains("127.0.0.1:9"), "{unreachable}");
+    let refused = clients.install(&unreachable).await;
+    assert!(!refused.succeeded());
+
+    let status = HostStatusServiceClient::new(daemon.channel().await.unwrap())
+        .get_host_status(GetHostStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .host_status;
+    assert_no_url_secret("GetHostStatus", &status);
+    assert!(
+        status.contains("sig=[REDACTED]") && status.contains("/v1.cosi"),
+        "{status}"
+    );
+    let socket = daemon.socket_path();
+    for args in [
+        &["get", "status"][..],
+        &["get", "configuration"],
+        &["get", "last-error"],
+        &["--output", "json", "get", "last-error"],
+    ] {
+        let out = trident_cli(socket, args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_no_url_secret(&format!("trident {args:?}"), &text);
+    }
+
+    let work = tempfile::tempdir().unwrap();
+    let (files, _) = diagnose_files(&daemon, work.path());
+    for (name, text) in &files {
+        assert_no_url_secret(&format!("bundle file {name}"), text);
+    }
+    let mode = std::fs::metadata(work.path().join("bundle.tar"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the bundle's mode");
+
+    let live = trident_host::datastore::Datastore::open_read_only(
+        daemon.state_dir().join("datastore.sqlite"),
+    )
+    .unwrap();
+    let stored = live.host_status().unwrap().spec.unwrap().image.unwrap().url;
+    assert!(
+        stored.contains(URL_SIG),
+        "the live datastore keeps the URL: {stored}"
+    );
+
+    let received = receiver
+        .wait_for(Duration::from_secs(60), |r| !r.requests.is_empty())
+        .unwrap();
+    for request in &received.requests {
+        assert_no_url_secret("an OTLP request", &request.to_string());
+    }
+    let log = daemon
+        .wait_for_stderr("image metadata verified", Duration::from_secs(30))
+        .await
+        .expect("the image line in the daemon log");
+    assert_no_url_secret("the daemon log", &log);
+    assert!(log.contains("sig=[REDACTED]"), "{log}");
+}
