@@ -82,6 +82,30 @@ pub fn check_absolute_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// [`check_absolute_path`] that names a file: not `/`, not ending in `/`,
+/// `/.` or `/..`.
+pub fn check_file_path(path: &str) -> Result<(), String> {
+    check_absolute_path(path)?;
+    let last = path.rsplit('/').next().unwrap_or("");
+    if matches!(last, "" | "." | "..") {
+        return Err(format!("{} names a directory, not a file", excerpt(path)));
+    }
+    Ok(())
+}
+
+/// A home directory `useradd` writes into `/etc/passwd`: an absolute
+/// path with no `:` (the field separator) and no control character.
+pub fn check_home_directory(path: &str) -> Result<(), String> {
+    check_absolute_path(path)?;
+    if path.contains(':') || path.chars().any(char::is_control) {
+        return Err(format!(
+            "{} holds ':' or a control character, which /etc/passwd cannot hold",
+            excerpt(path)
+        ));
+    }
+    Ok(())
+}
+
 /// A user or group name `useradd` and every tool reading `/etc/passwd`
 /// take (shadow's rule, stricter on a leading `.`): 1 to 32 of letters,
 /// digits, `_`, `-` and `.` (and a final `$`), not starting with `-` or
@@ -132,7 +156,7 @@ pub fn validate_document_rules(hc: &HostConfiguration) -> Result<(), TridentErro
     }
     for (i, file) in hc.os.additional_files.iter().enumerate() {
         let key = format!("os.additionalFiles[{i}]");
-        check_absolute_path(&file.destination)
+        check_file_path(&file.destination)
             .map_err(|rule| invalid(&format!("{key}.destination"), rule))?;
         if file.content.is_some() == file.source.is_some() {
             return Err(invalid(
@@ -146,6 +170,7 @@ pub fn validate_document_rules(hc: &HostConfiguration) -> Result<(), TridentErro
     }
     validate_users("os.users", &hc.os.users)?;
     validate_users("managementOs.users", &hc.management_os.users)?;
+    check_files_are_not_directories(hc)?;
     for (i, arg) in hc
         .os
         .kernel_command_line
@@ -198,6 +223,49 @@ pub fn validate_document_rules(hc: &HostConfiguration) -> Result<(), TridentErro
     Ok(())
 }
 
+/// An additional file cannot be a directory the document needs: another
+/// file's or a home directory's parent.
+fn check_files_are_not_directories(hc: &HostConfiguration) -> Result<(), TridentError> {
+    let files = hc.os.additional_files.iter().enumerate().map(|(i, f)| {
+        (
+            format!("os.additionalFiles[{i}].destination"),
+            f.destination.as_str(),
+        )
+    });
+    let homes = hc.os.users.iter().enumerate().filter_map(|(i, u)| {
+        let home = u.home_directory.as_deref()?;
+        Some((format!("os.users[{i}].homeDirectory"), home))
+    });
+    // Compared by components: `//a/./b` is `/a/b`.
+    let parts = |path: &str| -> Vec<String> {
+        path.split('/')
+            .filter(|part| !part.is_empty() && *part != ".")
+            .map(str::to_owned)
+            .collect()
+    };
+    let paths: Vec<(String, Vec<String>)> = files
+        .clone()
+        .chain(homes)
+        .map(|(key, path)| (key, parts(path)))
+        .collect();
+    for (key, file) in files {
+        let file_parts = parts(file);
+        let needs_dir = |other: &Vec<String>| {
+            other.len() > file_parts.len() && other[..file_parts.len()] == file_parts[..]
+        };
+        if let Some((other, _)) = paths.iter().find(|(_, p)| needs_dir(p)) {
+            return Err(invalid(
+                &key,
+                format!(
+                    "{} is a file, but '{other}' needs it as a directory",
+                    excerpt(file)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn no_hash(word: &str) -> Result<(), String> {
     if word.contains('#') {
         return Err(format!("{} holds '#'", excerpt(word)));
@@ -218,8 +286,30 @@ fn validate_users(key: &str, users: &[User]) -> Result<(), TridentError> {
                 .map_err(|rule| invalid(&format!("{key}.secondaryGroups[{g}]"), rule))?;
         }
         if let Some(home) = &user.home_directory {
-            check_absolute_path(home)
+            check_home_directory(home)
                 .map_err(|rule| invalid(&format!("{key}.homeDirectory"), rule))?;
+        }
+        // A user without a primary group gets a group of its own name,
+        // which must not exist yet: not one this document creates first as
+        // a secondary group (of this user or an earlier one).
+        if user.primary_group.is_none()
+            && let Some(j) = users[..=i]
+                .iter()
+                .position(|u| u.secondary_groups.contains(&user.name))
+        {
+            return Err(invalid(
+                &format!("{key}.name"),
+                format!(
+                    "{} gets a group of its own name, but {} makes that a secondary group \
+                     first; name a primaryGroup or another group",
+                    excerpt(&user.name),
+                    if j == i {
+                        "this user".to_owned()
+                    } else {
+                        format!("users[{j}]")
+                    }
+                ),
+            ));
         }
         for (k, ssh_key) in user.ssh_public_keys.iter().enumerate() {
             // One line of authorized_keys: a newline would add another.

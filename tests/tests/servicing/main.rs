@@ -40,3 +40,4 @@ mod torn_state;
 mod uefi_fallback;
 mod upstream_samples;
 mod validation_document_rules;
+mod validation_property;
