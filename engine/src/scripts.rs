@@ -12,6 +12,7 @@ use trident_host::config::{HealthCheck, RunOn, Script};
 use trident_host::redact::{LineRedactor, Secrets};
 use trident_host::{ResultExt, Subkind, TridentError};
 
+use super::new_root::root_dir::RootDir;
 use super::systemd_check;
 
 /// Interpreter used when a script names none.
@@ -305,13 +306,12 @@ fn command(
     Ok((cmd, staged))
 }
 
-/// A host script file copied to the top of the new root for a chrooted run
-/// (not into its `/tmp`: an image's `/tmp` may be a symlink, which the copy
-/// would follow out of the new root); removed when dropped.
+/// A host script file copied to the top of the new root for a chrooted run,
+/// through the new root's directory handle (resolved inside it); removed
+/// when dropped.
 #[derive(Debug)]
 struct StagedScript {
-    /// The copy, seen from the host.
-    outside: std::path::PathBuf,
+    root: RootDir,
     /// The copy, seen from inside the chroot.
     inside: String,
 }
@@ -319,18 +319,21 @@ struct StagedScript {
 impl StagedScript {
     fn copy_into(root: &std::path::Path, path: &str, name: &str) -> Result<Self, TridentError> {
         let inside = format!("/.trident-script-{}", uuid::Uuid::new_v4());
-        let outside = root.join(inside.trim_start_matches('/'));
-        std::fs::copy(path, &outside).map(|_| ()).structured_msg(
-            Subkind::ScriptFailed,
-            format!("Cannot copy script '{name}' ({path}) into the new root"),
-        )?;
-        Ok(StagedScript { outside, inside })
+        let failed = format!("Cannot copy script '{name}' ({path}) into the new root");
+        let root = RootDir::open(root).structured_msg(Subkind::ScriptFailed, failed.clone())?;
+        root.copy_in(
+            std::path::Path::new(path),
+            std::path::Path::new(&inside),
+            0o700,
+        )
+        .structured_msg(Subkind::ScriptFailed, failed)?;
+        Ok(StagedScript { root, inside })
     }
 }
 
 impl Drop for StagedScript {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.outside);
+        let _ = self.root.remove_file(std::path::Path::new(&self.inside));
     }
 }
 
