@@ -136,6 +136,7 @@ fn into_root(
                 .iter()
                 .any(|h| h == mount_point || h.starts_with(&under))
     });
+    engine.clear_stale_new_roots()?;
     let path = engine.new_root_dir(&format!("{}-datastore", op.id));
     let Some(root) = NewRoot::mount(hc, &devices, &targets, volume, &path)? else {
         return Ok(());

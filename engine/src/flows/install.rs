@@ -60,6 +60,10 @@ async fn stage(
         .map(|d| (d.id.clone(), d.device.clone()))
         .collect();
     install_safety::check(&ctx.engine.install_safety, &disks)?;
+    // A new root an earlier run left mounted is cleaned (or the install
+    // refused) before a byte is written under it.
+    let engine = ctx.engine.clone();
+    blocking(move || engine.clear_stale_new_roots()).await?;
     // An image a verity device cannot serve is refused before the disk is
     // partitioned.
     let verity = verity_blocks::verity_filesystems(hc);

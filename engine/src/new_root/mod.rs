@@ -34,6 +34,7 @@ mod raid_tests;
 pub mod root_dir;
 #[cfg(test)]
 mod shared_tests;
+pub mod stale;
 pub mod tools;
 pub mod volume;
 
