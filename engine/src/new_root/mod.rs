@@ -33,6 +33,8 @@ pub mod probe;
 mod raid_tests;
 pub mod root_dir;
 #[cfg(test)]
+mod root_dir_tests;
+#[cfg(test)]
 mod shared_tests;
 pub mod stale;
 pub mod tools;

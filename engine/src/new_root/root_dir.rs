@@ -310,6 +310,3 @@ impl RootDir {
         real.starts_with(&self.path).then_some(real)
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,11 +1,13 @@
+//! `RootDir` on roots whose symlinks point out of them, and on an
+//! ordinary one.
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use super::super::hostile_root::HostileRoot;
-use super::*;
+use super::hostile_root::HostileRoot;
+use super::root_dir::RootDir;
 
 #[test]
 fn writes_land_inside_the_root_whatever_the_links_on_the_way() {
