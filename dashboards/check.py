@@ -8,8 +8,8 @@
 2. Every PromQL expression parses: they are written (Grafana variables
    substituted) into a rules file that `promtool check rules` must accept.
 3. Every metric and label a PromQL expression uses is one the daemon was
-   seen exporting: the OTLP receiver tests (tests/tests/otlp_export.rs,
-   otlp_servicing.rs, otlp_progress.rs) write the exported metrics (name, unit, kind, attribute keys) to
+   seen exporting: the OTLP receiver tests (otlp_export, otlp_servicing and
+   otlp_progress in tests/tests/telemetry/) write the exported metrics (name, unit, kind, attribute keys) to
    target/otlp/exported-metrics/<test>.json; their Prometheus names after an
    OpenTelemetry Collector (dots -> underscores, unit suffix, _total on
    counters, _bucket/_sum/_count on histograms) are compared.
@@ -197,7 +197,7 @@ def main():
         [exported_path] if exported_path.exists() else [])
     if not files:
         errors.append(f"{exported_path}: no exported metrics: run the OTLP receiver tests first "
-                      "(cargo test -p trident-e2e --test otlp_export --test otlp_servicing --test otlp_progress)")
+                      "(cargo test -p trident-e2e --test telemetry -- otlp_export:: otlp_servicing:: otlp_progress::)")
     else:
         exported = [metric for path in files for metric in json.loads(path.read_text())]
         series = {}

@@ -72,7 +72,7 @@ declare -A APT_FOR_COMMAND=(
     [node]=nodejs
     [python3]=python3
     [ssh-keygen]=openssh-client         # VM scenario: the os.users SSH key
-    # VM scenario (tests/tests/vm_scenario.rs): the test OS, its sysext, QEMU.
+    # VM scenario (tests/tests/vm/vm_scenario.rs): the test OS, its sysext, QEMU.
     [qemu-system-x86_64]=qemu-system-x86
     [mmdebstrap]=mmdebstrap
     [mkfs.ext4]=e2fsprogs
@@ -224,7 +224,7 @@ fi
 # ---------------------------------------------------------------------------
 
 if [ "${SKIP_VM:-0}" != 1 ]; then
-    section "VM scenarios (tests/tests/vm_scenario.rs, vm_raid.rs; serial logs in target/vm-artifacts/)"
+    section "VM scenarios (tests/tests/vm/vm_scenario.rs, vm_raid.rs; serial logs in target/vm-artifacts/)"
     # #[ignore]d in the plain test run above because it takes minutes.
     if have cargo-nextest; then
         # The matrix_* tests are scripts/vm-matrix.sh's, not CI's: CI runs
@@ -235,11 +235,12 @@ if [ "${SKIP_VM:-0}" != 1 ]; then
         # boot loader between two kernels (tests/src/vm/reboot_stall.rs);
         # the harness fails such a wait within minutes and says so, and
         # nextest reports a test that passed on its retry as FLAKY.
-        cargo nextest run -p trident-e2e --test vm_scenario --test vm_raid --run-ignored only --no-capture \
-            --retries 1 -E 'not test(/^matrix_/)'
+        # The vm binary's tests are named FILE::TEST (tests/tests/vm/FILE.rs).
+        cargo nextest run -p trident-e2e --test vm --run-ignored only --no-capture \
+            --retries 1 -E 'test(/^(vm_scenario|vm_raid)::/) and not test(/^(vm_scenario|vm_raid)::matrix_/)'
     else
-        cargo test -p trident-e2e --test vm_scenario -- --ignored --nocapture --skip matrix_
-        cargo test -p trident-e2e --test vm_raid -- --ignored --nocapture --skip matrix_
+        cargo test -p trident-e2e --test vm -- --ignored --nocapture --skip matrix_ vm_scenario::
+        cargo test -p trident-e2e --test vm -- --ignored --nocapture --skip matrix_ vm_raid::
     fi
 fi
 

@@ -54,86 +54,87 @@ SCENARIOS=(
     "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots"
 )
 
-# Runs the ignored e2e test TEST of test file FILE (tests/tests/FILE.rs).
+# Runs the ignored e2e test TEST of the vm test binary, named with its
+# module: FILE::NAME for the test NAME of tests/tests/vm/FILE.rs.
 run_vm_test() {
-    local file="$1" test="$2"
+    local test="$1"
     # shellcheck disable=SC2086 # NEXTEST_ARGS is a word list on purpose
-    cargo nextest run -p trident-e2e --test "$file" --run-ignored only \
+    cargo nextest run -p trident-e2e --test vm --run-ignored only \
         --no-capture --no-fail-fast ${NEXTEST_ARGS:-} -E "test(=$test)"
 }
 
 scenario_grub() {
     export TRIDENT_VM_BOOTLOADER=grub
-    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario::matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_uki() {
     export TRIDENT_VM_BOOTLOADER=uki
-    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario::matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_type1() {
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_scenario matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario::matrix_an_installer_vm_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_stream_disk_boot() {
-    run_vm_test vm_scenario a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext
+    run_vm_test vm_scenario::a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext
 }
 
 scenario_runtime_update() {
-    run_vm_test vm_runtime_update a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them
+    run_vm_test vm_runtime_update::a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them
 }
 
 scenario_raid_mirrored() {
-    run_vm_test vm_raid matrix_raid_mirrored_installs_on_mirrors_and_updates_on_them
+    run_vm_test vm_raid::matrix_raid_mirrored_installs_on_mirrors_and_updates_on_them
 }
 
 scenario_rebuild_raid() {
-    run_vm_test vm_raid a_two_disk_vm_installs_on_mirrors_updates_on_them_and_rebuilds_a_replaced_disk
+    run_vm_test vm_raid::a_two_disk_vm_installs_on_mirrors_updates_on_them_and_rebuilds_a_replaced_disk
 }
 
 scenario_raid() {
-    run_vm_test vm_raid matrix_raid_sample_installs_and_boots_with_root_on_a_mirror
+    run_vm_test vm_raid::matrix_raid_sample_installs_and_boots_with_root_on_a_mirror
 }
 
 scenario_encryption() {
     # systemd-boot: no shim measurements in PCR 7 besides the firmware's.
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_encryption upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
+    run_vm_test vm_encryption::upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
 }
 
 scenario_advanced() {
     export TRIDENT_VM_BOOTLOADER=grub
-    run_vm_test vm_scenario upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    run_vm_test vm_scenario::upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
 }
 
 scenario_advanced_plain_root() {
     export TRIDENT_VM_BOOTLOADER=grub
-    run_vm_test vm_scenario matrix_advanced_sample_without_verity_installs_updates_and_rolls_back
+    run_vm_test vm_scenario::matrix_advanced_sample_without_verity_installs_updates_and_rolls_back
 }
 
 scenario_tpm_pcrs_changed() {
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_tpm_pcrs_changed an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing
+    run_vm_test vm_tpm_pcrs_changed::an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing
 }
 
 scenario_basic() {
-    run_vm_test vm_samples upstreams_basic_sample_installs_and_boots
+    run_vm_test vm_samples::upstreams_basic_sample_installs_and_boots
 }
 
 scenario_simple() {
-    run_vm_test vm_samples upstreams_simple_sample_installs_boots_and_passes_its_health_checks
+    run_vm_test vm_samples::upstreams_simple_sample_installs_boots_and_passes_its_health_checks
 }
 
 scenario_base() {
     # systemd-boot, as encryption: PCR 7 holds the firmware's measurements only.
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_samples upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2
+    run_vm_test vm_samples::upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2
 }
 
 scenario_verity() {
-    run_vm_test vm_verity upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_byte_fails_its_reads
+    run_vm_test vm_verity::upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_byte_fails_its_reads
 }
 
 usage() { sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; }

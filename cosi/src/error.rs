@@ -150,6 +150,8 @@ pub enum CosiError {
     },
     #[error("{target} changed under the writer: {detail}")]
     TargetChanged { target: String, detail: String },
+    #[error("{what} was cancelled (the daemon is shutting down)")]
+    Cancelled { what: String },
     #[error(
         "{target}: {region} ({path}) read back differs from what was written: {what} of {len} bytes at byte offset {offset}"
     )]
@@ -179,6 +181,7 @@ impl CosiError {
             | CosiError::Read { .. }
             | CosiError::Target { .. }
             | CosiError::TargetChanged { .. }
+            | CosiError::Cancelled { .. }
             | CosiError::ReadBackMismatch { .. } => ErrorClass::Io,
             _ => ErrorClass::InvalidImage,
         }
@@ -216,6 +219,7 @@ impl CosiError {
             CosiError::PartitionNotInGpt { .. } => "partition-not-in-gpt",
             CosiError::Target { .. } => "write-target",
             CosiError::TargetChanged { .. } => "target-changed",
+            CosiError::Cancelled { .. } => "cancelled",
             CosiError::ReadBackMismatch { .. } => "write-verification-failed",
         }
     }

@@ -53,8 +53,8 @@ pub use hash::ExpectedHash;
 pub use metadata::Metadata;
 pub use readback::VerifyWrites;
 pub use source::{
-    CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, RegionInfo,
-    RegionKind, RegionReader, SourceOptions, open_url,
+    Cancel, CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts,
+    RegionInfo, RegionKind, RegionReader, SourceOptions, open_url,
 };
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, stream_to_target_verified,

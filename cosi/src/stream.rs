@@ -54,6 +54,12 @@ pub trait Progress {
     fn on_verify_start(&mut self, _items: u64) {}
     /// One read-back check passed.
     fn on_verified(&mut self) {}
+    /// Whether the writer must stop now (the daemon is shutting down):
+    /// asked after every write, which then fails with
+    /// [`CosiError::Cancelled`].
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Progress`] that ignores everything.
@@ -191,6 +197,15 @@ fn write_region(
         }
         written += n as u64;
         progress.on_bytes(n as u64);
+        if progress.cancelled() {
+            return Err(CosiError::Cancelled {
+                what: format!(
+                    "writing {} to {} after {written} bytes",
+                    info.name(),
+                    target.display()
+                ),
+            });
+        }
     }
     progress.on_region_done(&info);
     Ok(RegionStats {

@@ -54,13 +54,22 @@ pub fn run(
             what: "start async runtime",
             source,
         })?;
-    runtime.block_on(serve(
+    let served = runtime.block_on(serve(
         ServerContext::new(config),
         listening,
         bus,
         before_serving,
-    ))
+    ));
+    // Blocking work still running (a write that did not stop when
+    // interrupted) must not keep the process alive past its shutdown: a
+    // dropped runtime would wait for it. The operation is marked
+    // interrupted at the next start.
+    runtime.shutdown_timeout(RUNTIME_STOP);
+    served
 }
+
+/// How long the runtime waits for its threads once serving is over.
+const RUNTIME_STOP: std::time::Duration = std::time::Duration::from_secs(1);
 
 async fn serve(
     ctx: ServerContext,
@@ -79,6 +88,11 @@ async fn serve(
         Arc::new(LegacyBridge::new(bus.clone())),
     );
     engine.remember_stored_secrets();
+    let interrupt = engine.interrupt.clone();
+    ctx.grace_over_hooks.register(
+        "interrupt-operation",
+        move || async move { interrupt.request() },
+    );
     before_serving();
     let parts = GrpcParts {
         bus,

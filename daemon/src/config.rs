@@ -284,6 +284,8 @@ impl Config {
         trident_cosi::SourceOptions {
             http_timeouts: self.http_timeouts(),
             registry_auth_file: self.registry_auth_file.clone(),
+            // The engine ties it to its interrupt.
+            cancel: Default::default(),
         }
     }
 

@@ -102,6 +102,7 @@ pub mod extensions;
 pub mod flows;
 pub mod image;
 pub mod install_safety;
+pub mod interrupt;
 pub mod keep_alive;
 pub mod locks;
 pub mod machinery;

@@ -1,8 +1,10 @@
 //! Test fixtures shared by the end-to-end tests: COSI images of generated
 //! content ([`CosiImage`], trident-cosi's fixture writer, what `mkcosi`
 //! writes in its fixture mode), the A/B Host Configuration that installs
-//! one onto a disk ([`AbHostConfig`]), and a temp dir holding an image,
-//! disk-image files and configurations ([`InstallFixture`]).
+//! one onto a disk ([`AbHostConfig`]), a temp dir holding an image,
+//! disk-image files and configurations ([`InstallFixture`]), and one
+//! holding an image and a blank target for StreamDisk
+//! ([`StreamDiskFixture`]).
 //!
 //! Fixtures panic on failure: they are test set-up, and a test that cannot
 //! build its fixture must fail loudly.
@@ -245,6 +247,11 @@ impl InstallFixture {
         InstallFixture { dir, cosi }
     }
 
+    /// With [`CosiImage::small`] of seed 1: what the CLI tests install.
+    pub fn small() -> Self {
+        Self::new(&CosiImage::small(1))
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -268,6 +275,27 @@ impl InstallFixture {
     /// Writes `config` as `<name>.yaml`.
     pub fn write(&self, name: &str, config: &AbHostConfig) -> PathBuf {
         config.write(&self.path(&format!("{name}.yaml")))
+    }
+}
+
+/// A temp dir with a COSI image (`image.cosi`) and a blank disk-image
+/// file of the image's disk size to StreamDisk it onto (`target.img`).
+#[derive(Debug)]
+pub struct StreamDiskFixture {
+    pub dir: tempfile::TempDir,
+    pub cosi: FixtureOutput,
+    pub target: PathBuf,
+}
+
+impl StreamDiskFixture {
+    pub fn new(image: &CosiImage) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cosi = image.write(&dir.path().join("image.cosi"));
+        let target = dir.path().join("target.img");
+        std::fs::File::create(&target)
+            .and_then(|f| f.set_len(cosi.disk_size))
+            .unwrap_or_else(|e| panic!("disk image {}: {e}", target.display()));
+        StreamDiskFixture { dir, cosi, target }
     }
 }
 

@@ -12,18 +12,26 @@
 //! # Ok(()) }
 //! ```
 
+pub mod crash_support;
 pub mod dir_http;
 pub mod fixture;
+pub mod image_server;
+pub mod mini_os;
 pub mod module_graph;
 pub mod oci_registry;
+pub mod otlp_support;
 pub mod overall;
+pub mod rcp_support;
+pub mod servicing_support;
 pub mod test_os;
 pub mod throttled_http;
 pub mod tmux;
 pub mod trusted_stream_disk;
 pub mod upstream_sample;
 pub mod vm;
+pub mod vm_orchestrator;
 pub mod vm_rcp;
+pub mod vm_timeline;
 
 use std::{
     ffi::{OsStr, OsString},
@@ -470,6 +478,32 @@ impl Drop for Daemon {
     }
 }
 
+/// A private `tridentd` (temp socket and state dir) that stays up while
+/// idle (`--inactivity-timeout 0`): the daemon most tests talk to.
+pub async fn daemon() -> Daemon {
+    start(staying_up()).await
+}
+
+/// [`daemon`] whose StreamDisk target is the disk-image file `disk`
+/// (`--disk`).
+pub async fn disk_daemon(disk: &Path) -> Daemon {
+    start(staying_up().arg("--disk").arg(disk)).await
+}
+
+/// [`daemon`] on the state directory `state_dir`, with `extra` arguments:
+/// the state directory outlives every daemon of a test (restarts, kills).
+pub async fn daemon_on(state_dir: &Path, extra: &[&OsStr]) -> Daemon {
+    start(staying_up().state_dir(state_dir).args(extra)).await
+}
+
+fn staying_up() -> DaemonBuilder {
+    Daemon::builder().args(["--inactivity-timeout", "0"])
+}
+
+async fn start(builder: DaemonBuilder) -> Daemon {
+    builder.spawn().await.expect("start tridentd")
+}
+
 /// Every event of a snapshot `Watch` (all kinds) with `options`: what the
 /// bus holds up to the head at the time of the call. Fails if the stream
 /// stalls for `timeout` before it ends.
@@ -517,6 +551,44 @@ pub fn trident_cli_ok(socket: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The standard error of a finished process, as text (lossy UTF-8).
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The standard output of a finished process, as text (lossy UTF-8).
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// StreamDisk of the local COSI file `cosi` (no image hash) through
+/// `client`: the `Completed` the stream ends with.
+pub async fn stream_disk_file(
+    client: &mut trident_proto::v1::streaming_service_client::StreamingServiceClient<Channel>,
+    cosi: &Path,
+) -> trident_proto::v1::Completed {
+    use tokio_stream::StreamExt;
+    use trident_proto::v1::servicing_response::Response;
+    let request = trident_proto::v1::StreamDiskRequest {
+        image_url: format!("file://{}", cosi.display()),
+        image_hash: None,
+        reboot: None,
+        ..Default::default()
+    };
+    let mut stream = client
+        .stream_disk(request)
+        .await
+        .expect("StreamDisk call")
+        .into_inner();
+    let mut completed = None;
+    while let Some(item) = stream.next().await {
+        if let Some(Response::Completed(c)) = item.expect("StreamDisk stream").response {
+            completed = Some(c);
+        }
+    }
+    completed.expect("stream ended without Completed")
 }
 
 /// The servicing operations the daemon at `socket` knows

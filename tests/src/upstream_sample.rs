@@ -24,6 +24,16 @@ pub fn upstream_sample_path(name: &str) -> PathBuf {
         .join(format!("{name}.yaml"))
 }
 
+/// Our fixture `name` (`basic`, `raid-mirrored`...) of upstream's sample,
+/// in `host/tests/fixtures/host-config/`.
+pub fn host_config_fixture(name: &str) -> String {
+    let path = repo_root()
+        .join("host/tests/fixtures/host-config")
+        .join(format!("{name}.yaml"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("host configuration fixture {}: {e}", path.display()))
+}
+
 /// `text` with each `(old, new)` line replaced; each old line must be there
 /// exactly once. `new` may span several lines.
 pub fn replace_lines(text: &str, changes: &[(&str, &str)]) -> String {

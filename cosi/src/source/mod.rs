@@ -21,7 +21,7 @@ use crate::metadata::{Disk, Metadata, RegionType};
 use crate::tar::{EntryKind, TarError, TarReader};
 
 pub use options::{
-    DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, SourceOptions,
+    Cancel, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, SourceOptions,
 };
 pub use region::{RegionInfo, RegionKind, RegionReader};
 
@@ -34,9 +34,39 @@ pub fn open_url(url: &str, options: &SourceOptions) -> Result<Box<dyn Read + Sen
     open_stream(url, options)
 }
 
+/// [`dispatch`]ed, its reads failing once `options.cancel` is requested.
+fn open_stream(url: &str, options: &SourceOptions) -> Result<transport::ImageStream, CosiError> {
+    let inner = dispatch(url, options)?;
+    Ok(Box::new(Cancellable {
+        inner,
+        cancel: options.cancel.clone(),
+        url: url.to_owned(),
+    }))
+}
+
+/// A stream whose next read fails with [`CosiError::Cancelled`] once its
+/// cancel is requested: a slow download stops within one read, not one
+/// region.
+struct Cancellable {
+    inner: transport::ImageStream,
+    cancel: options::Cancel,
+    url: String,
+}
+
+impl Read for Cancellable {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.cancel.requested() {
+            return Err(std::io::Error::other(CosiError::Cancelled {
+                what: format!("reading {}", self.url),
+            }));
+        }
+        self.inner.read(buf)
+    }
+}
+
 /// The scheme dispatch: `file:///abs/path`, a bare absolute path,
 /// `http(s)://...` or `oci://...` into a stream.
-fn open_stream(url: &str, options: &SourceOptions) -> Result<transport::ImageStream, CosiError> {
+fn dispatch(url: &str, options: &SourceOptions) -> Result<transport::ImageStream, CosiError> {
     if let Some(path) = url.strip_prefix("file://") {
         return transport::open_file(url, path);
     }
@@ -305,10 +335,9 @@ fn tar_error(url: &str, at: u64, err: TarError) -> CosiError {
             offset: at,
             reason: "archive ends inside an entry".to_owned(),
         },
-        TarError::Io(source) => CosiError::Read {
-            url: url.to_owned(),
-            source,
-        },
+        // A CosiError that travelled through `Read` (a cancelled read) is
+        // itself; other I/O errors are read errors.
+        TarError::Io(source) => CosiError::from_io(url, source),
     }
 }
 

@@ -5,6 +5,8 @@
 //! open with different options.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Default bound on the TCP/TLS connection to the image server.
@@ -42,4 +44,32 @@ pub struct SourceOptions {
     /// no restart); `None`: pulls are anonymous. Unused without the `oci`
     /// feature.
     pub registry_auth_file: Option<PathBuf>,
+    /// Once requested, every read of a source opened with these options
+    /// fails with [`crate::CosiError::Cancelled`] (a daemon shutting down).
+    pub cancel: Cancel,
 }
+
+/// A request to stop reading, shared by every clone.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// From now on, reads fail.
+    pub fn request(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether reads fail.
+    pub fn requested(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The same request (clones of one `Cancel`).
+impl PartialEq for Cancel {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Cancel {}

@@ -125,10 +125,7 @@ impl State {
                 }
                 Err(source) => {
                     self.finished = true;
-                    return Err(CosiError::Read {
-                        url: url.to_owned(),
-                        source,
-                    });
+                    return Err(CosiError::from_io(url, source));
                 }
             }
         }

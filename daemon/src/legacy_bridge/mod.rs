@@ -159,7 +159,7 @@ fn start(stream: Legacy, url: Option<String>) -> Option<Poster> {
     let url = url?;
     Poster::start(stream, url.clone())
         .map_err(|error| {
-            tracing::warn!(target: NOTICE_TARGET, stream = stream.as_str(), url, %error, "legacy stream not started");
+            tracing::warn!(target: NOTICE_TARGET, stream = stream.as_str(), url = %trident_host::redact::url::redact_url(&url), %error, "legacy stream not started");
         })
         .ok()
 }

@@ -98,6 +98,10 @@ pub struct ServerContext {
     pub activity: Activity,
     /// Work to run on shutdown after in-flight requests end (e.g. flushes).
     pub shutdown_hooks: ShutdownHooks,
+    /// Run when the grace period is over with work still in flight: they
+    /// ask it to stop (the running operation is interrupted and recorded
+    /// so), then the transport waits [`INTERRUPT_WAIT`] more for it.
+    pub grace_over_hooks: ShutdownHooks,
     /// Fires when the daemon starts shutting down.
     pub shutdown: ShutdownTrigger,
 }
@@ -109,6 +113,7 @@ impl ServerContext {
             config: Arc::new(config),
             activity: Activity::new(),
             shutdown_hooks: ShutdownHooks::default(),
+            grace_over_hooks: ShutdownHooks::default(),
             shutdown: ShutdownTrigger::new(),
         }
     }
@@ -236,6 +241,10 @@ fn announce_ready(ctx: &ServerContext, described: &Listening) {
 /// the peer to answer a PING, so the bound covers a peer that stopped reading.
 const FLUSH_AFTER_WORK: Duration = Duration::from_secs(1);
 
+/// How long, once the grace period is over and the running work was asked
+/// to stop, the daemon waits for it to record itself as interrupted.
+pub const INTERRUPT_WAIT: Duration = Duration::from_secs(5);
+
 /// Serves until shutdown, then stops accepting and waits (bounded by the
 /// grace period, counted from the trigger) for in-flight requests and
 /// background operations, then (bounded by [`FLUSH_AFTER_WORK`]) for the
@@ -269,8 +278,20 @@ async fn wait_for_shutdown(
         tracing::warn!(
             grace = %humantime::format_duration(grace),
             working = activity.working(),
-            "grace period over; exiting with requests or operations still in flight"
+            "grace period over with requests or operations still in flight: interrupting them"
         );
+        // The running operation stops at its next write and records itself
+        // as interrupted (datastore, journal, last error) before we exit.
+        ctx.grace_over_hooks.run().await;
+        if tokio::time::timeout(INTERRUPT_WAIT, activity.wait_no_work())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                working = activity.working(),
+                "exiting with work still in flight: the next start marks its operation interrupted"
+            );
+        }
     }
     served
 }

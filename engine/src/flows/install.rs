@@ -11,7 +11,7 @@ use trident_telemetry::progress::{Phase, Unit};
 use super::handoff;
 use super::new_root_step::{NewRootRequest, service_new_root};
 use crate::block_device::{self, BlockDevices, Targets};
-use crate::image::{verity_blocks, write};
+use crate::image::{preflight, verity_blocks, write};
 use crate::machinery::plan::{Halves, StepPlan};
 use crate::machinery::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use crate::machinery::step::{
@@ -64,10 +64,11 @@ async fn stage(
     // refused) before a byte is written under it.
     let engine = ctx.engine.clone();
     blocking(move || engine.clear_stale_new_roots()).await?;
-    // An image a verity device cannot serve is refused before the disk is
-    // partitioned.
+    // The image is opened and checked against the configuration before
+    // the disk is partitioned: an unreachable or mismatched image leaves
+    // the disk as it was.
     let verity = verity_blocks::verity_filesystems(hc);
-    verity_blocks::check_image_block_sizes(hc, verity, &ctx.engine.sources).await?;
+    preflight::check_image(hc, verity, &ctx.engine.sources).await?;
     if let Some(path) = hc.datastore_path() {
         ctx.engine
             .switch_datastore(&PathBuf::from(path), &ctx.ids())?;

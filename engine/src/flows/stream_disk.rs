@@ -27,6 +27,7 @@ use trident_proto::v1::{RebootHandling, ServicingKind};
 use trident_telemetry::progress::{Phase, Unit};
 
 use crate::image::cosi_error::CosiResultExt;
+use crate::interrupt::Interrupt;
 use crate::machinery::plan::StepPlan;
 use crate::machinery::runner::{RebootRequest, StepContext, StepOutcome, StepResult};
 use crate::machinery::step;
@@ -54,9 +55,11 @@ pub async fn stream_disk_step(
         verify,
     } = request;
     let sources = ctx.engine.sources.clone();
-    let (hash, target) =
-        step::blocking(move || stream_disk(&url, hash.as_deref(), &sources, verify, &disks))
-            .await?;
+    let interrupt = ctx.engine.interrupt.clone();
+    let (hash, target) = step::blocking(move || {
+        stream_disk(&url, hash.as_deref(), &sources, verify, &disks, &interrupt)
+    })
+    .await?;
     Ok(StepOutcome {
         status: None,
         reboot: Some(RebootRequest {
@@ -76,11 +79,12 @@ fn stream_disk(
     sources: &SourceOptions,
     verify: VerifyWrites,
     disks: &[PathBuf],
+    interrupt: &Interrupt,
 ) -> Result<(String, PathBuf), TridentError> {
     StepPlan::stream_disk().declare();
     let (mut source, target) = validate(url, hash, sources, disks)?;
     tracing::info!(
-        url,
+        url = %trident_host::redact::url::redact_url(url),
         image_hash = %source.image_hash(),
         target = %target.display(),
         disk_size = source.disk().size,
@@ -98,6 +102,7 @@ fn stream_disk(
             Some(source.total_uncompressed()),
         )),
         verify: None,
+        interrupt: interrupt.clone(),
     };
     let report =
         trident_cosi::stream_to_target_verified(&mut source, &target, verify, &mut progress)
@@ -199,9 +204,14 @@ struct PhaseProgress {
     region: Option<Phase>,
     download: Option<Phase>,
     verify: Option<Phase>,
+    interrupt: Interrupt,
 }
 
 impl trident_cosi::Progress for PhaseProgress {
+    fn cancelled(&self) -> bool {
+        self.interrupt.requested()
+    }
+
     fn on_region_start(&mut self, region: &RegionInfo, total_bytes: u64) {
         let name = region.name();
         let label = match &region.mount_point {

@@ -13,7 +13,7 @@ use super::new_root_step::{NewRootRequest, service_new_root};
 use super::runtime_update;
 use crate::block_device::{self, BlockDevices, Targets};
 use crate::extensions::{self, ExtensionKind};
-use crate::image::{verity_blocks, write};
+use crate::image::{preflight, verity_blocks, write};
 use crate::machinery::plan::{Halves, StepPlan};
 use crate::machinery::runner::{StepContext, StepOutcome, StepResult};
 use crate::machinery::step::{
@@ -184,7 +184,7 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
         .into_iter()
         .filter(|fs| hash_trees.contains_key(&fs.mount_point))
         .collect();
-    verity_blocks::check_image_block_sizes(hc, serviced, &ctx.engine.sources).await?;
+    preflight::check_image(hc, serviced, &ctx.engine.sources).await?;
     let written = write::write_step(ctx, &current, hc, &targets, &hash_trees).await?;
     let image_hash = written.hash.clone();
     let verity_root_hashes = written.verity_root_hashes.clone();

@@ -59,6 +59,7 @@ pub fn cosi_error(error: CosiError) -> TridentError {
         }
         CosiError::Target { .. } => Subkind::WriteImage,
         CosiError::TargetChanged { .. } => Subkind::TargetChanged,
+        CosiError::Cancelled { .. } => Subkind::Interrupted,
         CosiError::ReadBackMismatch { .. } => Subkind::WriteVerificationFailed,
         CosiError::TargetTooSmall { .. } | CosiError::RegionTooLarge { .. } => {
             Subkind::ImageDoesNotMatchConfiguration

@@ -1,11 +1,13 @@
 //! The image against the devices: writing a COSI file's filesystem images
 //! into the devices they map to, with download / write / verify progress
-//! (`write`), and what is checked before a byte is written: the image's
-//! dm-verity hash trees (`verity`) and its verity filesystems' block sizes
-//! (`verity_blocks`); `cosi_error` maps the COSI reader's errors to ours.
+//! (`write`), and what is checked before a byte is written: the image
+//! against the configuration before any disk is touched (`preflight`), the
+//! image's dm-verity hash trees (`verity`) and its verity filesystems'
+//! block sizes (`verity_blocks`); `cosi_error` maps the COSI reader's errors to ours.
 //! Beneath the flows, above the runner and the parts.
 
 pub mod cosi_error;
+pub mod preflight;
 pub mod verity;
 pub mod verity_blocks;
 #[cfg(test)]

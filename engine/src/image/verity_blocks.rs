@@ -10,7 +10,6 @@ use trident_host::config::HostConfiguration;
 use trident_host::{Subkind, TridentError};
 
 use super::cosi_error::CosiResultExt;
-use crate::machinery::step::blocking;
 use crate::new_root::probe;
 
 /// dm-verity's data block size for the trees this daemon installs
@@ -48,20 +47,6 @@ pub fn verity_filesystems(hc: &HostConfiguration) -> Vec<VerityFilesystem> {
         .collect()
 }
 
-/// [`check_block_sizes`] of `hc`'s image for `filesystems`, off the async
-/// runtime (no image: the write step refuses the configuration).
-pub async fn check_image_block_sizes(
-    hc: &HostConfiguration,
-    filesystems: Vec<VerityFilesystem>,
-    sources: &SourceOptions,
-) -> Result<(), TridentError> {
-    let Some(image) = hc.image.clone() else {
-        return Ok(());
-    };
-    let sources = sources.clone();
-    blocking(move || check_block_sizes(&image.url, &image.sha384, &sources, &filesystems)).await
-}
-
 /// Bytes of a filesystem image that hold its superblock.
 const SUPERBLOCK_HEAD: usize = 2048;
 
@@ -85,6 +70,16 @@ pub fn check_block_sizes(
     }
     let expected = ExpectedHash::parse(sha384).cosi()?;
     let mut source = CosiSource::open(url, &expected, sources).cosi()?;
+    check_source_block_sizes(&mut source, filesystems)
+}
+
+/// [`check_block_sizes`] on an image already opened: reads it from where
+/// it stands (its first region) up to the last verity filesystem's
+/// superblock.
+pub fn check_source_block_sizes(
+    source: &mut CosiSource,
+    filesystems: &[VerityFilesystem],
+) -> Result<(), TridentError> {
     let mut left: Vec<&VerityFilesystem> = filesystems.iter().collect();
     while !left.is_empty() {
         let Some(mut region) = source.next_region().cosi()? else {

@@ -144,7 +144,14 @@ fn write(
         esp_copy: None,
         check: &|_| Ok(()),
     };
-    let written = write_image(url, sha, &SourceOptions::default(), &targets, &boot);
+    let written = write_image(
+        url,
+        sha,
+        &SourceOptions::default(),
+        &targets,
+        &boot,
+        &crate::interrupt::Interrupt::default(),
+    );
     (all, hash_trees, written)
 }
 

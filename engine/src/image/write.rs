@@ -16,16 +16,22 @@ use super::cosi_error::CosiResultExt;
 use super::verity;
 use crate::block_device::ResolvedDevice;
 use crate::boot_control::image_boot::{self, BootKind, ImageBoot};
+use crate::interrupt::Interrupt;
 use crate::machinery::runner::StepContext;
 use crate::machinery::step::blocking;
 use crate::new_storage;
 
-/// Reports write progress of one region to its phase.
-struct PhaseProgress<'a>(&'a Phase);
+/// Reports write progress of one region to its phase; stops the write
+/// when the operation is interrupted.
+struct PhaseProgress<'a>(&'a Phase, &'a Interrupt);
 
 impl trident_cosi::Progress for PhaseProgress<'_> {
     fn on_bytes(&mut self, n: u64) {
         self.0.add(n);
+    }
+
+    fn cancelled(&self) -> bool {
+        self.1.requested()
     }
 }
 
@@ -66,7 +72,14 @@ pub async fn write_step(
             filesystems: &written,
             hash_trees: &hash_trees,
         };
-        write_image(&image.url, &image.sha384, &sources, &written, &boot)
+        write_image(
+            &image.url,
+            &image.sha384,
+            &sources,
+            &written,
+            &boot,
+            &engine.interrupt,
+        )
     })
     .await
 }
@@ -120,6 +133,7 @@ pub fn write_image(
     sources: &SourceOptions,
     image_targets: &ImageTargets<'_>,
     boot: &BootCheck<'_>,
+    interrupt: &Interrupt,
 ) -> Result<WrittenImage, TridentError> {
     let targets = image_targets.filesystems;
     let hash_trees = image_targets.hash_trees;
@@ -133,7 +147,7 @@ pub fn write_image(
     let mut source = CosiSource::open(url, &expected, sources).cosi()?;
     download.set(1);
     download.done();
-    tracing::info!(url, image_hash = %source.image_hash(), "image metadata verified");
+    tracing::info!(url = %trident_host::redact::url::redact_url(url), image_hash = %source.image_hash(), "image metadata verified");
 
     check_image_matches(&source, targets)?;
     let verity_root_hashes = verity::check_hash_trees(source.metadata(), hash_trees)?;
@@ -177,7 +191,9 @@ pub fn write_image(
                 tracing::debug!(region = %info.name(), "not a target: verifying without writing");
                 region.skip().cosi()?;
             }
-            Some(target) => write_region(&verify, &mut region, &info, target, &mut files)?,
+            Some(target) => {
+                write_region(&verify, &mut region, &info, target, &mut files, interrupt)?
+            }
         }
         verified += 1;
         verify.set(verified);
@@ -301,6 +317,7 @@ fn write_region(
     info: &RegionInfo,
     t: &ResolvedDevice,
     files: &mut HashMap<String, File>,
+    interrupt: &Interrupt,
 ) -> Result<(), TridentError> {
     let extent = t.extent();
     let device = extent.backing;
@@ -330,7 +347,7 @@ fn write_region(
         Path::new(device),
         extent.offset,
         extent.size,
-        &mut PhaseProgress(&phase),
+        &mut PhaseProgress(&phase, interrupt),
     )
     .cosi()?;
     phase.done();

@@ -60,6 +60,8 @@ pub struct Engine {
     pub host_root: PathBuf,
     /// How every flow opens image sources (timeouts, registry credentials).
     pub sources: SourceOptions,
+    /// Set when the daemon's shutdown must stop the running operation.
+    pub interrupt: crate::interrupt::Interrupt,
 }
 
 impl Engine {
@@ -77,6 +79,11 @@ impl Engine {
             .ok()
             .map(|s| PathBuf::from(s.trim()))
             .filter(|p| !p.as_os_str().is_empty());
+        let interrupt = crate::interrupt::Interrupt::default();
+        let sources = trident_cosi::SourceOptions {
+            cancel: interrupt.cancel(),
+            ..settings.sources
+        };
         let engine = Engine {
             boot,
             reboot: reboot::from_mode(settings.reboot, settings.reboot_requests_path),
@@ -91,7 +98,8 @@ impl Engine {
             unrecorded_error: unrecorded::UnrecordedError::default(),
             install_safety: settings.install_safety,
             host_root: settings.host_root,
-            sources: settings.sources,
+            sources,
+            interrupt,
         };
         // Errors are reported again on every request that needs the datastore.
         if let Err(error) = engine.with_datastore(|_| Ok(())) {

@@ -83,17 +83,24 @@ pub fn check_absolute_path(path: &str) -> Result<(), String> {
 }
 
 /// A user or group name `useradd` and every tool reading `/etc/passwd`
-/// take: 1 to 32 of letters, digits, `_`, `-` and `.` (and a final `$`),
-/// not starting with `-` or `.`.
+/// take (shadow's rule, stricter on a leading `.`): 1 to 32 of letters,
+/// digits, `_`, `-` and `.` (and a final `$`), not starting with `-` or
+/// `.`, not digits only.
 pub fn check_account_name(name: &str) -> Result<(), String> {
     let body = name.strip_suffix('$').unwrap_or(name);
     let ok_chars = body
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if body.is_empty() || name.len() > NAME_MAX || !ok_chars || body.starts_with(['-', '.']) {
+    let numeric = body.chars().all(|c| c.is_ascii_digit());
+    if body.is_empty()
+        || name.len() > NAME_MAX
+        || !ok_chars
+        || numeric
+        || body.starts_with(['-', '.'])
+    {
         return Err(format!(
             "{} is not a valid user or group name (1-{NAME_MAX} letters, digits, '_', '-' \
-             and '.', not starting with '-' or '.')",
+             and '.', not starting with '-' or '.', not digits only)",
             excerpt(name)
         ));
     }
@@ -318,7 +325,16 @@ mod tests {
 
     #[test]
     fn names_and_paths_that_would_escape_or_break_a_file_are_refused() {
-        for bad in ["../x", "a/b", "", "-rf", ".hidden", "x\ny", &"u".repeat(33)] {
+        for bad in [
+            "../x",
+            "a/b",
+            "",
+            "-rf",
+            ".hidden",
+            "x\ny",
+            "1000",
+            &"u".repeat(33),
+        ] {
             assert!(check_account_name(bad).is_err(), "{bad:?}");
         }
         for good in ["root", "testing-user", "svc_1", "machine$", "a.b"] {

@@ -72,7 +72,7 @@ impl TridentError {
     ) -> Self {
         Self(Box::new(Inner {
             subkind,
-            message,
+            message: without_url_credentials(message),
             location: SourceLocation::from_caller(caller),
             context: Vec::new(),
             source,
@@ -85,7 +85,7 @@ impl TridentError {
         self.0.context.insert(
             0,
             ContextEntry {
-                message: message.into(),
+                message: without_url_credentials(message.into()),
                 location: SourceLocation::from_caller(CallerLocation::caller()),
             },
         );
@@ -122,7 +122,7 @@ impl TridentError {
             None => None,
         };
         while let Some(err) = next {
-            causes.push(err.to_string());
+            causes.push(without_url_credentials(err.to_string()));
             next = err.source();
         }
         causes
@@ -146,6 +146,16 @@ impl TridentError {
             trace_id: None,
             timestamp: None,
         }
+    }
+}
+
+/// An error quotes a URL (an image source, an HTTP client's message)
+/// without its credentials: a password in `user:PASSWORD@` or a signature
+/// in the query string never reaches a report, a log line or the datastore.
+fn without_url_credentials(text: String) -> String {
+    match crate::redact::url::redact_urls(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(redacted) => redacted,
     }
 }
 
@@ -256,7 +266,7 @@ impl TridentError {
         self.0.context.insert(
             0,
             ContextEntry {
-                message,
+                message: without_url_credentials(message),
                 location: SourceLocation::from_caller(caller),
             },
         );

@@ -1,0 +1,11 @@
+//! The integration tests of `trident-cosi`, one binary: one module per
+//! former test file, and `common`, the fixtures they share.
+
+mod common;
+mod metadata;
+mod pack_images;
+mod pack_verity;
+mod sizes;
+mod source;
+mod stream_to_target;
+mod vectors;
