@@ -12,31 +12,42 @@ use std::path::Path;
 use trident_host::config::Os;
 use trident_host::{ResultExt, Subkind, TridentError};
 
-use super::kind::{ExtensionKind, Staged, changed, under};
+use super::kind::{ExtensionKind, Staged, changed};
+use crate::new_root::root_dir::RootDir;
 use crate::new_root::tools::run_tool;
 
-/// Copies every staged image to its path under `root`. Blocking.
+/// Copies every staged image to its path in the root at `root` (a new
+/// root, or the running system's), resolved inside it: a symlink on the
+/// way is followed there, never out of it. Blocking.
 pub fn into_root(root: &Path, staged: &[Staged]) -> Result<(), TridentError> {
+    if staged.is_empty() {
+        return Ok(());
+    }
+    let dir = RootDir::open(root)
+        .structured_msg(Subkind::Io, format!("Cannot open {}", root.display()))?;
     for s in staged {
-        let target = under(root, &s.path);
-        if target == s.file {
+        let target = Path::new(&s.path);
+        // The running system's own copy, already in place.
+        let own = std::fs::canonicalize(&s.file).ok();
+        if own.is_some() && dir.host_path(target) == own {
             continue;
         }
-        let dir = target.parent().unwrap_or(root);
-        std::fs::create_dir_all(dir)
-            .structured_msg(Subkind::Io, format!("Cannot create {}", dir.display()))?;
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let partial = dir.join(format!(".{name}.trident-partial"));
-        std::fs::copy(&s.file, &partial).structured_msg(
+        let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
+            return Err(TridentError::new(
+                Subkind::Io,
+                format!("'{}' names no file", s.path),
+            ));
+        };
+        let partial = parent.join(format!(".{}.trident-partial", name.to_string_lossy()));
+        dir.remove_file(&partial)
+            .and_then(|_| dir.copy_in(&s.file, &partial, 0o644))
+            .structured_msg(
+                Subkind::Io,
+                format!("Cannot copy the extension image to {}", partial.display()),
+            )?;
+        dir.rename(&partial, target).structured_msg(
             Subkind::Io,
-            format!("Cannot copy the extension image to {}", partial.display()),
-        )?;
-        std::fs::rename(&partial, &target).structured_msg(
-            Subkind::Io,
-            format!("Cannot place the extension image at {}", target.display()),
+            format!("Cannot place the extension image at {}", s.path),
         )?;
         tracing::info!(path = %s.path, kind = s.kind.tool(), "extension image placed");
     }
@@ -62,11 +73,15 @@ pub fn onto_running(
             .filter_map(|e| e.path.as_deref())
             .filter(|p| !kept.contains(p))
         {
-            match std::fs::remove_file(under(host_root, gone)) {
-                Ok(()) => {
+            let root = RootDir::open(host_root).structured_msg(
+                Subkind::ApplyRuntimeUpdate,
+                format!("Cannot open {}", host_root.display()),
+            )?;
+            match root.remove_file(Path::new(gone)) {
+                Ok(true) => {
                     tracing::info!(path = %gone, kind = kind.tool(), "extension image removed")
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Ok(false) => {}
                 Err(e) => {
                     return Err(TridentError::with_source(
                         Subkind::ApplyRuntimeUpdate,
@@ -113,6 +128,7 @@ mod tests {
         let staged_file = dir.path().join("abc.raw");
         std::fs::write(&staged_file, b"image bytes").unwrap();
         let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
         let staged = [Staged {
             kind: ExtensionKind::Confext,
             index: 0,
@@ -131,5 +147,28 @@ mod tests {
             .map(|e| e.unwrap().file_name().into())
             .collect();
         assert_eq!(names, [PathBuf::from("motd.raw")], "no partial file left");
+    }
+
+    /// Issue 37: an image placed in a root whose symlinks point out of it
+    /// lands inside it.
+    #[test]
+    fn images_stay_inside_a_root_whose_links_point_out() {
+        let path = "/var/lib/extensions/tools.raw";
+        for root in crate::new_root::hostile_root::HostileRoot::variants(path) {
+            let staged_dir = tempfile::tempdir().unwrap();
+            let staged_file = staged_dir.path().join("abc.raw");
+            std::fs::write(&staged_file, b"image bytes").unwrap();
+            let staged = [Staged {
+                kind: ExtensionKind::Sysext,
+                index: 0,
+                sha384: "a".repeat(96),
+                file: staged_file,
+                path: path.into(),
+            }];
+            into_root(&root.root, &staged).unwrap();
+            root.assert_outside_untouched();
+            // Renamed into place: a link at the file itself is replaced.
+            assert_eq!(root.seen(path), "image bytes", "{}", root.variant);
+        }
     }
 }

@@ -26,7 +26,7 @@
 //! this operation as recorded here (`Bus::hand_over_journal`). A journal
 //! that cannot be written fails the handover, as a datastore would.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use trident_host::config::HostConfiguration;
 use trident_host::datastore::{Datastore, OperationEnd, OperationResult};
@@ -39,6 +39,7 @@ use crate::block_device::{BlockDevices, Targets};
 use crate::machinery::Engine;
 use crate::machinery::runner::StepContext;
 use crate::new_root::NewRoot;
+use crate::new_root::root_dir::RootDir;
 use trident_host::datastore::OperationStart;
 
 /// Where the booted OS's tridentd looks by default.
@@ -135,16 +136,16 @@ fn into_root(
                 .iter()
                 .any(|h| h == mount_point || h.starts_with(&under))
     });
+    engine.clear_stale_new_roots()?;
     let path = engine.new_root_dir(&format!("{}-datastore", op.id));
     let Some(root) = NewRoot::mount(hc, &devices, &targets, volume, &path)? else {
         return Ok(());
     };
-    let file = root.path.join(&relative);
-    let written = prepare(&file)
-        .and_then(|()| write(&file))
+    let written = datastore_file(root.dir(), &relative)
+        .and_then(|file| write(&file))
         .with_context(|| format!("Writing the datastore /{relative} of {volume}"))
         .and_then(|()| {
-            let journal = root.path.join(DEFAULT_JOURNAL);
+            let journal = journal_dir(root.dir())?;
             engine
                 .bus()
                 .hand_over_journal(&journal, Some(handed_end(op.id, end)))
@@ -195,15 +196,42 @@ fn handed_end(operation_id: &str, end: &OperationEnd) -> HandedEnd {
     }
 }
 
-/// Removes the file's old copy (and its WAL) and creates its directory.
-fn prepare(file: &Path) -> Result<(), TridentError> {
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).structured(Subkind::Io)?;
-    }
+/// The host's path of the datastore `relative` (a path of the root) in
+/// `root`: its directory resolved (and made) inside the root, its old copy,
+/// WAL and shared memory removed (a symlink there is removed, never
+/// followed), so SQLite creates the file where the booted OS opens it.
+fn datastore_file(root: &RootDir, relative: &str) -> Result<PathBuf, TridentError> {
+    let path = Path::new("/").join(relative);
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(TridentError::new(
+            Subkind::Io,
+            format!("/{relative} names no file"),
+        ));
+    };
+    let host_dir = root
+        .host_dir(dir)
+        .structured_msg(Subkind::Io, format!("Cannot make {}", dir.display()))?;
     for stale in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{stale}", file.display()));
+        let mut stale_name = name.to_os_string();
+        stale_name.push(stale);
+        root.remove_file(&dir.join(&stale_name)).structured_msg(
+            Subkind::Io,
+            format!("Cannot remove the old /{relative}{stale}"),
+        )?;
     }
-    Ok(())
+    Ok(host_dir.join(name))
+}
+
+/// The host's path of the booted OS's journal directory in `root`: its
+/// parent resolved (and made) inside the root; the handover replaces the
+/// directory itself by renames, which follow no symlink.
+fn journal_dir(root: &RootDir) -> Result<PathBuf, TridentError> {
+    let journal = Path::new("/").join(DEFAULT_JOURNAL);
+    let parent = journal.parent().unwrap_or(Path::new("/"));
+    let host_dir = root
+        .host_dir(parent)
+        .structured_msg(Subkind::Io, format!("Cannot make {}", parent.display()))?;
+    Ok(host_dir.join(journal.file_name().unwrap_or_default()))
 }
 
 /// [`hand_over`] from a step about to succeed, off the async runtime.
@@ -229,4 +257,42 @@ pub async fn hand_over_blocking(
     let (engine, status, op) = (ctx.engine.clone(), status.clone(), ctx.clone());
     crate::machinery::step::blocking(move || hand_over(&engine, &status, volume, &op.ids(), &end))
         .await
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests fail loudly on purpose
+mod tests {
+    use super::*;
+    use crate::new_root::hostile_root::HostileRoot;
+
+    /// Issue 37: the datastore and the journal handed to the volume that
+    /// boots next land inside its root whatever symlinks lead out of it
+    /// (`/var/lib/trident` a link, the datastore file a link).
+    #[test]
+    fn the_datastore_and_journal_stay_inside_a_root_whose_links_point_out() {
+        for root in HostileRoot::variants(DEFAULT_DATASTORE) {
+            let dir = root.dir();
+            let file = datastore_file(&dir, DEFAULT_DATASTORE).unwrap();
+            let mut ds = Datastore::open(&file).unwrap();
+            ds.commit(Some(&HostStatus::default()), None, None).unwrap();
+            drop(ds);
+            let journal = journal_dir(&dir).unwrap();
+            std::fs::create_dir(&journal).unwrap();
+            std::fs::write(journal.join("segment"), b"records").unwrap();
+            root.assert_outside_untouched();
+            // Where the booted OS's tridentd opens them.
+            let seen = dir.host_path(Path::new(DEFAULT_DATASTORE)).unwrap();
+            assert!(seen.starts_with(dir.path()), "{}", root.variant);
+            assert!(
+                Datastore::open_read_only(&seen)
+                    .unwrap()
+                    .host_status()
+                    .is_ok(),
+                "{}",
+                root.variant
+            );
+            let seen = dir.host_path(Path::new("/var/lib/trident/journal/segment"));
+            assert!(seen.is_some(), "{}", root.variant);
+        }
+    }
 }

@@ -60,6 +60,10 @@ async fn stage(
         .map(|d| (d.id.clone(), d.device.clone()))
         .collect();
     install_safety::check(&ctx.engine.install_safety, &disks)?;
+    // A new root an earlier run left mounted is cleaned (or the install
+    // refused) before a byte is written under it.
+    let engine = ctx.engine.clone();
+    blocking(move || engine.clear_stale_new_roots()).await?;
     // The image is opened and checked against the configuration before
     // the disk is partitioned: an unreachable or mismatched image leaves
     // the disk as it was.

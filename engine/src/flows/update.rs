@@ -153,6 +153,10 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
         ));
     }
     let inactive = active.other();
+    // A new root an earlier run left mounted (the inactive volume's, most
+    // likely) is cleaned, or the update refused, before a byte is written.
+    let engine = ctx.engine.clone();
+    blocking(move || engine.clear_stale_new_roots()).await?;
     let env = ScriptEnv {
         servicing_type: ServicingType::AbUpdate,
         operation_id: ctx.operation_id.clone(),

@@ -360,8 +360,10 @@ fn the_volume_boots_its_verity_root_by_the_root_hash_and_its_own_data_and_hash_p
         (AbVolume::VolumeA, "data-a", "hash-a"),
         (AbVolume::VolumeB, "data-b", "hash-b"),
     ] {
+        let root_dir = crate::new_root::root_dir::RootDir::open(dir.path()).unwrap();
         let root = VolumeRoot {
             path: dir.path(),
+            dir: &root_dir,
             hc: &hc,
             volume,
             devices: &devices,

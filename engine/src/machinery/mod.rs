@@ -127,9 +127,47 @@ impl Engine {
     }
 
     /// Where operation `operation_id` mounts its new root (inside the
-    /// private state directory; removed after unmounting).
+    /// private state directory; removed after unmounting). Operations
+    /// that write a volume or mount a new root call
+    /// [`clear_stale_new_roots`](Self::clear_stale_new_roots) first.
     pub fn new_root_dir(&self, operation_id: &str) -> PathBuf {
-        self.state_dir.join("new-root").join(operation_id)
+        self.new_roots_dir().join(operation_id)
+    }
+
+    fn new_roots_dir(&self) -> PathBuf {
+        self.state_dir.join("new-root")
+    }
+
+    /// Cleans what an earlier run left where new roots are mounted (a
+    /// daemon killed with a new root mounted): its processes ended, its
+    /// mounts unmounted and loop devices detached, its directories
+    /// removed; or refuses (`mount-new-root`) naming a mount that cannot
+    /// be unmounted. Before anything is written. Blocking.
+    pub fn clear_stale_new_roots(&self) -> Result<(), TridentError> {
+        let base = self.new_roots_dir();
+        let cleared = crate::new_root::stale::clear(&base)?;
+        if !cleared.is_empty() {
+            tracing::warn!(
+                path = %base.display(),
+                processes_ended = cleared.ended.len(),
+                mounts_unmounted = cleared.unmounted.len(),
+                loop_devices_detached = cleared.detached.len(),
+                "a new root left by an earlier run was cleaned: {} process(es) ended, \
+                 {} mount(s) unmounted ({}), {} loop device(s) detached ({}), {} entr(ies) removed",
+                cleared.ended.len(),
+                cleared.unmounted.len(),
+                cleared
+                    .unmounted
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                cleared.detached.len(),
+                cleared.detached.join(", "),
+                cleared.removed.len(),
+            );
+        }
+        Ok(())
     }
 
     pub fn datastore_path(&self) -> PathBuf {

@@ -8,6 +8,8 @@
 //! header does not survive the first boot). Without encrypted volumes, an
 //! image's crypttab is removed, as upstream does.
 
+use std::path::Path;
+
 use trident_host::{ResultExt, Subkind, TridentError};
 
 use super::volume::VolumeRoot;
@@ -50,24 +52,29 @@ pub fn render(root: &VolumeRoot<'_>) -> Result<Option<String>, TridentError> {
 }
 
 /// Configure step: writes (or removes) NEW_ROOT/etc/crypttab.
+/// Resolved inside the new root; removing removes a symlink, never its
+/// target.
 pub fn write_crypttab(root: &VolumeRoot<'_>) -> Result<(), TridentError> {
-    let path = root.path.join("etc/crypttab");
+    let path = Path::new("/etc/crypttab");
     match render(root)? {
         Some(text) => {
-            std::fs::create_dir_all(root.path.join("etc")).structured(Subkind::CreateCrypttab)?;
-            std::fs::write(&path, text)
+            root.dir
+                .write_file(path, text.as_bytes(), 0o600)
                 .structured_msg(Subkind::CreateCrypttab, "Cannot write /etc/crypttab")?;
             tracing::info!(
                 volumes = root.devices.encrypted_volumes().len(),
                 "crypttab written into the new root"
             );
         }
-        None if path.exists() => {
-            std::fs::remove_file(&path)
+        None => {
+            let removed = root
+                .dir
+                .remove_file(path)
                 .structured_msg(Subkind::CreateCrypttab, "Cannot remove /etc/crypttab")?;
-            tracing::info!("crypttab removed: no encrypted volumes");
+            if removed {
+                tracing::info!("crypttab removed: no encrypted volumes");
+            }
         }
-        None => {}
     }
     Ok(())
 }
@@ -83,7 +90,10 @@ mod tests {
 
     use super::{render, write_crypttab};
     use crate::block_device::BlockDevices;
+    use crate::new_root::fstab::write_fstab;
+    use crate::new_root::hostile_root::HostileRoot;
     use crate::new_root::partitions::PartitionInfo;
+    use crate::new_root::root_dir::RootDir;
     use crate::new_root::volume::VolumeRoot;
 
     const YAML: &str = r#"
@@ -121,8 +131,13 @@ storage:
         }
     }
 
-    #[test]
-    fn volumes_unlock_with_the_tpm_and_swap_gets_a_fresh_key_every_boot() {
+    /// The configuration, its devices (two encrypted volumes recorded)
+    /// and every partition's identity.
+    fn host() -> (
+        trident_host::config::HostConfiguration,
+        BlockDevices,
+        BTreeMap<String, PartitionInfo>,
+    ) {
         let hc = trident_host::config::parse(YAML).unwrap();
         let mut status = HostStatus::default();
         for (id, number) in [("esp", 1), ("root", 2), ("secret", 3), ("swp", 4)] {
@@ -145,17 +160,27 @@ storage:
         );
         let devices = BlockDevices::new(&hc, &status).unwrap();
         let mut partitions = BTreeMap::new();
-        partitions.insert(
-            "swp".to_owned(),
-            PartitionInfo {
-                id: "swp".into(),
-                layout: status.layout["swp"].clone(),
-                part_uuid: "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee".into(),
-            },
-        );
+        for (id, n) in [("esp", 1), ("root", 2), ("secret", 3), ("swp", 4)] {
+            partitions.insert(
+                id.to_owned(),
+                PartitionInfo {
+                    id: id.into(),
+                    layout: status.layout[id].clone(),
+                    part_uuid: format!("aaaaaaaa-bbbb-4ccc-8ddd-{n:012}"),
+                },
+            );
+        }
+        (hc, devices, partitions)
+    }
+
+    #[test]
+    fn volumes_unlock_with_the_tpm_and_swap_gets_a_fresh_key_every_boot() {
+        let (hc, devices, partitions) = host();
         let dir = tempfile::tempdir().unwrap();
+        let root_dir = RootDir::open(dir.path()).unwrap();
         let root = VolumeRoot {
             path: dir.path(),
+            dir: &root_dir,
             hc: &hc,
             volume: AbVolume::VolumeA,
             devices: &devices,
@@ -170,7 +195,7 @@ storage:
         );
         assert!(
             text.contains(
-                "cswap\tPARTUUID=aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee\t/dev/urandom\tswap,cipher=aes-xts-plain64,size=512\n"
+                "cswap\tPARTUUID=aaaaaaaa-bbbb-4ccc-8ddd-000000000004\t/dev/urandom\tswap,cipher=aes-xts-plain64,size=512\n"
             ),
             "{text}"
         );
@@ -189,5 +214,57 @@ storage:
         assert!(render(&root).unwrap().is_none());
         write_crypttab(&root).unwrap();
         assert!(!Path::new(&dir.path().join("etc/crypttab")).exists());
+    }
+
+    /// Issue 37: crypttab, written and removed, stays inside a root whose
+    /// symlinks point out of it; removing a link never removes its target.
+    #[test]
+    fn crypttab_stays_inside_a_root_whose_links_point_out() {
+        let (hc, devices, partitions) = host();
+        let plain = BlockDevices::new(&hc, &HostStatus::default()).unwrap();
+        for hostile in HostileRoot::variants("/etc/crypttab") {
+            let root_dir = hostile.dir();
+            let root = VolumeRoot {
+                path: &hostile.root,
+                dir: &root_dir,
+                hc: &hc,
+                volume: AbVolume::VolumeA,
+                devices: &devices,
+                partitions: &partitions,
+            };
+            write_crypttab(&root).unwrap();
+            hostile.assert_outside_untouched();
+            assert!(
+                hostile.landed().contains("luks,tpm2-device=auto"),
+                "{}",
+                hostile.variant
+            );
+            write_crypttab(&VolumeRoot {
+                devices: &plain,
+                ..root
+            })
+            .unwrap();
+            hostile.assert_outside_untouched();
+        }
+    }
+
+    /// Issue 37: fstab stays inside a root whose symlinks point out of it.
+    #[test]
+    fn fstab_stays_inside_a_root_whose_links_point_out() {
+        let (hc, devices, partitions) = host();
+        for hostile in HostileRoot::variants("/etc/fstab") {
+            let root_dir = hostile.dir();
+            let root = VolumeRoot {
+                path: &hostile.root,
+                dir: &root_dir,
+                hc: &hc,
+                volume: AbVolume::VolumeA,
+                devices: &devices,
+                partitions: &partitions,
+            };
+            write_fstab(&root).unwrap();
+            hostile.assert_outside_untouched();
+            assert!(hostile.landed().contains(" / "), "{}", hostile.variant);
+        }
     }
 }

@@ -5,6 +5,8 @@
 //! (`/dev/mapper/<deviceName>`), one on a verity device by its
 //! `/dev/mapper/<name>`, with `mountPoint.options`; then `storage.swap`.
 
+use std::path::Path;
+
 use trident_host::config::FileSystemType;
 use trident_host::{ResultExt, Subkind, TridentError};
 
@@ -73,12 +75,11 @@ pub fn render(root: &VolumeRoot<'_>) -> Result<String, TridentError> {
     Ok(out)
 }
 
-/// Configure step: writes NEW_ROOT/etc/fstab (replacing the image's).
+/// Configure step: writes NEW_ROOT/etc/fstab (replacing the image's),
+/// resolved inside the new root.
 pub fn write_fstab(root: &VolumeRoot<'_>) -> Result<(), TridentError> {
     let text = render(root)?;
-    let etc = root.path.join("etc");
-    std::fs::create_dir_all(&etc).structured(Subkind::ConfigureNewRoot)?;
-    std::fs::write(etc.join("fstab"), text)
-        .structured_msg(Subkind::ConfigureNewRoot, "Cannot write /etc/fstab")?;
-    Ok(())
+    root.dir
+        .write_file(Path::new("/etc/fstab"), text.as_bytes(), 0o644)
+        .structured_msg(Subkind::ConfigureNewRoot, "Cannot write /etc/fstab")
 }

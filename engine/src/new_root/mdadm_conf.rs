@@ -4,6 +4,8 @@
 //! monitoring, a regenerated initramfs). Written only when the host has
 //! arrays; an A/B update writes it again into the volume it services.
 
+use std::path::Path;
+
 use trident_host::{ResultExt, Subkind, TridentError};
 
 use super::volume::VolumeRoot;
@@ -26,17 +28,18 @@ pub fn render(root: &VolumeRoot<'_>) -> Option<String> {
     Some(text)
 }
 
-/// Configure step: writes NEW_ROOT/etc/mdadm/mdadm.conf.
+/// Configure step: writes NEW_ROOT/etc/mdadm/mdadm.conf (resolved inside
+/// the new root).
 pub fn write_mdadm_conf(root: &VolumeRoot<'_>) -> Result<(), TridentError> {
     let Some(text) = render(root) else {
         return Ok(());
     };
-    let dir = root.path.join("etc/mdadm");
-    std::fs::create_dir_all(&dir).structured(Subkind::CreateMdadmConf)?;
-    std::fs::write(dir.join("mdadm.conf"), text).structured_msg(
-        Subkind::CreateMdadmConf,
-        "Cannot write /etc/mdadm/mdadm.conf",
-    )?;
+    root.dir
+        .write_file(Path::new("/etc/mdadm/mdadm.conf"), text.as_bytes(), 0o644)
+        .structured_msg(
+            Subkind::CreateMdadmConf,
+            "Cannot write /etc/mdadm/mdadm.conf",
+        )?;
     tracing::info!(
         arrays = root.devices.raid_arrays().len(),
         "mdadm.conf written into the new root"

@@ -24,13 +24,19 @@ pub mod chroot;
 pub mod crypttab;
 pub mod etc_overlay;
 pub mod fstab;
+#[cfg(test)]
+pub(crate) mod hostile_root;
 pub mod mdadm_conf;
 pub mod partitions;
 pub mod probe;
 #[cfg(test)]
 mod raid_tests;
+pub mod root_dir;
+#[cfg(test)]
+mod root_dir_tests;
 #[cfg(test)]
 mod shared_tests;
+pub mod stale;
 pub mod tools;
 pub mod volume;
 
@@ -45,6 +51,7 @@ use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use self::etc_overlay::EtcOverlay;
 use self::partitions::PartitionInfo;
 use self::probe::FsKind;
+use self::root_dir::RootDir;
 use self::tools::{BindGuard, LoopDevice, MountGuard, run_tool};
 use self::volume::VolumeRoot;
 use super::block_device::{BlockDevices, ResolvedDevice};
@@ -74,6 +81,10 @@ pub struct MountedFs {
 pub struct NewRoot {
     /// Directory the new root is mounted at (`TARGET_ROOT`).
     pub path: PathBuf,
+    /// The mounted root filesystem as a directory handle: every path of
+    /// the new root (mount points included) is resolved through it. Open
+    /// until unmounting (an open descriptor keeps the filesystem busy).
+    dir: Option<RootDir>,
     /// The Host Configuration being applied.
     pub hc: HostConfiguration,
     /// The volume being serviced (A on install).
@@ -104,28 +115,35 @@ impl NewRoot {
             tracing::warn!("no filesystem is mounted at '/': the new root is not mounted");
             return Ok(None);
         };
-        if probe::probe_device(root).is_none() {
+        let Some(root_kind) = probe::probe_device(root) else {
             tracing::warn!(
                 partition = %root.id(),
                 "the root volume holds no filesystem this daemon recognizes: not mounted, \
                  fstab and configure steps skipped"
             );
             return Ok(None);
-        }
-        let mut new_root = NewRoot {
-            path: path.to_path_buf(),
-            hc: hc.clone(),
-            volume,
-            devices: devices.clone(),
-            partitions: partitions::read_partitions(devices.partitions())?,
-            mounted: Vec::new(),
-            etc_overlay: None,
-            shared: Vec::new(),
         };
         // Parents before children: "/" then "/boot" then "/boot/efi".
         let mut order: Vec<(&String, &ResolvedDevice)> = targets.iter().collect();
         order.sort_by_key(|(mp, _)| mp.trim_end_matches('/').matches('/').count());
-        for (mount_point, target) in order {
+        // The root at the new root's directory itself (on the host, in the
+        // private state directory); every other mount point is a
+        // directory of the root filesystem, resolved inside it.
+        let root_fs = mount_fs(hc, "/", root, root_kind, path)?;
+        let dir = RootDir::open(path)
+            .structured_msg(Subkind::MountNewRoot, "Cannot open the mounted new root")?;
+        let mut new_root = NewRoot {
+            path: path.to_path_buf(),
+            dir: Some(dir),
+            hc: hc.clone(),
+            volume,
+            devices: devices.clone(),
+            partitions: partitions::read_partitions(devices.partitions())?,
+            mounted: vec![root_fs],
+            etc_overlay: None,
+            shared: Vec::new(),
+        };
+        for (mount_point, target) in order.into_iter().filter(|(mp, _)| mp.as_str() != "/") {
             let Some(kind) = probe::probe_device(target) else {
                 tracing::warn!(mount_point = %mount_point, partition = %target.id(),
                     "no known filesystem: not mounted in the new root");
@@ -150,51 +168,39 @@ impl NewRoot {
             .iter()
             .any(|m| m.mount_point == ETC_OVERLAY_MOUNT_POINT);
         if on_verity(hc, "/") && overlay_mounted {
-            new_root.etc_overlay = Some(EtcOverlay::mount(&new_root.path)?);
+            new_root.etc_overlay = Some(EtcOverlay::mount(new_root.dir())?);
         }
         Ok(Some(new_root))
     }
 
+    /// Mounts `target` at `mount_point`, a directory of the mounted root
+    /// resolved inside it (a symlink on the way is followed there, as the
+    /// installed OS would, never out to the host).
     fn mount_one(
         &mut self,
         mount_point: &str,
         target: &ResolvedDevice,
         kind: FsKind,
     ) -> Result<(), TridentError> {
-        let extent = target.extent();
-        let dir = self.path.join(mount_point.trim_start_matches('/'));
-        let guard = if on_verity(&self.hc, mount_point) {
-            // Read-only all the way down: its bytes are what the root hash covers.
-            let device = LoopDevice::attach_read_only_range(
-                Path::new(extent.backing),
-                extent.offset,
-                extent.size,
-            )?;
-            MountGuard::mount_unchanged(device, kind.as_str(), &dir)
-        } else {
-            let device = LoopDevice::attach(extent.backing, extent.offset, extent.size)?;
-            if kind == FsKind::Ext4 {
-                grow_ext4(&device)
-                    .with_context(|| format!("Growing '{mount_point}' to its partition"))?;
-            }
-            MountGuard::mount(device, kind.as_str(), &dir)
-        }
-        .with_context(|| format!("Mounting '{mount_point}' of the new root"))?;
-        tracing::info!(mount_point, partition = %target.id(), fs = kind.as_str(),
-            loop_device = %guard.device().path().display(), "mounted in the new root");
-        self.mounted.push(MountedFs {
-            mount_point: mount_point.to_owned(),
-            partition_id: target.id().to_owned(),
-            kind,
-            guard,
-        });
+        let dir = self.dir().host_dir(Path::new(mount_point)).structured_msg(
+            Subkind::MountNewRoot,
+            format!("Cannot make the mount point '{mount_point}' in the new root"),
+        )?;
+        let mounted = mount_fs(&self.hc, mount_point, target, kind, &dir)?;
+        self.mounted.push(mounted);
         Ok(())
+    }
+
+    /// The mounted root as a directory handle.
+    pub fn dir(&self) -> &RootDir {
+        self.dir.as_ref().expect("open from mount to unmount")
     }
 
     /// What configure steps and boot control see of it.
     pub fn view(&self) -> VolumeRoot<'_> {
         VolumeRoot {
             path: &self.path,
+            dir: self.dir(),
             hc: &self.hc,
             volume: self.volume,
             devices: &self.devices,
@@ -230,12 +236,14 @@ impl NewRoot {
                     "shared filesystem not bound into the new root");
                 continue;
             }
-            let dir = self.path.join(mount_point.trim_start_matches('/'));
-            if let Err(e) = std::fs::create_dir_all(&dir) {
-                tracing::warn!(mount_point = %mount_point, error = %e,
-                    "no directory for the shared filesystem in the new root: not bound");
-                continue;
-            }
+            let dir = match self.dir().host_dir(Path::new(mount_point)) {
+                Ok(dir) => dir,
+                Err(e) => {
+                    tracing::warn!(mount_point = %mount_point, error = %e,
+                        "no directory for the shared filesystem in the new root: not bound");
+                    continue;
+                }
+            };
             let bind = BindGuard::bind(source, &dir)
                 .with_context(|| format!("Binding the shared '{mount_point}' into the new root"))?;
             tracing::info!(mount_point = %mount_point, source = %source.display(),
@@ -259,6 +267,7 @@ impl NewRoot {
 
     /// Unmounts children first, then removes the mount directory.
     pub fn unmount(mut self) -> Result<(), TridentError> {
+        self.dir = None;
         let mut first_error = None;
         while let Some(bind) = self.shared.pop() {
             if let Err(e) = bind.unmount() {
@@ -284,6 +293,7 @@ impl NewRoot {
 
 impl Drop for NewRoot {
     fn drop(&mut self) {
+        self.dir = None;
         // The shared filesystems and the overlay on top first, then
         // children first (a Vec drops front to back).
         while let Some(bind) = self.shared.pop() {
@@ -294,6 +304,44 @@ impl Drop for NewRoot {
             drop(fs);
         }
     }
+}
+
+/// Mounts `target` (a filesystem of `kind`) at the host directory `dir`:
+/// a verity filesystem read-only and unchanged, others grown (ext4) and
+/// writable.
+fn mount_fs(
+    hc: &HostConfiguration,
+    mount_point: &str,
+    target: &ResolvedDevice,
+    kind: FsKind,
+    dir: &Path,
+) -> Result<MountedFs, TridentError> {
+    let extent = target.extent();
+    let guard = if on_verity(hc, mount_point) {
+        // Read-only all the way down: its bytes are what the root hash covers.
+        let device = LoopDevice::attach_read_only_range(
+            Path::new(extent.backing),
+            extent.offset,
+            extent.size,
+        )?;
+        MountGuard::mount_unchanged(device, kind.as_str(), dir)
+    } else {
+        let device = LoopDevice::attach(extent.backing, extent.offset, extent.size)?;
+        if kind == FsKind::Ext4 {
+            grow_ext4(&device)
+                .with_context(|| format!("Growing '{mount_point}' to its partition"))?;
+        }
+        MountGuard::mount(device, kind.as_str(), dir)
+    }
+    .with_context(|| format!("Mounting '{mount_point}' of the new root"))?;
+    tracing::info!(mount_point, partition = %target.id(), fs = kind.as_str(),
+        loop_device = %guard.device().path().display(), "mounted in the new root");
+    Ok(MountedFs {
+        mount_point: mount_point.to_owned(),
+        partition_id: target.id().to_owned(),
+        kind,
+        guard,
+    })
 }
 
 /// Whether the filesystem at `dir` is the one on block device `node`.

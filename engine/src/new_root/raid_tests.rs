@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use trident_host::config::RaidLevel;
 use trident_host::status::{AbVolume, HostStatus, PartitionLayout, RaidArrayStatus};
 
+use super::hostile_root::HostileRoot;
 use super::partitions::PartitionInfo;
+use super::root_dir::RootDir;
 use super::volume::VolumeRoot;
 use super::{fstab, mdadm_conf};
 use crate::block_device::BlockDevices;
@@ -87,9 +89,11 @@ fn fstab_boot_entry_and_mdadm_conf_name_arrays_by_their_md_device() {
     )]);
     let devices = BlockDevices::new(&hc, &status).unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let root_dir = RootDir::open(dir.path()).unwrap();
     for volume in [AbVolume::VolumeA, AbVolume::VolumeB] {
         let root = VolumeRoot {
             path: dir.path(),
+            dir: &root_dir,
             hc: &hc,
             volume,
             devices: &devices,
@@ -140,8 +144,10 @@ fn a_host_without_arrays_gets_no_mdadm_conf() {
     let devices = BlockDevices::new(&hc, &status).unwrap();
     let partitions = BTreeMap::new();
     let dir = tempfile::tempdir().unwrap();
+    let root_dir = RootDir::open(dir.path()).unwrap();
     let root = VolumeRoot {
         path: dir.path(),
+        dir: &root_dir,
         hc: &hc,
         volume: AbVolume::VolumeA,
         devices: &devices,
@@ -150,4 +156,34 @@ fn a_host_without_arrays_gets_no_mdadm_conf() {
     assert_eq!(mdadm_conf::render(&root), None);
     mdadm_conf::write_mdadm_conf(&root).unwrap();
     assert!(!dir.path().join("etc/mdadm/mdadm.conf").exists());
+}
+
+/// Issue 37: mdadm.conf stays inside a root whose symlinks point out of it.
+#[test]
+fn mdadm_conf_stays_inside_a_root_whose_links_point_out() {
+    let hc = trident_host::config::parse(YAML).unwrap();
+    let mut status = HostStatus::default();
+    status
+        .raid_arrays
+        .insert("esp".to_owned(), array("esp", "1:1:1:1"));
+    let devices = BlockDevices::new(&hc, &status).unwrap();
+    let partitions = BTreeMap::new();
+    for hostile in HostileRoot::variants("/etc/mdadm/mdadm.conf") {
+        let root_dir = hostile.dir();
+        let root = VolumeRoot {
+            path: &hostile.root,
+            dir: &root_dir,
+            hc: &hc,
+            volume: AbVolume::VolumeA,
+            devices: &devices,
+            partitions: &partitions,
+        };
+        mdadm_conf::write_mdadm_conf(&root).unwrap();
+        hostile.assert_outside_untouched();
+        assert!(
+            hostile.landed().contains("UUID=1:1:1:1"),
+            "{}",
+            hostile.variant
+        );
+    }
 }

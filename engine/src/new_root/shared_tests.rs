@@ -10,8 +10,11 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use trident_host::status::{AbVolume, HostStatus};
+use trident_host::status::{AbVolume, HostStatus, PartitionLayout};
 
+use super::hostile_root::HostileRoot;
+use super::probe::FsKind;
+use super::root_dir::RootDir;
 use super::tools::{BindGuard, LoopDevice};
 use super::{NewRoot, SharedFs, mounts_device};
 use crate::block_device::BlockDevices;
@@ -67,6 +70,7 @@ fn a_shared_filesystem_not_mounted_from_its_device_is_not_bound() {
     fs::create_dir_all(&path).unwrap();
     let mut root = NewRoot {
         path: path.clone(),
+        dir: Some(RootDir::open(&path).unwrap()),
         hc,
         volume: AbVolume::VolumeB,
         devices,
@@ -124,4 +128,75 @@ fn the_running_systems_mount_of_a_device_is_bound_into_the_new_root() {
         "the new OS wrote to the running system's filesystem itself"
     );
     run("umount", &[&home.to_string_lossy()]);
+}
+
+/// Issue 37: a filesystem of the new root is mounted on its mount point as
+/// the installed OS resolves it, inside the root: a symlink on the way
+/// (`/boot -> /...`, `/boot/efi -> ../../..`) never puts the mount on the
+/// host.
+#[test]
+fn mount_points_stay_inside_a_root_whose_links_point_out() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: mount needs root");
+        return;
+    }
+    let images = tempfile::tempdir().unwrap();
+    let image = images.path().join("fs.img");
+    fs::File::create(&image).unwrap().set_len(8 << 20).unwrap();
+    run("mkfs.ext4", &["-q", "-F", &image.to_string_lossy()]);
+    let target = crate::block_device::ResolvedDevice::Partition {
+        id: "boot".into(),
+        layout: PartitionLayout {
+            disk_id: "d".into(),
+            device: image.to_string_lossy().into_owned(),
+            number: 1,
+            offset: 0,
+            size: 8 << 20,
+        },
+    };
+    let hc = trident_host::config::parse(YAML).unwrap();
+    let devices = BlockDevices::new(&hc, &HostStatus::default()).unwrap();
+    for hostile in HostileRoot::variants("/boot/efi") {
+        let mut root = NewRoot {
+            path: hostile.root.clone(),
+            dir: Some(RootDir::open(&hostile.root).unwrap()),
+            hc: hc.clone(),
+            volume: AbVolume::VolumeA,
+            devices: devices.clone(),
+            partitions: BTreeMap::new(),
+            mounted: Vec::new(),
+            etc_overlay: None,
+            shared: Vec::new(),
+        };
+        root.mount_one("/boot/efi", &target, FsKind::Ext4).unwrap();
+        root.dir()
+            .write_file(
+                Path::new("/boot/efi/written"),
+                b"on the filesystem\n",
+                0o644,
+            )
+            .unwrap();
+        let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let landing = hostile.landing().display().to_string();
+        assert!(
+            mounts
+                .lines()
+                .any(|l| l.split(' ').nth(4) == Some(landing.as_str())),
+            "{}: not mounted at {landing}",
+            hostile.variant
+        );
+        hostile.assert_outside_untouched();
+        root.unmount().unwrap();
+        hostile.assert_outside_untouched();
+    }
+    // What was written went to the filesystem, mounted each time.
+    let listing = Command::new("debugfs")
+        .args(["-R", "cat /written"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&listing.stdout),
+        "on the filesystem\n"
+    );
 }

@@ -10,6 +10,7 @@ use trident_host::config::HostConfiguration;
 use trident_host::status::AbVolume;
 
 use super::partitions::PartitionInfo;
+use super::root_dir::RootDir;
 use crate::block_device::{BlockDevices, ResolvedDevice};
 
 /// The serviced volume's root, mounted at `path`.
@@ -17,6 +18,9 @@ use crate::block_device::{BlockDevices, ResolvedDevice};
 pub struct VolumeRoot<'a> {
     /// Directory the new root is mounted at (`TARGET_ROOT`).
     pub path: &'a Path,
+    /// The same, as a directory handle: every write into the new root
+    /// goes through it.
+    pub dir: &'a RootDir,
     /// The Host Configuration being applied.
     pub hc: &'a HostConfiguration,
     /// The volume being serviced (A on install).

@@ -3,11 +3,11 @@
 //! with their `permissions` (octal; default 0644).
 
 use std::fs;
-use std::path::Path;
 
 use trident_host::config::AdditionalFile;
 
 use super::root_fs::{OsConfigError, in_root, write_file};
+use crate::new_root::root_dir::RootDir;
 
 const DEFAULT_MODE: u32 = 0o644;
 
@@ -24,7 +24,9 @@ fn parse_mode(text: &str, key: &str) -> Result<u32, OsConfigError> {
         })
 }
 
-pub fn apply(root: &Path, files: &[AdditionalFile]) -> Result<(), OsConfigError> {
+/// Each file resolved inside the new root: a symlink in the image (an
+/// absolute one too) leads to a place in the root, never on the host.
+pub fn apply(root: &RootDir, files: &[AdditionalFile]) -> Result<(), OsConfigError> {
     for (i, file) in files.iter().enumerate() {
         let key = format!("os.additionalFiles[{i}]");
         let mode = match &file.permissions {
@@ -47,8 +49,8 @@ pub fn apply(root: &Path, files: &[AdditionalFile]) -> Result<(), OsConfigError>
                 ));
             }
         };
-        let dest = in_root(root, &file.destination, &format!("{key}.destination"))?;
-        write_file(&dest, &content, mode, &key)?;
+        let dest = in_root(&file.destination, &format!("{key}.destination"))?;
+        write_file(root, dest, &content, mode, &key)?;
     }
     Ok(())
 }
@@ -92,7 +94,7 @@ mod tests {
                 None,
             ),
         ];
-        apply(root.path(), &files).unwrap();
+        apply(&root.dir(), &files).unwrap();
         assert_eq!(root.read("usr/local/bin/site.sh"), "echo hi");
         assert_eq!(root.mode("usr/local/bin/site.sh"), 0o750);
         assert_eq!(root.read("etc/site.conf"), "from source\n");
@@ -126,7 +128,7 @@ mod tests {
             ),
         ];
         for (f, key) in cases {
-            let err = apply(root.path(), &[f]).unwrap_err();
+            let err = apply(&root.dir(), &[f]).unwrap_err();
             assert_eq!(err.key(), key, "{err}");
         }
         assert!(!root.path().join("a").exists());

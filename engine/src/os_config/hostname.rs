@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::root_fs::{OsConfigError, write_file};
+use crate::new_root::root_dir::RootDir;
 
 const KEY: &str = "os.hostname";
 
@@ -25,10 +26,11 @@ fn check(name: &str) -> Result<(), OsConfigError> {
     Ok(())
 }
 
-pub fn apply(root: &Path, name: &str) -> Result<(), OsConfigError> {
+pub fn apply(root: &RootDir, name: &str) -> Result<(), OsConfigError> {
     check(name)?;
     write_file(
-        &root.join("etc/hostname"),
+        root,
+        Path::new("/etc/hostname"),
         format!("{name}\n").as_bytes(),
         0o644,
         KEY,
@@ -45,7 +47,7 @@ mod tests {
     fn writes_etc_hostname_of_the_new_root() {
         let root = TestRoot::new();
         root.write("etc/hostname", "image-default\n");
-        apply(root.path(), "edge-7.lab").unwrap();
+        apply(&root.dir(), "edge-7.lab").unwrap();
         assert_eq!(root.read("etc/hostname"), "edge-7.lab\n");
         assert_eq!(root.mode("etc/hostname"), 0o644);
     }
@@ -54,7 +56,7 @@ mod tests {
     fn a_bad_name_is_refused_naming_the_key() {
         let root = TestRoot::new();
         for bad in ["", "-x", "a b", "x/y", &"a".repeat(65)] {
-            let err = apply(root.path(), bad).unwrap_err();
+            let err = apply(&root.dir(), bad).unwrap_err();
             assert_eq!(err.key(), KEY, "{bad}");
         }
         assert!(!root.path().join("etc/hostname").exists());

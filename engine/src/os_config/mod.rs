@@ -21,16 +21,17 @@ pub mod users;
 
 pub mod root_fs;
 
-use std::path::Path;
-
 use trident_host::TridentError;
 use trident_host::config::Os;
 
 pub use self::root_fs::OsConfigError;
+use super::new_root::root_dir::RootDir;
 use super::new_root::volume::VolumeRoot;
 
-/// Applies every `os` key to the new root at `root`. Blocking.
-pub fn apply(root: &Path, os: &Os) -> Result<(), OsConfigError> {
+/// Applies every `os` key to the new root `root`: every file written,
+/// made, chmod'ed or chown'ed through it, resolved inside the root.
+/// Blocking.
+pub fn apply(root: &RootDir, os: &Os) -> Result<(), OsConfigError> {
     if let Some(name) = &os.hostname {
         hostname::apply(root, name)?;
     }
@@ -42,7 +43,7 @@ pub fn apply(root: &Path, os: &Os) -> Result<(), OsConfigError> {
     }
     modules::apply(root, &os.modules)?;
     users::apply(root, &os.users)?;
-    services::apply(root, &os.services)?;
+    services::apply(root.path(), &os.services)?;
     files::apply(root, &os.additional_files)?;
     Ok(())
 }
@@ -50,7 +51,7 @@ pub fn apply(root: &Path, os: &Os) -> Result<(), OsConfigError> {
 /// The configure step of the mounted new root (`flows::new_root_step::CONFIGURE_STEPS`):
 /// `os.*`, then `trident.disable`.
 pub fn configure_step(root: &VolumeRoot<'_>) -> Result<(), TridentError> {
-    apply(root.path, &root.hc.os)?;
+    apply(root.dir, &root.hc.os)?;
     agent::apply(root.path, root.hc.trident.disable)?;
     Ok(())
 }
@@ -81,5 +82,7 @@ pub fn refuse_without_new_root(os: &Os) -> Result<(), TridentError> {
     }
 }
 
+#[cfg(test)]
+mod hostile_tests;
 #[cfg(test)]
 pub(crate) mod test_root;

@@ -8,6 +8,7 @@ use std::path::Path;
 use trident_host::config::{LoadMode, Module};
 
 use super::root_fs::{OsConfigError, write_file};
+use crate::new_root::root_dir::RootDir;
 
 pub const MODULES_LOAD_FILE: &str = "etc/modules-load.d/99-trident.conf";
 pub const MODPROBE_FILE: &str = "etc/modprobe.d/99-trident.conf";
@@ -51,19 +52,21 @@ pub fn render(modules: &[Module]) -> Result<(String, String), OsConfigError> {
     Ok((load, modprobe))
 }
 
-pub fn apply(root: &Path, modules: &[Module]) -> Result<(), OsConfigError> {
+pub fn apply(root: &RootDir, modules: &[Module]) -> Result<(), OsConfigError> {
     if modules.is_empty() {
         return Ok(());
     }
     let (load, modprobe) = render(modules)?;
     write_file(
-        &root.join(MODULES_LOAD_FILE),
+        root,
+        Path::new(MODULES_LOAD_FILE),
         load.as_bytes(),
         0o644,
         "os.modules",
     )?;
     write_file(
-        &root.join(MODPROBE_FILE),
+        root,
+        Path::new(MODPROBE_FILE),
         modprobe.as_bytes(),
         0o644,
         "os.modules",
@@ -97,7 +100,7 @@ mod tests {
             module("floppy", LoadMode::Disable, &[]),
             module("kvm_intel", LoadMode::Auto, &[("nested", "1")]),
         ];
-        apply(root.path(), &modules).unwrap();
+        apply(&root.dir(), &modules).unwrap();
         assert_eq!(
             root.read(MODULES_LOAD_FILE),
             format!("{HEADER}br_netfilter\n")
@@ -111,9 +114,9 @@ mod tests {
     #[test]
     fn a_name_with_spaces_is_refused_naming_the_key() {
         let root = TestRoot::new();
-        let err = apply(root.path(), &[module("a b", LoadMode::Always, &[])]).unwrap_err();
+        let err = apply(&root.dir(), &[module("a b", LoadMode::Always, &[])]).unwrap_err();
         assert_eq!(err.key(), "os.modules[0].name");
-        let err = apply(root.path(), &[module("m", LoadMode::Auto, &[("k", "x y")])]).unwrap_err();
+        let err = apply(&root.dir(), &[module("m", LoadMode::Auto, &[("k", "x y")])]).unwrap_err();
         assert_eq!(err.key(), "os.modules[0].options.k");
         assert!(!root.path().join(MODULES_LOAD_FILE).exists());
     }

@@ -7,6 +7,7 @@ use std::path::Path;
 use trident_host::{Subkind, TridentError};
 
 use super::root_fs::{OsConfigError, write_file};
+use crate::new_root::root_dir::RootDir;
 use crate::new_root::tools::run_tool;
 
 pub use trident_host::config::NETPLAN_FILE;
@@ -14,7 +15,7 @@ pub use trident_host::config::NETPLAN_FILE;
 const KEY: &str = "os.netplan";
 
 pub fn apply(
-    root: &Path,
+    root: &RootDir,
     netplan: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), OsConfigError> {
     let text = trident_host::config::netplan_file_text(netplan).map_err(|why| {
@@ -25,7 +26,7 @@ pub fn apply(
         };
         OsConfigError::refused(key, why)
     })?;
-    write_file(&root.join(NETPLAN_FILE), text.as_bytes(), 0o600, KEY)
+    write_file(root, Path::new(NETPLAN_FILE), text.as_bytes(), 0o600, KEY)
 }
 
 /// Runtime update: `os.netplan` (or its removal) on the RUNNING system at
@@ -47,11 +48,17 @@ pub fn apply_running(
             ),
         ));
     }
+    let root = RootDir::open(host_root).map_err(|e| {
+        TridentError::with_source(
+            Subkind::ApplyRuntimeUpdate,
+            format!("Cannot open {}", host_root.display()),
+            e,
+        )
+    })?;
     match netplan {
-        Some(netplan) => apply(host_root, netplan)?,
-        None => match std::fs::remove_file(host_root.join(NETPLAN_FILE)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Some(netplan) => apply(&root, netplan)?,
+        None => match root.remove_file(Path::new(NETPLAN_FILE)) {
+            Ok(_) => {}
             Err(e) => {
                 return Err(TridentError::with_source(
                     Subkind::ApplyRuntimeUpdate,
@@ -81,7 +88,7 @@ mod tests {
         let netplan = doc(
             "version: 2\nethernets:\n  uplink:\n    match:\n      name: eth*\n    dhcp4: true\n",
         );
-        apply(root.path(), &netplan).unwrap();
+        apply(&root.dir(), &netplan).unwrap();
         assert_eq!(root.mode(NETPLAN_FILE), 0o600);
         let written: serde_json::Value = serde_saphyr::from_str(&root.read(NETPLAN_FILE)).unwrap();
         assert_eq!(written["network"]["version"], 2);
@@ -95,7 +102,7 @@ mod tests {
     #[test]
     fn a_document_without_version_2_is_refused() {
         let root = TestRoot::new();
-        let err = apply(root.path(), &doc("ethernets: {}\n")).unwrap_err();
+        let err = apply(&root.dir(), &doc("ethernets: {}\n")).unwrap_err();
         assert_eq!(err.key(), "os.netplan.version");
         assert!(!root.path().join(NETPLAN_FILE).exists());
     }

@@ -2,13 +2,12 @@
 //! path, and the file and tool helpers that act on the new root. A leaf
 //! below the key modules and their dispatcher.
 
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 use std::process::Command;
 
 use trident_host::{Subkind, TridentError};
+
+use crate::new_root::root_dir::RootDir;
 
 /// Why a key of `os` could not be applied. Every variant carries the key
 /// path (`os.users[0].sshPublicKeys`, [`OsConfigError::key`]); the
@@ -77,9 +76,10 @@ impl From<OsConfigError> for TridentError {
     }
 }
 
-/// `abs` (an absolute path of the new root, e.g. `/etc/hostname`) under
-/// `root`. Refuses relative paths and `..`, which could leave the root.
-pub(crate) fn in_root(root: &Path, abs: &str, key: &str) -> Result<PathBuf, OsConfigError> {
+/// `abs`, an absolute path of the new root (e.g. `/etc/hostname`), checked:
+/// relative paths and `..` are refused naming the key. Where it lands is
+/// [`RootDir`]'s to resolve, inside the root.
+pub(crate) fn in_root<'a>(abs: &'a str, key: &str) -> Result<&'a Path, OsConfigError> {
     let path = Path::new(abs);
     if !path.is_absolute() {
         return Err(OsConfigError::refused(
@@ -87,48 +87,29 @@ pub(crate) fn in_root(root: &Path, abs: &str, key: &str) -> Result<PathBuf, OsCo
             format!("'{abs}' is not an absolute path"),
         ));
     }
-    let mut out = root.to_path_buf();
-    for part in path.components() {
-        match part {
-            Component::RootDir | Component::CurDir => {}
-            Component::Normal(p) => out.push(p),
-            Component::ParentDir | Component::Prefix(_) => {
-                return Err(OsConfigError::refused(
-                    key,
-                    format!("'{abs}' leaves the new root ('..' is not allowed)"),
-                ));
-            }
-        }
+    if path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+    {
+        return Err(OsConfigError::refused(
+            key,
+            format!("'{abs}' leaves the new root ('..' is not allowed)"),
+        ));
     }
-    Ok(out)
+    Ok(path)
 }
 
-/// Writes `content` to `path` (parents created) with exactly `mode`,
-/// replacing what was there.
+/// Writes `content` to `path` of the new root (parents created) with
+/// exactly `mode`, replacing what was there; resolved inside the root.
 pub(crate) fn write_file(
+    root: &RootDir,
     path: &Path,
     content: &[u8],
     mode: u32,
     key: &str,
 ) -> Result<(), OsConfigError> {
-    let fail = |what: &str, e| OsConfigError::io(key, format!("{what} {}", path.display()), e);
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(|e| fail("cannot create the folder of", e))?;
-    }
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|e| fail("cannot open", e))?;
-    file.write_all(content)
-        .map_err(|e| fail("cannot write", e))?;
-    // `mode` at creation is filtered by the umask, and an existing file
-    // keeps its mode: set it explicitly.
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .map_err(|e| fail("cannot set the mode of", e))?;
-    Ok(())
+    root.write_file(path, content, mode)
+        .map_err(|e| OsConfigError::io(key, format!("cannot write {}", path.display()), e))
 }
 
 /// Runs `program args`, failing with its stderr.

@@ -2,12 +2,12 @@
 //! /etc/selinux/config. An image without that file has no SELinux policy:
 //! asking for permissive or enforcing there is refused, naming the key.
 
-use std::fs;
 use std::path::Path;
 
 use trident_host::config::SelinuxMode;
 
 use super::root_fs::{OsConfigError, write_file};
+use crate::new_root::root_dir::RootDir;
 
 const KEY: &str = "os.selinux.mode";
 pub const SELINUX_CONFIG: &str = "etc/selinux/config";
@@ -42,9 +42,9 @@ pub fn set_mode(text: &str, mode: SelinuxMode) -> String {
     out.join("\n")
 }
 
-pub fn apply(root: &Path, mode: SelinuxMode) -> Result<(), OsConfigError> {
-    let path = root.join(SELINUX_CONFIG);
-    let text = match fs::read_to_string(&path) {
+pub fn apply(root: &RootDir, mode: SelinuxMode) -> Result<(), OsConfigError> {
+    let path = Path::new(SELINUX_CONFIG);
+    let text = match root.read_to_string(path) {
         Ok(text) => text,
         // No policy, nothing to disable.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && mode == SelinuxMode::Disabled => {
@@ -67,7 +67,7 @@ pub fn apply(root: &Path, mode: SelinuxMode) -> Result<(), OsConfigError> {
             ));
         }
     };
-    write_file(&path, set_mode(&text, mode).as_bytes(), 0o644, KEY)
+    write_file(root, path, set_mode(&text, mode).as_bytes(), 0o644, KEY)
 }
 
 #[cfg(test)]
@@ -83,7 +83,7 @@ mod tests {
             SELINUX_CONFIG,
             "# policy\nSELINUX=enforcing\nSELINUXTYPE=targeted\n",
         );
-        apply(root.path(), SelinuxMode::Permissive).unwrap();
+        apply(&root.dir(), SelinuxMode::Permissive).unwrap();
         assert_eq!(
             root.read(SELINUX_CONFIG),
             "# policy\nSELINUX=permissive\nSELINUXTYPE=targeted\n"
@@ -93,8 +93,8 @@ mod tests {
     #[test]
     fn without_selinux_in_the_image_only_disabled_is_accepted() {
         let root = TestRoot::new();
-        apply(root.path(), SelinuxMode::Disabled).unwrap();
-        let err = apply(root.path(), SelinuxMode::Enforcing).unwrap_err();
+        apply(&root.dir(), SelinuxMode::Disabled).unwrap();
+        let err = apply(&root.dir(), SelinuxMode::Enforcing).unwrap_err();
         assert!(matches!(err, OsConfigError::Refused { .. }));
         assert_eq!(err.key(), KEY);
         assert!(!root.path().join(SELINUX_CONFIG).exists());

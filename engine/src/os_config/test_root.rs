@@ -27,6 +27,11 @@ impl TestRoot {
         self.0.path()
     }
 
+    /// The root as the directory handle writers take.
+    pub fn dir(&self) -> crate::new_root::root_dir::RootDir {
+        crate::new_root::root_dir::RootDir::open(self.path()).unwrap()
+    }
+
     pub fn write(&self, rel: &str, text: &str) {
         let path = self.path().join(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -5,13 +5,12 @@
 //! the uid and gid the new root gives them), and `sshMode` as an sshd
 //! drop-in included first by the new root's sshd_config.
 
-use std::fs;
-use std::os::unix::fs::chown;
 use std::path::Path;
 
 use trident_host::config::{SshMode, User};
 
 use super::root_fs::{OsConfigError, in_root, run, write_file};
+use crate::new_root::root_dir::RootDir;
 
 /// sshd drop-in holding the `sshMode` of the configured users.
 pub const SSHD_DROP_IN: &str = "/etc/ssh/sshd_config.d/50-trident-users.conf";
@@ -27,8 +26,8 @@ pub struct PasswdEntry {
 }
 
 /// The entry of `name` in the new root's /etc/passwd.
-pub fn passwd_entry(root: &Path, name: &str) -> std::io::Result<Option<PasswdEntry>> {
-    let text = fs::read_to_string(root.join("etc/passwd"))?;
+pub fn passwd_entry(root: &RootDir, name: &str) -> std::io::Result<Option<PasswdEntry>> {
+    let text = root.read_to_string(Path::new("/etc/passwd"))?;
     Ok(text.lines().find_map(|line| {
         let f: Vec<&str> = line.split(':').collect();
         (f.len() >= 7 && f[0] == name).then(|| PasswdEntry {
@@ -40,12 +39,15 @@ pub fn passwd_entry(root: &Path, name: &str) -> std::io::Result<Option<PasswdEnt
     }))
 }
 
-fn group_exists(root: &Path, name: &str) -> std::io::Result<bool> {
-    let text = fs::read_to_string(root.join("etc/group"))?;
+fn group_exists(root: &RootDir, name: &str) -> std::io::Result<bool> {
+    let text = root.read_to_string(Path::new("/etc/group"))?;
     Ok(text.lines().any(|l| l.split(':').next() == Some(name)))
 }
 
-pub fn apply(root: &Path, users: &[User]) -> Result<(), OsConfigError> {
+/// `useradd`, `usermod` and `groupadd` run with `--root`, chrooted into
+/// the new root (its symlinks resolve there); the keys and the sshd files
+/// are written through `root`, resolved inside it.
+pub fn apply(root: &RootDir, users: &[User]) -> Result<(), OsConfigError> {
     for (i, user) in users.iter().enumerate() {
         let key = format!("os.users[{i}]");
         apply_user(root, user, &key)?;
@@ -53,8 +55,8 @@ pub fn apply(root: &Path, users: &[User]) -> Result<(), OsConfigError> {
     apply_ssh_modes(root, users)
 }
 
-fn apply_user(root: &Path, user: &User, key: &str) -> Result<(), OsConfigError> {
-    let root_arg = root.to_string_lossy();
+fn apply_user(root: &RootDir, user: &User, key: &str) -> Result<(), OsConfigError> {
+    let root_arg = root.path().to_string_lossy();
     for (g, group) in user.secondary_groups.iter().enumerate() {
         let group_key = format!("{key}.secondaryGroups[{g}]");
         let exists = group_exists(root, group)
@@ -111,23 +113,20 @@ fn apply_user(root: &Path, user: &User, key: &str) -> Result<(), OsConfigError> 
 }
 
 /// `~/.ssh/authorized_keys` of `user` in the new root (0700 / 0600, owned
-/// by the user's uid and gid there).
-fn write_authorized_keys(root: &Path, user: &User, key: &str) -> Result<(), OsConfigError> {
+/// by the user's uid and gid there). The home is the new root's: a
+/// symlink on the way to it (`/root -> /...`) is followed inside the root.
+fn write_authorized_keys(root: &RootDir, user: &User, key: &str) -> Result<(), OsConfigError> {
     let entry = passwd_entry(root, &user.name)
         .map_err(|e| OsConfigError::io(key, "cannot read /etc/passwd", e))?
         .ok_or_else(|| {
             OsConfigError::refused(key, format!("user '{}' is not in /etc/passwd", user.name))
         })?;
-    let ssh_dir = in_root(root, &entry.home, key)?.join(".ssh");
+    let ssh_dir = in_root(&entry.home, key)?.join(".ssh");
     let file = ssh_dir.join("authorized_keys");
     let mut text = user.ssh_public_keys.join("\n");
     text.push('\n');
-    write_file(&file, text.as_bytes(), 0o600, key)?;
-    fs::set_permissions(
-        &ssh_dir,
-        std::os::unix::fs::PermissionsExt::from_mode(0o700),
-    )
-    .map_err(|e| {
+    write_file(root, &file, text.as_bytes(), 0o600, key)?;
+    root.set_mode(&ssh_dir, 0o700).map_err(|e| {
         OsConfigError::io(
             key,
             format!("cannot set the mode of {}", ssh_dir.display()),
@@ -135,7 +134,7 @@ fn write_authorized_keys(root: &Path, user: &User, key: &str) -> Result<(), OsCo
         )
     })?;
     for path in [&ssh_dir, &file] {
-        chown(path, Some(entry.uid), Some(entry.gid)).map_err(|e| {
+        root.chown(path, entry.uid, entry.gid).map_err(|e| {
             OsConfigError::io(
                 key,
                 format!("cannot give {} to uid {}", path.display(), entry.uid),
@@ -172,12 +171,12 @@ pub fn sshd_drop_in(users: &[User]) -> String {
 /// Writes the drop-in and makes sshd_config include it first (sshd keeps
 /// the first value it reads). Without sshd_config in the image, a user
 /// with `sshMode: key-only` is refused: nobody could log in as asked.
-fn apply_ssh_modes(root: &Path, users: &[User]) -> Result<(), OsConfigError> {
+fn apply_ssh_modes(root: &RootDir, users: &[User]) -> Result<(), OsConfigError> {
     if users.is_empty() {
         return Ok(());
     }
-    let config = in_root(root, SSHD_CONFIG, "os.users")?;
-    if !config.exists() {
+    let config = Path::new(SSHD_CONFIG);
+    if !root.exists(config) {
         if let Some(i) = users.iter().position(|u| u.ssh_mode == SshMode::KeyOnly) {
             return Err(OsConfigError::refused(
                 format!("os.users[{i}].sshMode"),
@@ -188,14 +187,15 @@ fn apply_ssh_modes(root: &Path, users: &[User]) -> Result<(), OsConfigError> {
         return Ok(());
     }
     let key = "os.users[].sshMode";
-    let drop_in = in_root(root, SSHD_DROP_IN, key)?;
-    write_file(&drop_in, sshd_drop_in(users).as_bytes(), 0o644, key)?;
-    let text = fs::read_to_string(&config)
+    let drop_in = Path::new(SSHD_DROP_IN);
+    write_file(root, drop_in, sshd_drop_in(users).as_bytes(), 0o644, key)?;
+    let text = root
+        .read_to_string(config)
         .map_err(|e| OsConfigError::io(key, format!("cannot read {SSHD_CONFIG}"), e))?;
     let include = format!("Include {SSHD_DROP_IN}");
     if !text.lines().any(|l| l.trim() == include) {
         let text = format!("# Trident: os.users[].sshMode\n{include}\n\n{text}");
-        write_file(&config, text.as_bytes(), 0o644, key)?;
+        write_file(root, config, text.as_bytes(), 0o644, key)?;
     }
     Ok(())
 }
@@ -203,6 +203,7 @@ fn apply_ssh_modes(root: &Path, users: &[User]) -> Result<(), OsConfigError> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::fs;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     use trident_host::config::Password;
@@ -233,9 +234,9 @@ mod tests {
             SshMode::KeyOnly,
             &["ssh-ed25519 AAAAkey op@lab"],
         );
-        apply(root.path(), &[op, user("svc", SshMode::Block, &[])]).unwrap();
+        apply(&root.dir(), &[op, user("svc", SshMode::Block, &[])]).unwrap();
 
-        let entry = passwd_entry(root.path(), "operator").unwrap().unwrap();
+        let entry = passwd_entry(&root.dir(), "operator").unwrap().unwrap();
         assert_eq!(entry.home, "/home/operator");
         assert!(root.read("etc/group").contains("wheel:x:"));
         assert!(
@@ -277,9 +278,9 @@ mod tests {
         root.write("etc/ssh/sshd_config", "");
         let mut op = user("root", SshMode::KeyOnly, &["ssh-ed25519 AAAAone"]);
         op.secondary_groups.clear();
-        apply(root.path(), std::slice::from_ref(&op)).unwrap();
+        apply(&root.dir(), std::slice::from_ref(&op)).unwrap();
         op.ssh_public_keys = vec!["ssh-ed25519 AAAAtwo".to_owned()];
-        apply(root.path(), &[op]).unwrap();
+        apply(&root.dir(), &[op]).unwrap();
         assert_eq!(
             root.read("root/.ssh/authorized_keys"),
             "ssh-ed25519 AAAAtwo\n"
@@ -298,7 +299,7 @@ mod tests {
     #[test]
     fn key_only_without_sshd_is_refused_naming_the_key() {
         let root = TestRoot::new();
-        let err = apply(root.path(), &[user("op", SshMode::KeyOnly, &[])]).unwrap_err();
+        let err = apply(&root.dir(), &[user("op", SshMode::KeyOnly, &[])]).unwrap_err();
         assert_eq!(err.key(), "os.users[0].sshMode");
     }
 
@@ -307,10 +308,14 @@ mod tests {
         let root = TestRoot::new();
         let mut op = user("op", SshMode::Block, &[]);
         op.primary_group = Some("nosuchgroup".to_owned());
-        let err = apply(root.path(), &[op]).unwrap_err();
+        let err = apply(&root.dir(), &[op]).unwrap_err();
         assert_eq!(err.key(), "os.users[0]");
         assert!(err.to_string().contains("useradd"), "{err}");
         // The machine running the test is untouched.
-        assert!(passwd_entry(Path::new("/"), "op").unwrap().is_none());
+        assert!(
+            passwd_entry(&RootDir::open(Path::new("/")).unwrap(), "op")
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -1,17 +1,23 @@
 //! Servicing scripts (preServicing, postProvision, postConfigure) and
 //! health checks: run with `tokio::process`, stdout/stderr streamed line by
-//! line as log records with `log.target = "script::<name>"`.
+//! line as log records with `log.target = "script::<name>"`. Each runs in a
+//! PID namespace of its own ([`group`]): when it exits, what it left
+//! running is ended (and a record says how many) before servicing goes on.
+
+pub mod group;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, Command};
+use tokio::process::{ChildStderr, ChildStdout, Command};
 use trident_host::config::{HealthCheck, RunOn, Script};
 use trident_host::redact::{LineRedactor, Secrets};
 use trident_host::{ResultExt, Subkind, TridentError};
 
+use self::group::ProcessGroup;
+use super::new_root::root_dir::RootDir;
 use super::systemd_check;
 
 /// Interpreter used when a script names none.
@@ -185,44 +191,83 @@ pub async fn run_health_checks(
     Ok(())
 }
 
+/// How long output is still read after the script's processes ended.
+const DRAIN: Duration = Duration::from_secs(5);
+
 async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
     let (failed, timed_out) = match r.role {
         Role::Script => (Subkind::ScriptFailed, Subkind::ScriptFailed),
         Role::HealthCheck => (Subkind::HealthCheckFailed, Subkind::HealthCheckTimedOut),
     };
-    let (mut cmd, _staged) = command(r, env)?;
+    let mut group = ProcessGroup::start().await.structured_msg(
+        failed,
+        format!(
+            "Cannot start a process group (PID namespace) for '{}'",
+            r.name
+        ),
+    )?;
+    let (mut cmd, _staged) = command(r, env, &group)?;
     let mut child = cmd
         .spawn()
         .structured_msg(failed, format!("Cannot start script '{}'", r.name))?;
-    let pgid = child.id();
+    // Its own secrets and every other known one (a script may print
+    // another script's token).
+    let mut secrets = Secrets::of_env(r.env);
+    secrets.extend(&trident_host::redact::known::snapshot());
     let mut tail: VecDeque<String> = VecDeque::new();
-    let io = async {
-        // Its own secrets and every other known one (a script may print
-        // another script's token).
-        let mut secrets = Secrets::of_env(r.env);
-        secrets.extend(&trident_host::redact::known::snapshot());
-        log_output(&mut child, r.name, &secrets, &mut tail).await;
-        child.wait().await
-    };
-    let status = match r.timeout {
-        Some(limit) => match tokio::time::timeout(limit, io).await {
-            Ok(status) => status,
-            Err(_) => {
-                kill_group(pgid);
-                return Err(TridentError::new(
-                    timed_out,
-                    format!(
-                        "'{}' did not finish within {}s (killed); last stderr lines: {}",
-                        r.name,
-                        limit.as_secs(),
-                        render_tail(&tail)
-                    ),
-                ));
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let (status, ended) = {
+        let logging = log_output(stdout, stderr, r.name, &secrets, &mut tail);
+        tokio::pin!(logging);
+        let mut logged = false;
+        let waiting = async {
+            loop {
+                tokio::select! {
+                    status = child.wait() => break status,
+                    () = &mut logging, if !logged => logged = true,
+                }
             }
-        },
-        None => io.await,
+        };
+        let status = match r.timeout {
+            Some(limit) => tokio::time::timeout(limit, waiting).await.ok(),
+            None => Some(waiting.await),
+        };
+        // What the script left running (timed out: the script too) is
+        // ended before anything else happens: a process chrooted in the
+        // new root would keep it from being unmounted.
+        let ended = group.end().await;
+        if !logged {
+            let _ = tokio::time::timeout(DRAIN, &mut logging).await;
+        }
+        (status, ended)
+    };
+    let ended = ended.structured_msg(
+        failed,
+        format!("The processes '{}' started could not be ended", r.name),
+    )?;
+    if !ended.is_empty() {
+        tracing::warn!(
+            script = r.name,
+            processes_ended = ended.len(),
+            "{} process(es) left running by '{}' ended: {}",
+            ended.len(),
+            r.name,
+            group::describe(&ended)
+        );
     }
-    .structured_msg(failed, format!("Waiting for '{}' failed", r.name))?;
+    let Some(status) = status else {
+        let limit = r.timeout.unwrap_or_default();
+        return Err(TridentError::new(
+            timed_out,
+            format!(
+                "'{}' did not finish within {}s (killed); last stderr lines: {}",
+                r.name,
+                limit.as_secs(),
+                render_tail(&tail)
+            ),
+        ));
+    };
+    let status = status.structured_msg(failed, format!("Waiting for '{}' failed", r.name))?;
     if status.success() {
         tracing::info!(script = r.name, "finished successfully");
         return Ok(());
@@ -238,23 +283,24 @@ async fn run(r: &Runnable<'_>, env: &ScriptEnv) -> Result<(), TridentError> {
     ))
 }
 
-/// The script's command line and environment, in its own process group;
+/// The script's command line and environment, inside `group`;
 /// chrooted, the copy of a `path` script inside the new root (kept until
 /// the script ends).
 fn command(
     r: &Runnable<'_>,
     env: &ScriptEnv,
+    group: &ProcessGroup,
 ) -> Result<(Command, Option<StagedScript>), TridentError> {
     let interpreter = r.interpreter.unwrap_or(DEFAULT_INTERPRETER);
     let chroot = env.target_root.as_deref().filter(|_| env.chrooted);
     let mut cmd = match chroot {
         Some(root) => {
-            let mut cmd = Command::new("chroot");
+            let mut cmd = group.command("chroot");
             cmd.arg(root).arg(interpreter).env(ENV_TARGET_ROOT, "/");
             cmd
         }
         None => {
-            let mut cmd = Command::new(interpreter);
+            let mut cmd = group.command(interpreter);
             if let Some(root) = &env.target_root {
                 cmd.env(ENV_TARGET_ROOT, root);
             }
@@ -299,19 +345,19 @@ fn command(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        // Own process group: a timeout kills the script and its children.
+        // Its own process group (a terminal's signals are not its); its
+        // namespace ends everything it started.
         .process_group(0)
         .kill_on_drop(true);
     Ok((cmd, staged))
 }
 
-/// A host script file copied to the top of the new root for a chrooted run
-/// (not into its `/tmp`: an image's `/tmp` may be a symlink, which the copy
-/// would follow out of the new root); removed when dropped.
+/// A host script file copied to the top of the new root for a chrooted run,
+/// through the new root's directory handle (resolved inside it); removed
+/// when dropped.
 #[derive(Debug)]
 struct StagedScript {
-    /// The copy, seen from the host.
-    outside: std::path::PathBuf,
+    root: RootDir,
     /// The copy, seen from inside the chroot.
     inside: String,
 }
@@ -319,18 +365,21 @@ struct StagedScript {
 impl StagedScript {
     fn copy_into(root: &std::path::Path, path: &str, name: &str) -> Result<Self, TridentError> {
         let inside = format!("/.trident-script-{}", uuid::Uuid::new_v4());
-        let outside = root.join(inside.trim_start_matches('/'));
-        std::fs::copy(path, &outside).map(|_| ()).structured_msg(
-            Subkind::ScriptFailed,
-            format!("Cannot copy script '{name}' ({path}) into the new root"),
-        )?;
-        Ok(StagedScript { outside, inside })
+        let failed = format!("Cannot copy script '{name}' ({path}) into the new root");
+        let root = RootDir::open(root).structured_msg(Subkind::ScriptFailed, failed.clone())?;
+        root.copy_in(
+            std::path::Path::new(path),
+            std::path::Path::new(&inside),
+            0o700,
+        )
+        .structured_msg(Subkind::ScriptFailed, failed)?;
+        Ok(StagedScript { root, inside })
     }
 }
 
 impl Drop for StagedScript {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.outside);
+        let _ = self.root.remove_file(std::path::Path::new(&self.inside));
     }
 }
 
@@ -339,11 +388,17 @@ impl Drop for StagedScript {
 /// Lines are redacted (secret environment values, PEM private key blocks
 /// printed line by line): a line becomes a log record, a bus record, an
 /// OTLP log and, for stderr, part of the error message.
-async fn log_output(child: &mut Child, name: &str, secrets: &Secrets, tail: &mut VecDeque<String>) {
+async fn log_output(
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    name: &str,
+    secrets: &Secrets,
+    tail: &mut VecDeque<String>,
+) {
     let target = format!("script::{name}");
     let (mut out_lines, mut err_lines) = (LineRedactor::new(secrets), LineRedactor::new(secrets));
-    let mut out = child.stdout.take().map(|s| BufReader::new(s).lines());
-    let mut err = child.stderr.take().map(|s| BufReader::new(s).lines());
+    let mut out = stdout.map(|s| BufReader::new(s).lines());
+    let mut err = stderr.map(|s| BufReader::new(s).lines());
     while out.is_some() || err.is_some() {
         tokio::select! {
             line = next_line(&mut out), if out.is_some() => {
@@ -369,20 +424,6 @@ async fn log_output(child: &mut Child, name: &str, secrets: &Secrets, tail: &mut
                 }
             }
         }
-    }
-}
-
-/// Kills the process group of a timed-out script (the script itself and
-/// anything it started).
-fn kill_group(pgid: Option<u32>) {
-    let Some(pid) = pgid.and_then(|p| i32::try_from(p).ok()) else {
-        return;
-    };
-    if let Err(error) = nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    ) {
-        tracing::warn!(%error, pgid = pid, "could not kill the script's process group");
     }
 }
 
@@ -489,5 +530,63 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.category(), Category::Servicing);
         assert_eq!(err.subkind(), Subkind::ScriptFailed);
+    }
+
+    /// Command lines of running processes holding `needle`.
+    fn running_with(needle: &str) -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(needle))
+            .collect()
+    }
+
+    /// Issue 37: a script that backgrounds processes (one keeping its
+    /// output open, one not) returns when it exits, and nothing it started
+    /// is left running.
+    #[tokio::test]
+    async fn what_a_script_leaves_running_is_ended_when_it_exits() {
+        let marker = format!("100000.{}", std::process::id());
+        let script = Script {
+            name: "leaves-children".to_owned(),
+            run_on: vec![RunOn::All],
+            interpreter: None,
+            content: Some(format!(
+                "(sleep {marker} &) ; (sleep {marker} >/dev/null 2>&1 &) ; echo started; exit 0"
+            )),
+            path: None,
+            arguments: Vec::new(),
+            environment_variables: BTreeMap::new(),
+        };
+        let ran = tokio::time::timeout(
+            Duration::from_secs(60),
+            run_scripts("postConfigure", &[script], &env()),
+        )
+        .await;
+        let left = running_with(&format!("sleep {marker}"));
+        assert!(
+            ran.is_ok(),
+            "the script's run did not return; running: {left:?}"
+        );
+        ran.unwrap().unwrap();
+        assert!(left.is_empty(), "left running: {left:?}");
+    }
+
+    /// A health check that times out is ended with everything it started,
+    /// a child that left its process group (`setsid`) too.
+    #[tokio::test]
+    async fn a_timed_out_check_is_ended_with_its_children() {
+        let marker = format!("100001.{}", std::process::id());
+        let c = check(
+            "slow-tree",
+            &format!("setsid sleep {marker} & sleep {marker}"),
+            Some(1),
+        );
+        let err = run_health_checks(&[c], &env()).await.unwrap_err();
+        assert_eq!(err.subkind(), Subkind::HealthCheckTimedOut);
+        let left = running_with(&format!("sleep {marker}"));
+        assert!(left.is_empty(), "left running: {left:?}");
     }
 }
