@@ -5,6 +5,7 @@
 use std::fs;
 
 use trident_host::config::AdditionalFile;
+use trident_host::config::document_rules;
 
 use super::root_fs::{OsConfigError, in_root, write_file};
 use crate::new_root::root_dir::RootDir;
@@ -13,15 +14,7 @@ const DEFAULT_MODE: u32 = 0o644;
 
 /// `"0750"` / `"750"` → 0o750.
 fn parse_mode(text: &str, key: &str) -> Result<u32, OsConfigError> {
-    u32::from_str_radix(text.trim(), 8)
-        .ok()
-        .filter(|m| *m <= 0o7777)
-        .ok_or_else(|| {
-            OsConfigError::refused(
-                key,
-                format!("'{text}' is not an octal file mode (e.g. '0644')"),
-            )
-        })
+    document_rules::parse_file_mode(text).map_err(|rule| OsConfigError::document(key, rule))
 }
 
 /// Each file resolved inside the new root: a symlink in the image (an
@@ -43,9 +36,9 @@ pub fn apply(root: &RootDir, files: &[AdditionalFile]) -> Result<(), OsConfigErr
                 )
             })?,
             _ => {
-                return Err(OsConfigError::refused(
+                return Err(OsConfigError::document(
                     key,
-                    "give exactly one of 'content' and 'source'",
+                    "give exactly one of 'content' and 'source'".into(),
                 ));
             }
         };

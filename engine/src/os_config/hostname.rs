@@ -2,28 +2,16 @@
 
 use std::path::Path;
 
+use trident_host::config::document_rules;
+
 use super::root_fs::{OsConfigError, write_file};
 use crate::new_root::root_dir::RootDir;
 
 const KEY: &str = "os.hostname";
 
-/// A hostname systemd accepts: 1 to 64 characters of letters, digits, `-`
-/// and `.`, not starting or ending with `-` or `.`.
+/// The hostname rule validation applies (`document_rules::check_hostname`).
 fn check(name: &str) -> Result<(), OsConfigError> {
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
-    let ok_ends = !name.starts_with(['-', '.']) && !name.ends_with(['-', '.']);
-    if name.is_empty() || name.len() > 64 || !ok_chars || !ok_ends {
-        return Err(OsConfigError::refused(
-            KEY,
-            format!(
-                "'{name}' is not a valid hostname (1-64 letters, digits, '-' and '.', \
-                 not starting or ending with '-' or '.')"
-            ),
-        ));
-    }
-    Ok(())
+    document_rules::check_hostname(name).map_err(|rule| OsConfigError::document(KEY, rule))
 }
 
 pub fn apply(root: &RootDir, name: &str) -> Result<(), OsConfigError> {

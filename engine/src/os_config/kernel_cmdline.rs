@@ -9,12 +9,14 @@ use trident_host::config::Os;
 pub fn extra_args(os: &Os) -> Result<Vec<String>, super::root_fs::OsConfigError> {
     let args = &os.kernel_command_line.extra_command_line;
     for (i, arg) in args.iter().enumerate() {
-        if arg.is_empty() || arg.chars().any(char::is_whitespace) {
-            return Err(super::root_fs::OsConfigError::refused(
-                format!("os.kernelCommandLine.extraCommandLine[{i}]"),
-                format!("'{arg}' is not one kernel argument (no spaces)"),
-            ));
-        }
+        trident_host::config::document_rules::check_word(arg, "kernel argument").map_err(
+            |rule| {
+                super::root_fs::OsConfigError::document(
+                    format!("os.kernelCommandLine.extraCommandLine[{i}]"),
+                    rule,
+                )
+            },
+        )?;
     }
     Ok(args.clone())
 }

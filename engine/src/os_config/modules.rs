@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use trident_host::config::document_rules;
 use trident_host::config::{LoadMode, Module};
 
 use super::root_fs::{OsConfigError, write_file};
@@ -14,15 +15,11 @@ pub const MODULES_LOAD_FILE: &str = "etc/modules-load.d/99-trident.conf";
 pub const MODPROBE_FILE: &str = "etc/modprobe.d/99-trident.conf";
 const HEADER: &str = "# Written by Trident from the Host Configuration (os.modules).\n";
 
-/// A module name or option as modprobe reads it: one word.
+/// A module name or option as modprobe reads it: one word, no `#` (the
+/// rule validation applies).
 fn check_word(word: &str, key: &str) -> Result<(), OsConfigError> {
-    if word.is_empty() || word.chars().any(|c| c.is_whitespace() || c == '#') {
-        return Err(OsConfigError::refused(
-            key,
-            format!("'{word}' is not a module name or option (one word, no '#')"),
-        ));
-    }
-    Ok(())
+    document_rules::check_module_word(word, "module name or option")
+        .map_err(|rule| OsConfigError::document(key, rule))
 }
 
 /// (modules-load.d text, modprobe.d text).

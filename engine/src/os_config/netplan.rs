@@ -24,7 +24,7 @@ pub fn apply(
         } else {
             KEY.to_owned()
         };
-        OsConfigError::refused(key, why)
+        OsConfigError::document(key, why)
     })?;
     write_file(root, Path::new(NETPLAN_FILE), text.as_bytes(), 0o600, KEY)
 }

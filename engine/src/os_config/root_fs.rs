@@ -2,7 +2,7 @@
 //! path, and the file and tool helpers that act on the new root. A leaf
 //! below the key modules and their dispatcher.
 
-use std::path::{Component, Path};
+use std::path::Path;
 use std::process::Command;
 
 use trident_host::{Subkind, TridentError};
@@ -14,6 +14,9 @@ use crate::new_root::root_dir::RootDir;
 /// conversion to [`TridentError`] puts it first in the message.
 #[derive(Debug, thiserror::Error)]
 pub enum OsConfigError {
+    /// A value breaks a rule that needs only the document.
+    #[error("{message}")]
+    Document { key: String, message: String },
     /// The configuration asks for something the new root cannot take (a
     /// path escaping the root, SELinux on an image without it).
     #[error("{message}")]
@@ -39,7 +42,19 @@ impl OsConfigError {
     /// The Host Configuration key path the error is about.
     pub fn key(&self) -> &str {
         match self {
-            Self::Refused { key, .. } | Self::Io { key, .. } | Self::Tool { key, .. } => key,
+            Self::Document { key, .. }
+            | Self::Refused { key, .. }
+            | Self::Io { key, .. }
+            | Self::Tool { key, .. } => key,
+        }
+    }
+
+    /// A value breaks a rule of the document (`trident_host`'s
+    /// `document_rules`, which validation applies first).
+    pub(crate) fn document(key: impl Into<String>, rule: String) -> Self {
+        Self::Document {
+            key: key.into(),
+            message: rule,
         }
     }
 
@@ -63,6 +78,10 @@ impl From<OsConfigError> for TridentError {
     fn from(e: OsConfigError) -> Self {
         let message = format!("Host Configuration key '{}': {e}", e.key());
         match e {
+            // Validation refuses these first; here only as defence in depth.
+            OsConfigError::Document { .. } => {
+                TridentError::new(Subkind::InvalidHostConfiguration, message)
+            }
             // The image lacks what the configuration needs: the request
             // does not match the image, not a servicing fault.
             OsConfigError::Refused { .. } => {
@@ -80,23 +99,9 @@ impl From<OsConfigError> for TridentError {
 /// relative paths and `..` are refused naming the key. Where it lands is
 /// [`RootDir`]'s to resolve, inside the root.
 pub(crate) fn in_root<'a>(abs: &'a str, key: &str) -> Result<&'a Path, OsConfigError> {
-    let path = Path::new(abs);
-    if !path.is_absolute() {
-        return Err(OsConfigError::refused(
-            key,
-            format!("'{abs}' is not an absolute path"),
-        ));
-    }
-    if path
-        .components()
-        .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
-    {
-        return Err(OsConfigError::refused(
-            key,
-            format!("'{abs}' leaves the new root ('..' is not allowed)"),
-        ));
-    }
-    Ok(path)
+    trident_host::config::document_rules::check_absolute_path(abs)
+        .map_err(|rule| OsConfigError::document(key, rule))?;
+    Ok(Path::new(abs))
 }
 
 /// Writes `content` to `path` of the new root (parents created) with

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use trident_host::config::Services;
+use trident_host::config::document_rules;
 
 use super::root_fs::{OsConfigError, run};
 
@@ -13,12 +14,8 @@ pub fn apply(root: &Path, services: &Services) -> Result<(), OsConfigError> {
     for (verb, units) in [("enable", &services.enable), ("disable", &services.disable)] {
         for (i, unit) in units.iter().enumerate() {
             let key = format!("os.services.{verb}[{i}]");
-            if unit.is_empty() || unit.starts_with('-') {
-                return Err(OsConfigError::refused(
-                    key,
-                    format!("'{unit}' is not a unit name"),
-                ));
-            }
+            document_rules::check_unit_name(unit)
+                .map_err(|rule| OsConfigError::document(&key, rule))?;
             run(&key, "systemctl", &[&root_arg, "--quiet", verb, unit])?;
         }
     }

@@ -184,14 +184,11 @@ pub fn validate_document_rules(hc: &HostConfiguration) -> Result<(), TridentErro
     }
     for (i, module) in hc.os.modules.iter().enumerate() {
         let key = format!("os.modules[{i}]");
-        check_word(&module.name, "module name")
-            .and_then(|()| no_hash(&module.name))
+        check_module_word(&module.name, "module name")
             .map_err(|rule| invalid(&format!("{key}.name"), rule))?;
         for (name, value) in &module.options {
-            check_word(name, "module option")
-                .and_then(|()| no_hash(name))
-                .and_then(|()| check_word(value, "module option value"))
-                .and_then(|()| no_hash(value))
+            check_module_word(name, "module option")
+                .and_then(|()| check_module_word(value, "module option value"))
                 .map_err(|rule| invalid(&format!("{key}.options.{name}"), rule))?;
         }
     }
@@ -201,14 +198,7 @@ pub fn validate_document_rules(hc: &HostConfiguration) -> Result<(), TridentErro
     ];
     for (verb, units) in services {
         for (i, unit) in units.iter().enumerate() {
-            check_word(unit, "unit name")
-                .and_then(|()| {
-                    if unit.starts_with('-') {
-                        Err(format!("{} is not a unit name", excerpt(unit)))
-                    } else {
-                        Ok(())
-                    }
-                })
+            check_unit_name(unit)
                 .map_err(|rule| invalid(&format!("os.services.{verb}[{i}]"), rule))?;
         }
     }
@@ -264,6 +254,21 @@ fn check_files_are_not_directories(hc: &HostConfiguration) -> Result<(), Trident
         }
     }
     Ok(())
+}
+
+/// A unit name `systemctl` takes as one: one word, not an option.
+pub fn check_unit_name(unit: &str) -> Result<(), String> {
+    check_word(unit, "unit name")?;
+    if unit.starts_with('-') {
+        return Err(format!("{} is not a unit name", excerpt(unit)));
+    }
+    Ok(())
+}
+
+/// A module name, option or option value as modprobe reads it: one word
+/// without `#` (a comment).
+pub fn check_module_word(word: &str, what: &str) -> Result<(), String> {
+    check_word(word, what).and_then(|()| no_hash(word))
 }
 
 fn no_hash(word: &str) -> Result<(), String> {
