@@ -83,7 +83,7 @@ declare -A APT_FOR_COMMAND=(
     [veritysetup]=cryptsetup-bin        # dm-verity hash trees (mkcosi --filesystem ...,verity=yes)
     [mksquashfs]=squashfs-tools
     [strip]=binutils
-    [socat]=socat                       # QEMU guestfwd to the reverse-connect listener (tests/src/vm.rs)
+    [socat]=socat                       # QEMU guestfwd to the reverse-connect listener (tests/src/vm/)
     [swtpm]=swtpm                       # the VMs' software TPM 2.0 (tests/src/vm/swtpm.rs; encryption scenarios)
     [swtpm_setup]=swtpm-tools
     # OS configuration and new storage in the new root (servicing_os_config.rs).
