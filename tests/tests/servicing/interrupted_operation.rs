@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -132,62 +133,7 @@ async fn sigkill_mid_stream_disk_leaves_an_interrupted_error_in_every_view() {
         "{error:?}"
     );
 
-    let operations = telemetry
-        .list_operations(ListOperationsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .operations;
-    let op = operations
-        .iter()
-        .find(|o| o.operation_id == operation_id)
-        .expect("interrupted operation not listed");
-    assert!(!op.running, "{op:?}");
-    assert_eq!(op.result(), StatusCode::Failure, "{op:?}");
-    assert!(op.completed.is_some(), "{op:?}");
-
-    let mut status = StatusServiceClient::new(daemon.channel().await.unwrap());
-    let stored = status
-        .get_last_error(StatusLastErrorRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .error
-        .expect("StatusService.GetLastError returned no error");
-    assert_eq!(stored.subkind, "interrupted", "{stored:?}");
-    assert_eq!(stored.operation_id, operation_id, "{stored:?}");
-
-    let cli = trident_cli(daemon.socket_path(), &["get", "last-error"]);
-    let printed = String::from_utf8_lossy(&cli.stdout);
-    assert!(cli.status.success(), "{cli:?}");
-    assert!(
-        printed.contains("interrupted") && printed.contains(&operation_id),
-        "{printed}"
-    );
-
-    let bundle = dir.path().join("bundle.tar");
-    let out = trident_cli(
-        daemon.socket_path(),
-        &[
-            "diagnose",
-            "-o",
-            bundle.to_str().unwrap(),
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let report = Command::new("tar")
-        .arg("-xOf")
-        .arg(&bundle)
-        .arg("report.json")
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&report.stdout);
-    assert!(
-        report.contains("interrupted") && report.contains(&operation_id),
-        "{report}"
-    );
+    every_view_says_interrupted(&daemon, &state, &operation_id).await;
 }
 
 /// The SIGKILL test's twin: SIGTERM mid-write. The grace period bounds the
@@ -246,8 +192,7 @@ async fn sigterm_mid_stream_disk_stops_the_write_within_the_grace_and_every_view
     );
 
     let daemon = start().await.unwrap();
-    let mut telemetry = TelemetryServiceClient::new(daemon.channel().await.unwrap());
-    let error = telemetry
+    let error = TelemetryServiceClient::new(daemon.channel().await.unwrap())
         .get_last_error(GetLastErrorRequest {})
         .await
         .unwrap()
@@ -256,6 +201,14 @@ async fn sigterm_mid_stream_disk_stops_the_write_within_the_grace_and_every_view
         .expect("TelemetryService.GetLastError returned no error");
     assert_eq!(error.subkind, "interrupted", "{error:?}");
     assert_eq!(error.operation_id, operation_id, "{error:?}");
+    every_view_says_interrupted(&daemon, &state, &operation_id).await;
+}
+
+/// `ListOperations` (failed, ended), the StatusService's last error, `trident
+/// get last-error` and a diagnose bundle's report all name `operation_id`
+/// as interrupted.
+async fn every_view_says_interrupted(daemon: &Daemon, state: &Path, operation_id: &str) {
+    let mut telemetry = TelemetryServiceClient::new(daemon.channel().await.unwrap());
     let operations = telemetry
         .list_operations(ListOperationsRequest {})
         .await
@@ -266,8 +219,10 @@ async fn sigterm_mid_stream_disk_stops_the_write_within_the_grace_and_every_view
         .iter()
         .find(|o| o.operation_id == operation_id)
         .expect("interrupted operation not listed");
-    assert!(!op.running && op.completed.is_some(), "{op:?}");
+    assert!(!op.running, "{op:?}");
     assert_eq!(op.result(), StatusCode::Failure, "{op:?}");
+    assert!(op.completed.is_some(), "{op:?}");
+
     let mut status = StatusServiceClient::new(daemon.channel().await.unwrap());
     let stored = status
         .get_last_error(StatusLastErrorRequest {})
@@ -278,10 +233,36 @@ async fn sigterm_mid_stream_disk_stops_the_write_within_the_grace_and_every_view
         .expect("StatusService.GetLastError returned no error");
     assert_eq!(stored.subkind, "interrupted", "{stored:?}");
     assert_eq!(stored.operation_id, operation_id, "{stored:?}");
+
     let cli = trident_cli(daemon.socket_path(), &["get", "last-error"]);
     let printed = String::from_utf8_lossy(&cli.stdout);
+    assert!(cli.status.success(), "{cli:?}");
     assert!(
-        printed.contains("interrupted") && printed.contains(&operation_id),
+        printed.contains("interrupted") && printed.contains(operation_id),
         "{printed}"
+    );
+
+    let bundle = state.with_extension("bundle.tar");
+    let out = trident_cli(
+        daemon.socket_path(),
+        &[
+            "diagnose",
+            "-o",
+            bundle.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let report = Command::new("tar")
+        .arg("-xOf")
+        .arg(&bundle)
+        .arg("report.json")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        report.contains("interrupted") && report.contains(operation_id),
+        "{report}"
     );
 }
