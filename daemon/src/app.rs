@@ -88,6 +88,9 @@ async fn serve(
         Arc::new(LegacyBridge::new(bus.clone())),
     );
     engine.remember_stored_secrets();
+    // A datastore upstream Trident wrote: fields of a newer upstream kept
+    // unread, the host taken over, where its partitions are.
+    engine.report_upstream_datastore();
     let interrupt = engine.interrupt.clone();
     ctx.grace_over_hooks.register(
         "interrupt-operation",

@@ -28,6 +28,7 @@ pub mod throttled_http;
 pub mod tmux;
 pub mod trusted_stream_disk;
 pub mod upstream_sample;
+pub mod upstream_status;
 pub mod vm;
 pub mod vm_orchestrator;
 pub mod vm_rcp;

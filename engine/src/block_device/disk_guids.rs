@@ -35,6 +35,12 @@ pub fn read_disk_guids(status: &HostStatus) -> BTreeMap<String, String> {
 
 /// The GPT disk GUID of `device` (512- or 4096-byte sectors), or why not.
 pub fn disk_guid(device: &str) -> Result<String, String> {
+    read_primary_gpt(device).map(|gpt| gpt.disk_guid.to_string())
+}
+
+/// The primary GPT of `device` (512- or 4096-byte sectors), or why not.
+/// Blocking: reads the disk's first sectors.
+pub fn read_primary_gpt(device: &str) -> Result<Gpt, String> {
     let mut head = Vec::new();
     std::fs::File::open(device)
         .and_then(|file| file.take(GPT_PROBE_BYTES).read_to_end(&mut head))
@@ -42,6 +48,5 @@ pub fn disk_guid(device: &str) -> Result<String, String> {
     [512, 4096]
         .into_iter()
         .find_map(|lba_size| Gpt::parse_primary(&head, lba_size).ok())
-        .map(|gpt| gpt.disk_guid.to_string())
         .ok_or_else(|| "no valid GPT".to_owned())
 }

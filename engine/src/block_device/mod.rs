@@ -19,6 +19,9 @@
 //! (`trident_host::config::unsupported`) before any layer runs, and land
 //! as modules beside them with their issues.
 //!
+//! A host upstream Trident installed has its partitions named by partition
+//! UUID and no layout of ours: [`partuuid`] finds them on the disks.
+//!
 //! Image writing, new storage, mounting, fstab, boot control and the
 //! datastore handoff never compute where a device is: they ask
 //! [`BlockDevices::device_of`] for "the device of id X on this host" (for
@@ -31,6 +34,7 @@ mod disk_guids;
 pub mod encryption;
 mod layer;
 pub mod partition;
+pub mod partuuid;
 pub mod raid;
 mod resolver;
 mod stack;

@@ -154,6 +154,12 @@ fn nothing_expected(current: &HostStatus, booted: Option<AbVolume>) -> StepOutco
         let mut status = next_status(current);
         status.servicing_state = ServicingState::Provisioned;
         status.staged_image_hash = None;
+        // The old volume's configuration is current again (upstream's
+        // record of a failed update, and ours, keep it in `specOld`; a
+        // datastore of an older tridentd had already put it in `spec`).
+        if let Some(running) = status.spec_old.take() {
+            status.spec = Some(running);
+        }
         return StepOutcome {
             status: Some(status),
             servicing_kind: Some(ServicingKind::AbUpdate),
@@ -193,19 +199,14 @@ fn check_booted(booted: Option<AbVolume>, exp: &Expectation) -> Result<(), Tride
     Ok(())
 }
 
-/// The "health-checks" phase: the booted configuration's checks (a
-/// rollback boots the configuration in `specOld`, so its checks apply).
+/// The "health-checks" phase: the booted configuration's checks (`spec`:
+/// an update's new configuration, or the one a rollback returns to).
 async fn health_checks(
     ctx: &StepContext,
     current: &HostStatus,
     exp: &Expectation,
 ) -> Result<(), TridentError> {
-    let spec = if exp.kind == ServicingKind::ManualRollbackAb {
-        current.spec_old.clone()
-    } else {
-        current.spec.clone()
-    }
-    .unwrap_or_default();
+    let spec = current.spec.clone().unwrap_or_default();
     let env = ScriptEnv {
         servicing_type: exp.servicing_type,
         operation_id: ctx.operation_id.clone(),
@@ -244,11 +245,6 @@ fn committed(current: &HostStatus, exp: &Expectation) -> StepOutcome {
     let mut status = next_status(current);
     status.servicing_state = ServicingState::Provisioned;
     status.ab_active_volume = Some(exp.volume);
-    if exp.kind == ServicingKind::ManualRollbackAb {
-        // The rolled-back-to configuration is current; the other one is the
-        // new rollback target.
-        std::mem::swap(&mut status.spec, &mut status.spec_old);
-    }
     if let Some(hash) = status.staged_image_hash.take() {
         status.image_hash = Some(hash);
     }
@@ -282,12 +278,11 @@ async fn roll_back(
     {
         return StepError::from(e.context("Pointing the next boot back at the old volume"));
     }
+    // As upstream records it: `spec` the configuration that failed,
+    // `specOld` the one the old volume runs, which the commit there makes
+    // current again (so upstream's agent put back settles it the same way).
     let mut status = next_status(current);
     status.servicing_state = ServicingState::AbUpdateHealthCheckFailed;
-    if current.servicing_state == ServicingState::AbUpdateFinalized {
-        status.spec = current.spec_old.clone();
-        status.spec_old = None;
-    }
     status.staged_image_hash = None;
     hand_back(ctx, &status, old, &error).await;
     tracing::warn!(back_to = %old, "commit failed: next boot points back at the old volume");

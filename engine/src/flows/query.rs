@@ -10,14 +10,17 @@ use super::update::{Change, classify};
 /// The configuration the host runs (provisioned), if any.
 pub fn provisioned_config(status: &HostStatus) -> Option<&HostConfiguration> {
     match status.servicing_state {
-        ServicingState::Provisioned | ServicingState::AbUpdateHealthCheckFailed => {
-            status.spec.as_ref()
-        }
-        ServicingState::AbUpdateStaged | ServicingState::AbUpdateFinalized => {
-            status.spec_old.as_ref()
-        }
-        ServicingState::ManualRollbackAbStaged | ServicingState::ManualRollbackAbFinalized => {
-            status.spec.as_ref()
+        ServicingState::Provisioned => status.spec.as_ref(),
+        // While an update or a rollback is under way (and after one failed,
+        // until the old volume settles it), `specOld` is what runs, as
+        // upstream records it.
+        ServicingState::AbUpdateStaged
+        | ServicingState::AbUpdateFinalized
+        | ServicingState::ManualRollbackAbStaged
+        | ServicingState::ManualRollbackAbFinalized => status.spec_old.as_ref(),
+        // A failed update of an older tridentd had put it in `spec` already.
+        ServicingState::AbUpdateHealthCheckFailed => {
+            status.spec_old.as_ref().or(status.spec.as_ref())
         }
         _ => None,
     }
@@ -29,10 +32,9 @@ pub fn servicing_config(status: &HostStatus) -> Option<&HostConfiguration> {
         ServicingState::CleanInstallStaged
         | ServicingState::CleanInstallFinalized
         | ServicingState::AbUpdateStaged
-        | ServicingState::AbUpdateFinalized => status.spec.as_ref(),
-        ServicingState::ManualRollbackAbStaged | ServicingState::ManualRollbackAbFinalized => {
-            status.spec_old.as_ref()
-        }
+        | ServicingState::AbUpdateFinalized
+        | ServicingState::ManualRollbackAbStaged
+        | ServicingState::ManualRollbackAbFinalized => status.spec.as_ref(),
         _ => None,
     }
 }

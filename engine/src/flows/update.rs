@@ -3,7 +3,7 @@
 //! active volume is never opened for writing) and finalize (next boot =
 //! inactive volume, reboot), or a runtime update (`runtime_update`).
 
-use trident_host::config::HostConfiguration;
+use trident_host::config::{HostConfiguration, MountPoint, MountPointSpec};
 use trident_host::status::{AbVolume, HostStatus, ServicingState};
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_proto::v1::{RebootHandling, ServicingKind};
@@ -51,7 +51,9 @@ fn without_runtime_keys(hc: &HostConfiguration) -> Result<serde_json::Value, Tri
     rest.health = Default::default();
     // Only a clean install applies it (to the OS running the install).
     rest.management_os = Default::default();
-    json(&rest)
+    let mut value = json(&rest)?;
+    value["storage"] = storage_value(hc)?;
+    Ok(value)
 }
 
 /// Compares `new` with the provisioned configuration.
@@ -77,6 +79,25 @@ pub fn classify(
     } else {
         Change::None
     })
+}
+
+/// `hc`'s storage as two configurations are compared: each mount point
+/// with the options it is mounted with (none given is `defaults`, as
+/// upstream records them) and each filesystem with its source (none given
+/// is the image), so the storage upstream recorded reads the same as the
+/// configuration that described it.
+fn storage_value(hc: &HostConfiguration) -> Result<serde_json::Value, TridentError> {
+    let mut storage = hc.storage.clone();
+    for fs in &mut storage.filesystems {
+        if !fs.mount_point.is_none() {
+            fs.mount_point = MountPoint::Full(MountPointSpec {
+                path: fs.mount_point.path().to_owned(),
+                options: Some(fs.mount_point.options().unwrap_or("defaults").to_owned()),
+            });
+        }
+        fs.source = Some(fs.effective_source());
+    }
+    json(&storage)
 }
 
 /// The active volume and the provisioned configuration of a host that
@@ -146,7 +167,7 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
     }
     let mut plan = StepPlan::servicing(hc, ServicingType::AbUpdate, halves);
     plan.declare();
-    if serde_json::to_value(&running.storage).ok() != serde_json::to_value(&hc.storage).ok() {
+    if storage_value(&running)? != storage_value(hc)? {
         return Err(TridentError::new(
             Subkind::UnsupportedFeature,
             "The new Host Configuration changes 'storage': storage changes need a clean install",
@@ -285,5 +306,55 @@ pub async fn update_step(ctx: StepContext, yaml: String, handling: RebootHandlin
             ctx.commit_status(&staged).await?;
             Ok(finalize(&ctx, &staged, handling, UPDATE).await?)
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests fail loudly on purpose
+mod tests {
+    use super::*;
+
+    fn config(root_mount: &str, esp_source: &str) -> HostConfiguration {
+        trident_host::config::parse(&format!(
+            r#"
+image: {{ url: "https://images.example.com/os.cosi", sha384: {sha384} }}
+storage:
+  disks:
+  - id: os
+    device: /dev/sda
+    partitionTableType: gpt
+    partitions:
+    - {{ id: esp, type: esp, size: 8M }}
+    - {{ id: root-a, type: root, size: 48M }}
+    - {{ id: root-b, type: root, size: 48M }}
+  abUpdate:
+    volumePairs:
+    - {{ id: root, volumeAId: root-a, volumeBId: root-b }}
+  filesystems:
+  - {{ deviceId: esp, {esp_source}mountPoint: {{ path: /boot/efi, options: umask=0077 }} }}
+  - {{ deviceId: root, mountPoint: {root_mount} }}
+"#,
+            sha384 = "2e".repeat(48)
+        ))
+        .unwrap()
+    }
+
+    /// Upstream records every mount point with its options (`defaults`
+    /// when none were given) and every filesystem's source: the storage
+    /// of a host it installed is the configuration that described it.
+    #[test]
+    fn storage_as_upstream_records_it_is_the_same_storage() {
+        let written = config("/", "");
+        let recorded = config("{ path: /, options: defaults }", "source: image, ");
+        assert_eq!(
+            storage_value(&written).unwrap(),
+            storage_value(&recorded).unwrap()
+        );
+        assert_eq!(classify(&recorded, &written).unwrap(), Change::None);
+        let other = config("{ path: /, options: ro }", "");
+        assert_ne!(
+            storage_value(&written).unwrap(),
+            storage_value(&other).unwrap()
+        );
     }
 }

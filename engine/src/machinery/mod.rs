@@ -14,11 +14,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use trident_cosi::SourceOptions;
-use trident_host::datastore::{Datastore, OperationEnd, OperationResult, OperationStart};
+use trident_host::datastore::{
+    Datastore, OperationEnd, OperationResult, OperationStart, RollbackChainItem, Winner,
+};
 use trident_host::status::HostStatus;
 use trident_host::{ContextExt, ResultExt, Subkind, TridentError};
 use trident_telemetry::Bus;
 
+use super::block_device::partuuid::TakeoverLayout;
 use super::boot_control::BootControl;
 use super::boot_control::record::RecordBootControl;
 use super::boot_control::uefi::UefiBootControl;
@@ -62,6 +65,9 @@ pub struct Engine {
     pub sources: SourceOptions,
     /// Set when the daemon's shutdown must stop the running operation.
     pub interrupt: crate::interrupt::Interrupt,
+    /// Where the partitions of a Host Status upstream wrote are (found on
+    /// the disks by partition UUID, once).
+    takeover_layout: TakeoverLayout,
 }
 
 impl Engine {
@@ -100,6 +106,7 @@ impl Engine {
             host_root: settings.host_root,
             sources,
             interrupt,
+            takeover_layout: TakeoverLayout::default(),
         };
         // Errors are reported again on every request that needs the datastore.
         if let Err(error) = engine.with_datastore(|_| Ok(())) {
@@ -241,11 +248,45 @@ impl Engine {
         }
     }
 
-    /// The current Host Status.
+    /// The current Host Status; for a host upstream Trident serviced, with
+    /// the place of each partition it names by partition UUID, read from
+    /// the disks (`block_device::partuuid`).
     pub fn host_status(&self) -> Result<HostStatus, TridentError> {
         let mut status = self.with_datastore(|ds| ds.host_status())?;
+        self.takeover_layout.fill(&mut status);
         self.unrecorded_error.overlay(&mut status);
         Ok(status)
+    }
+
+    /// The manual-rollback chain, newest first, computed from the Host
+    /// Status history as upstream computes it.
+    pub fn rollback_chain(&self) -> Result<Vec<RollbackChainItem>, TridentError> {
+        self.with_datastore(|ds| ds.rollback_chain())
+    }
+
+    /// At start: what an operator should know of a datastore upstream
+    /// Trident wrote (a host taken over, fields of a newer upstream kept
+    /// unread) as warnings, and, for a Host Status upstream wrote, where
+    /// its partitions are (read from the disks now, so a disk that cannot
+    /// be found is said at start). Nothing when the datastore is ours.
+    pub fn report_upstream_datastore(&self) {
+        let notes = self.with_datastore(|ds| Ok((ds.upstream_notes()?, ds.winner()?)));
+        match notes {
+            Ok((notes, winner)) => {
+                for note in notes {
+                    tracing::warn!(datastore = %self.datastore_path().display(), "{note}");
+                }
+                if let Winner::Upstream(row) = winner {
+                    tracing::info!(row, "taking over the host as upstream Trident left it");
+                    if let Err(error) = self.host_status() {
+                        tracing::warn!(error = %error.report(), "upstream Trident's Host Status");
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(error = %error.report(), "reading upstream Trident's table");
+            }
+        }
     }
 
     /// Moves servicing to the datastore at `path` (trident.datastorePath of

@@ -334,6 +334,12 @@ impl Datastore {
         Ok(out)
     }
 
+    /// Rows of upstream's table `hoststatus` as stored, newest first (at
+    /// most `limit`): what upstream's agent put back would read.
+    pub fn upstream_rows(&self, limit: u32) -> Result<Vec<upstream::UpstreamRow>, TridentError> {
+        upstream::rows(&self.conn, limit)
+    }
+
     /// The manual-rollback chain, newest first, as upstream computes it
     /// from the same history ([`rollback_chain`]): over upstream's table,
     /// where every row of ours is too; a row that cannot be read ends it,

@@ -41,5 +41,6 @@ mod stream_disk_target_changes;
 mod torn_state;
 mod uefi_fallback;
 mod upstream_samples;
+mod upstream_takeover;
 mod validation_document_rules;
 mod validation_property;

@@ -349,8 +349,24 @@ async fn manual_rollback_returns_to_the_previous_volume() {
         .config;
     assert!(provisioned.contains("v1.cosi"), "{provisioned}");
 
-    // Back on A, B is the next rollback: refused where upstream refuses, a
-    // runtime rollback asked for while the next one would undo an A/B update.
+    // Upstream's chain: the update and its rollback cancel out, nothing is
+    // left to roll back to.
+    let chain = c
+        .rollback
+        .get_rollback_chain(v1preview::GetRollbackChainRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .rollback_chain;
+    assert!(chain.is_empty(), "{chain:?}");
+
+    // Updated again, B is the next rollback: refused where upstream
+    // refuses, a runtime rollback asked for while the next one would undo
+    // an A/B update.
+    c.update_stage(&fx.config(&v2, "")).await.assert_success();
+    c.update_finalize().await.assert_success();
+    c.commit().await.assert_success();
+    assert_eq!(c.active_volume().await, AbVolumeState::VolumeB);
     let mismatch = servicing_support::collect(
         stable
             .rollback(v1::RollbackRequest {

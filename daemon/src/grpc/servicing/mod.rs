@@ -103,6 +103,15 @@ impl ServicingApi {
         let _read = self.engine.connection_lock.read().await;
         self.engine.host_status().map_err(to_status)
     }
+
+    /// The manual-rollback chain (upstream's rule over the Host Status
+    /// history) under the connection read lock.
+    async fn rollback_chain(
+        &self,
+    ) -> Result<Vec<trident_host::datastore::RollbackChainItem>, Status> {
+        let _read = self.engine.connection_lock.read().await;
+        self.engine.rollback_chain().map_err(to_status)
+    }
 }
 
 #[tonic::async_trait]
@@ -116,9 +125,9 @@ impl RollbackService for ServicingApi {
         request: Request<v1preview::CheckRollbackRequest>,
     ) -> Result<Response<v1preview::CheckRollbackResponse>, Status> {
         let kind = rollback_kind(request.into_inner().kind)?;
-        let status = self.status().await?;
+        let chain = self.rollback_chain().await?;
         Ok(Response::new(v1preview::CheckRollbackResponse {
-            kind: rollback::check(&status, kind) as i32,
+            kind: rollback::check(&chain, kind) as i32,
         }))
     }
 
@@ -154,9 +163,9 @@ impl RollbackService for ServicingApi {
         &self,
         _request: Request<v1preview::GetRollbackChainRequest>,
     ) -> Result<Response<v1preview::GetRollbackChainResponse>, Status> {
-        let status = self.status().await?;
+        let chain = self.rollback_chain().await?;
         Ok(Response::new(v1preview::GetRollbackChainResponse {
-            rollback_chain: rollback::chain(&status),
+            rollback_chain: rollback::chain(&chain),
         }))
     }
 
@@ -164,9 +173,9 @@ impl RollbackService for ServicingApi {
         &self,
         _request: Request<v1preview::GetRollbackTargetRequest>,
     ) -> Result<Response<v1preview::GetRollbackTargetResponse>, Status> {
-        let status = self.status().await?;
+        let chain = self.rollback_chain().await?;
         Ok(Response::new(v1preview::GetRollbackTargetResponse {
-            rollback_target: rollback::chain(&status).into_iter().next(),
+            rollback_target: rollback::chain(&chain).into_iter().next(),
         }))
     }
 }

@@ -24,7 +24,7 @@ pub fn fixtures() -> PathBuf {
 }
 
 /// Every datastore of the folder, by name.
-pub const DATASTORES: [&str; 14] = [
+pub const DATASTORES: [&str; 18] = [
     "state-not-provisioned",
     "state-clean-install-staged",
     "state-clean-install-finalized",
@@ -39,6 +39,10 @@ pub const DATASTORES: [&str; 14] = [
     "raid-encryption",
     "history-ab-update",
     "history-manual-rollback",
+    "takeover-clean-install-staged",
+    "takeover-provisioned",
+    "takeover-ab-update-staged",
+    "takeover-ab-update-finalized",
 ];
 
 /// A private copy of a fixture: `(its folder, the datastore path)`.
