@@ -43,15 +43,15 @@ SCENARIOS=(
     "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
     "raid-mirrored|two blank disks: upstream's raid-mirrored sample (as our fixture, root split into an A/B pair of mirrors) installs, boots with / on RAID1, A/B updates on the arrays and commits"
     "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean; the rebuilt disk then boots alone (the CI scenario)"
-    "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots"
-    "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it"
-    "basic|upstream's basic sample (devices, image and sizes rewritten): ESP and root on one disk; installs and boots"
-    "simple|upstream's simple sample (and its placeholder SSH key): scripts, netplan, a user, an additional file; installs, boots, passes its health checks (a script, systemd-networkd)"
-    "base|upstream's base sample on a VM with a software TPM: A/B root, swap, /srv on LUKS2 sealed to PCR 7 with a recovery key file, /mnt/raid on a RAID1 mirror; installs, boots, A/B updates to v2 (/srv unlocked by the TPM again) and commits"
+    "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots (also in scripts/test.sh)"
+    "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it (also in scripts/test.sh)"
+    "basic|upstream's basic sample (devices, image and sizes rewritten): ESP and root on one disk; installs and boots (also in scripts/test.sh)"
+    "simple|upstream's simple sample (and its placeholder SSH key): scripts, netplan, a user, an additional file; installs, boots, passes its health checks (a script, systemd-networkd) (also in scripts/test.sh)"
+    "base|upstream's base sample on a VM with a software TPM: A/B root, swap, /srv on LUKS2 sealed to PCR 7 with a recovery key file, /mnt/raid on a RAID1 mirror; installs, boots, A/B updates to v2 (/srv unlocked by the TPM again) and commits (scripts/test.sh runs its install and boot alone)"
     "advanced|upstream's advanced sample on two disks with a software TPM: RAID1 arrays, /home on LUKS2 over an array unlocked by the TPM, swap on both disks, the verity root (read-only, /etc an overlay); the grub scenario's flow: install v1, A/B update to v2 with v2's root hash, commit, a failing update rolls back (also in scripts/test.sh)"
     "advanced-plain-root|the advanced scenario without the sample's verity section, on the plain test OS: root-data a plain A/B root on mirrors (RAID, /home encrypted on an array, swap, A/B and the TPM apart from verity)"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
-    "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots"
+    "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots (also in scripts/test.sh)"
 )
 
 # Runs the ignored e2e test TEST of the vm test binary, named with its
@@ -83,7 +83,7 @@ scenario_stream_disk_boot() {
 }
 
 scenario_runtime_update() {
-    run_vm_test vm_runtime_update::a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them
+    run_vm_test vm_runtime_update::matrix_a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them
 }
 
 scenario_raid_mirrored() {
@@ -95,7 +95,7 @@ scenario_rebuild_raid() {
 }
 
 scenario_raid() {
-    run_vm_test vm_raid::matrix_raid_sample_installs_and_boots_with_root_on_a_mirror
+    run_vm_test vm_raid::upstreams_raid_sample_installs_and_boots_with_root_on_a_mirror
 }
 
 scenario_encryption() {
@@ -116,7 +116,7 @@ scenario_advanced_plain_root() {
 
 scenario_tpm_pcrs_changed() {
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_tpm_pcrs_changed::an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing
+    run_vm_test vm_tpm_pcrs_changed::matrix_an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing
 }
 
 scenario_basic() {
@@ -130,7 +130,7 @@ scenario_simple() {
 scenario_base() {
     # systemd-boot, as encryption: PCR 7 holds the firmware's measurements only.
     export TRIDENT_VM_BOOTLOADER=systemd-boot
-    run_vm_test vm_samples::upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2
+    run_vm_test vm_samples::matrix_upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2
 }
 
 scenario_verity() {

@@ -130,7 +130,7 @@ fn crypt_field(line: &str) -> &str {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh encryption"]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section (vm-matrix.sh encryption)"]
 async fn upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm() {
     let started = std::time::Instant::now();
     let artifacts = vm::artifacts_dir("encryption").unwrap();

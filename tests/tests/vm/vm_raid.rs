@@ -607,8 +607,8 @@ async fn matrix_raid_mirrored_installs_on_mirrors_and_updates_on_them() {
 /// members (5 GiB → 1 GiB: a TCG VM's disks and resync time) and
 /// `syncTimeout` (60 → 600 s), `os.selinux.mode` (permissive → disabled).
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh"]
-async fn matrix_raid_sample_installs_and_boots_with_root_on_a_mirror() {
+#[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section (vm-matrix.sh raid)"]
+async fn upstreams_raid_sample_installs_and_boots_with_root_on_a_mirror() {
     let mut s = RaidVm::start("raid-sample", false, 2 << 30).await;
     let fixture = host_config_fixture("raid");
     let (url, sha) = image_lines(&s.v1, s.http.port);

@@ -240,7 +240,7 @@ async fn boot_id(guest: &Path) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh runtime-update"]
-async fn a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them()
+async fn matrix_a_runtime_update_merges_a_sysext_and_a_confext_on_the_running_guest_and_another_removes_them()
  {
     let artifacts = vm::artifacts_dir("runtime_update").unwrap();
     let work = tempfile::Builder::new()

@@ -285,7 +285,7 @@ async fn committed(socket: &GuestSocket) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh basic"]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section (vm-matrix.sh basic)"]
 async fn upstreams_basic_sample_installs_and_boots() {
     let mut s = SampleVm::start("basic", &["v1"]).await;
     let line = s.install().await;
@@ -296,7 +296,7 @@ async fn upstreams_basic_sample_installs_and_boots() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh simple"]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section (vm-matrix.sh simple)"]
 async fn upstreams_simple_sample_installs_boots_and_passes_its_health_checks() {
     let mut s = SampleVm::start("simple", &["v1"]).await;
     s.install().await;
@@ -323,14 +323,9 @@ fn assert_base_boot(line: &str) {
     assert_eq!(field(line, "swap"), "swap,", "{line}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh base"]
-async fn upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2() {
-    use trident_proto::v1::{
-        FinalizeUpdateRequest, HostConfiguration, RebootHandling, RebootManagement, RebootStatus,
-        StageUpdateRequest, UpdateRequest, update_service_client::UpdateServiceClient,
-    };
-    let mut s = SampleVm::start("base", &["v1", "v2"]).await;
+/// `base` installed (v1) and booted from volume A with `/srv` unlocked by
+/// the TPM; the committed host's socket.
+async fn base_installed(s: &mut SampleVm) -> GuestSocket {
     let bootloader = s.work.versions[0].bootloader;
     let step = Instant::now();
     let line = s.install().await;
@@ -355,6 +350,30 @@ async fn upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v
         "timing: base install, boot A, commit {:.1}s",
         step.elapsed().as_secs_f64()
     );
+    guest
+}
+
+/// The test command's: `base` installs and boots. Its A/B update (with the
+/// TPM unsealing `/srv` before the write) is the matrix's `base`: the
+/// test command's `advanced` runs the same flow on a TPM-sealed volume.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section"]
+async fn upstreams_base_sample_installs_and_boots_with_srv_unlocked_by_the_tpm() {
+    let mut s = SampleVm::start("base", &["v1"]).await;
+    drop(base_installed(&mut s).await);
+    s.stop();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh base"]
+async fn matrix_upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2() {
+    use trident_proto::v1::{
+        FinalizeUpdateRequest, HostConfiguration, RebootHandling, RebootManagement, RebootStatus,
+        StageUpdateRequest, UpdateRequest, update_service_client::UpdateServiceClient,
+    };
+    let mut s = SampleVm::start("base", &["v1", "v2"]).await;
+    let bootloader = s.work.versions[0].bootloader;
+    let guest = base_installed(&mut s).await;
 
     // A/B update to v2: the daemon has the TPM unseal /srv's key before
     // writing; B boots with /srv unlocked by the TPM again, and commits.

@@ -75,7 +75,7 @@ fn partition_bytes(disk: &Path, name: &str) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh tpm-pcrs-changed"]
-async fn an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing() {
+async fn matrix_an_update_after_the_pcrs_changed_fails_naming_volume_and_pcrs_and_writes_nothing() {
     let started = std::time::Instant::now();
     let artifacts = vm::artifacts_dir("tpm_pcrs_changed").unwrap();
     let work = InstallerWork::build("trident-vm-tpm-pcrs-", &["v1", "v2"]).await;

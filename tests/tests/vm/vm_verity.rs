@@ -129,7 +129,7 @@ fn flip_byte_in(disk: &Path, offset: u64, limit: u64, pattern: &[u8]) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "boots a UEFI VM for minutes: run by scripts/vm-matrix.sh verity"]
+#[ignore = "boots a UEFI VM for minutes: run by scripts/test.sh's VM section (vm-matrix.sh verity)"]
 async fn upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_byte_fails_its_reads()
  {
     let started = std::time::Instant::now();

@@ -22,6 +22,8 @@ use trident_rcp::pki::{LeafSpec, TestCa};
 
 use crate::bin_dir;
 
+pub mod cache;
+
 /// The repository root (the e2e crate lives in `tests/`).
 pub fn repo_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -40,8 +42,26 @@ fn run(what: &str, cmd: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds `dir/trident.raw` from the binaries next to the tests.
+/// `trident.raw` from the binaries next to the tests: the shared build's
+/// ([`cache`]), made once per build of the binaries, or `dir/trident.raw`
+/// with the cache off. Test OS versions built with it share its directory
+/// (and its [`RcpPki`]).
 pub fn build_sysext(dir: &Path) -> anyhow::Result<PathBuf> {
+    if !cache::enabled() {
+        return build_sysext_into(dir);
+    }
+    let build = cache::build_dir()?;
+    let _lock = cache::lock(&build)?;
+    let out = build.join("trident.raw");
+    if out.exists() {
+        println!("timing: sysext 0s (shared: {})", out.display());
+        return Ok(out);
+    }
+    cache::prune(&build);
+    build_sysext_into(&build)
+}
+
+fn build_sysext_into(dir: &Path) -> anyhow::Result<PathBuf> {
     let out = dir.join("trident.raw");
     run(
         "sysext",
@@ -224,22 +244,7 @@ fn build(
     options: &[&str],
     verity: bool,
 ) -> anyhow::Result<TestOs> {
-    let out = dir.join(version);
-    let rcp = RcpPki::in_dir(dir)?;
-    run(
-        &format!("test OS {version} {} (build-image.sh)", bootloader.as_str()),
-        Command::new("bash")
-            .arg(repo_root().join("tests/vm/build-image.sh"))
-            .arg("--sysext")
-            .arg(sysext)
-            .arg("--rcp")
-            .arg(&rcp.dir)
-            .arg("--bootloader")
-            .arg(bootloader.as_str())
-            .args(options)
-            .arg(version)
-            .arg(&out),
-    )?;
+    let (out, rcp) = build_image(version, bootloader, sysext, dir, options)?;
     let env = read_env(&out.join("image.env"))?;
     let get = |key: &str| {
         env.get(key)
@@ -324,6 +329,76 @@ fn build(
         rcp,
         verity,
     })
+}
+
+/// `build-image.sh`'s output directory for `version`, and the PKI its
+/// agent trusts: in the shared build when `sysext` is the shared build's
+/// (built there once, under its lock), else in `dir`.
+fn build_image(
+    version: &str,
+    bootloader: TestBootloader,
+    sysext: &Path,
+    dir: &Path,
+    options: &[&str],
+) -> anyhow::Result<(PathBuf, RcpPki)> {
+    let shared = sysext
+        .parent()
+        .filter(|p| cache::enabled() && p.starts_with(cache::cache_root()));
+    let Some(build) = shared else {
+        let out = dir.join(version);
+        let rcp = RcpPki::in_dir(dir)?;
+        run_build_image(version, bootloader, sysext, &rcp, options, &out)?;
+        return Ok((out, rcp));
+    };
+    let _lock = cache::lock(build)?;
+    let rcp = RcpPki::in_dir(build)?;
+    let out = cache::version_dir(build, version, bootloader.as_str(), options)?;
+    if out.join("image.env").exists() {
+        println!(
+            "timing: test OS {version} {} (build-image.sh) 0s (shared: {})",
+            bootloader.as_str(),
+            out.display()
+        );
+        return Ok((out, rcp));
+    }
+    // Built aside and renamed: a directory with a name is complete.
+    let partial = out.with_extension("partial");
+    if partial.exists() {
+        fs::remove_dir_all(&partial).with_context(|| format!("removing {}", partial.display()))?;
+    }
+    run_build_image(version, bootloader, sysext, &rcp, options, &partial)?;
+    let env = partial.join("image.env");
+    let text = fs::read_to_string(&env)?;
+    // image.env names the image files by their path: the final one.
+    let partial_text = partial.to_string_lossy().into_owned();
+    fs::write(&env, text.replace(&partial_text, &out.to_string_lossy()))?;
+    fs::rename(&partial, &out)
+        .with_context(|| format!("renaming {} to {}", partial.display(), out.display()))?;
+    Ok((out, rcp))
+}
+
+fn run_build_image(
+    version: &str,
+    bootloader: TestBootloader,
+    sysext: &Path,
+    rcp: &RcpPki,
+    options: &[&str],
+    out: &Path,
+) -> anyhow::Result<()> {
+    run(
+        &format!("test OS {version} {} (build-image.sh)", bootloader.as_str()),
+        Command::new("bash")
+            .arg(repo_root().join("tests/vm/build-image.sh"))
+            .arg("--sysext")
+            .arg(sysext)
+            .arg("--rcp")
+            .arg(&rcp.dir)
+            .arg("--bootloader")
+            .arg(bootloader.as_str())
+            .args(options)
+            .arg(version)
+            .arg(out),
+    )
 }
 
 /// The COSI's bootloader section for a test OS, as upstream's COSI 1.2
