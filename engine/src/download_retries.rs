@@ -56,8 +56,13 @@ fn message(notice: &RetryNotice, url: &str, reason: &str) -> String {
     )
 }
 
+/// "750 ms" under a second, else "1.5 s".
 fn seconds(delay: Duration) -> String {
-    format!("{:.1} s", delay.as_secs_f64())
+    if delay < Duration::from_secs(1) {
+        format!("{} ms", delay.as_millis())
+    } else {
+        format!("{:.1} s", delay.as_secs_f64())
+    }
 }
 
 #[cfg(test)]

@@ -232,3 +232,16 @@ fn a_cosi_streams_through_drops_with_every_region_verified() {
     assert_eq!(seen.lock().unwrap().len(), 3);
     assert_eq!(server.bytes_sent(), len);
 }
+
+#[test]
+fn a_server_that_cannot_be_reached_is_reported_at_once_without_retries() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (options, seen) = fast_retries(5, 0);
+    let err = read_all(&format!("http://127.0.0.1:{port}/x.cosi"), &options).unwrap_err();
+    assert_eq!(err.subkind(), "download-image", "{err}");
+    assert!(seen.lock().unwrap().is_empty());
+}

@@ -1,7 +1,10 @@
 //! `http(s)://` downloads that survive the network: one `GET`, and after a
 //! dropped connection, a stall, a short body or a 5xx answer another one
 //! for the rest (`Range: bytes=N-`) within the caller's [`ResumePolicy`].
-//! The reader above sees one unbroken stream of the file's bytes.
+//! The reader above sees one unbroken stream of the file's bytes. The
+//! first request is retried only when the server answers it with a
+//! passing trouble (5xx, 408, 429): a server that cannot be reached at
+//! all is reported at once.
 //!
 //! A file that changed between two requests is never mixed: each resumed
 //! request carries `If-Range` with the first answer's strong `ETag` (else
@@ -107,6 +110,8 @@ pub(super) struct HttpDownload {
     body: Option<ureq::BodyReader<'static>>,
     /// Bytes handed to the reader above.
     delivered: u64,
+    /// Whether the server answered a request yet.
+    answered: bool,
     /// Bytes of the current body to drop before handing any up (a server
     /// that ignored `Range` sends the file from byte 0 again).
     skip: u64,
@@ -130,6 +135,7 @@ impl HttpDownload {
             identity: Identity::default(),
             body: None,
             delivered: 0,
+            answered: false,
             skip: 0,
         };
         download.request()?;
@@ -173,7 +179,12 @@ impl HttpDownload {
                         .to_owned(),
                 )));
             }
-            Err(e) if retryable(&e) => {
+            // Before any answer, only a server's own trouble (5xx, 408,
+            // 429) is retried: a server that cannot be reached at all is
+            // reported at once (a wrong URL, a server down), as before.
+            Err(e)
+                if retryable(&e) && (self.answered || matches!(e, ureq::Error::StatusCode(_))) =>
+            {
                 let kind = match &e {
                     ureq::Error::Io(io) => io.kind(),
                     ureq::Error::Timeout(_) => io::ErrorKind::TimedOut,
@@ -188,6 +199,7 @@ impl HttpDownload {
                 }));
             }
         };
+        self.answered = true;
         let length: Option<u64> = header(&response, "content-length").and_then(|v| v.parse().ok());
         match response.status().as_u16() {
             206 if resuming => {
