@@ -242,9 +242,7 @@ async fn an_oci_pull_that_drops_once_resumes_without_starting_over() {
         .unwrap();
     let relay = DroppingRelay::start(registry.port(), len / 2).unwrap();
     let url = format!("oci://127.0.0.1:{}/os/azl:3.0", relay.port());
-    let mut flags = FAST_RETRIES.to_vec();
-    flags.extend(["--inactivity-timeout", "0"]);
-    let done = stream_disk_trusting(registry.ca_pem(), &s.disk, &url, None, &flags)
+    let done = stream_disk_trusting(registry.ca_pem(), &s.disk, &url, None, &FAST_RETRIES)
         .await
         .unwrap();
     assert_succeeded(&done);
