@@ -12,8 +12,10 @@
 //! into the synchronous reader the COSI reader consumes, so the download
 //! runs at the speed the target is written and never holds more than a
 //! few chunks in memory; a broken blob download is resumed there.
-//! `registry.rs` is the client and the meaning of the registry's errors.
+//! `registry.rs` is the client and the meaning of the registry's errors,
+//! `digest.rs` checks the blob's bytes against the layer's digest.
 
+mod digest;
 mod pull;
 mod registry;
 

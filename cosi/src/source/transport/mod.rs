@@ -1,8 +1,10 @@
 //! `file://` and `http(s)://` sources as plain byte streams (the scheme
 //! dispatch is in `source/mod.rs`); `http.rs` resumes a broken download,
-//! `resume.rs` keeps the retry bookkeeping it shares with `oci://` pulls.
+//! `identity.rs` tells one file's answers from another's, `resume.rs`
+//! keeps the retry bookkeeping it shares with `oci://` pulls.
 
 mod http;
+mod identity;
 pub(crate) mod resume;
 
 use std::fs::File;
