@@ -73,6 +73,22 @@ pub enum CosiError {
     },
     #[error("cannot download {url}: {reason}")]
     Http { url: String, reason: String },
+    #[error(
+        "{url} changed during the download ({detail}); after {delivered} bytes were consumed the download cannot start over, and a changed file is never mixed with the old one"
+    )]
+    ImageChanged {
+        url: String,
+        detail: String,
+        delivered: u64,
+    },
+    #[error(
+        "the server of {url} does not serve byte ranges: the download broke after {delivered} bytes and was read again from byte 0 {restarts} times, the most allowed"
+    )]
+    RangesNotServed {
+        url: String,
+        delivered: u64,
+        restarts: u32,
+    },
     #[error("expected image hash {value:?} is neither 96 lowercase hex digits nor \"ignored\"")]
     InvalidExpectedHash { value: String },
     #[error("reading {url}: {source}")]
@@ -176,6 +192,8 @@ impl CosiError {
             } => ErrorClass::InvalidImage,
             CosiError::Open { .. }
             | CosiError::Http { .. }
+            | CosiError::ImageChanged { .. }
+            | CosiError::RangesNotServed { .. }
             | CosiError::Registry { .. }
             | CosiError::RegistryAuthFile { .. }
             | CosiError::Read { .. }
@@ -201,6 +219,8 @@ impl CosiError {
             CosiError::RegistryAuthFile { .. } => "registry-auth-file",
             CosiError::Open { .. } => "open-image",
             CosiError::Http { .. } => "download-image",
+            CosiError::ImageChanged { .. } => "image-changed-during-download",
+            CosiError::RangesNotServed { .. } => "image-server-no-ranges",
             CosiError::InvalidExpectedHash { .. } => "invalid-image-hash",
             CosiError::Read { .. } => "read-image",
             CosiError::NotCosi { .. } => "not-cosi",

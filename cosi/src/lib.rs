@@ -53,8 +53,10 @@ pub use hash::ExpectedHash;
 pub use metadata::Metadata;
 pub use readback::VerifyWrites;
 pub use source::{
-    Cancel, CosiSource, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts,
-    RegionInfo, RegionKind, RegionReader, SourceOptions, open_url,
+    Cancel, CosiSource, DEFAULT_DOWNLOAD_DEADLINE, DEFAULT_DOWNLOAD_RETRIES,
+    DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, DEFAULT_RESTARTS_WITHOUT_RANGES,
+    DEFAULT_RETRY_BACKOFF, DEFAULT_RETRY_BACKOFF_MAX, HttpTimeouts, RegionInfo, RegionKind,
+    RegionReader, ResumePolicy, RetryNotice, RetryObserver, SourceOptions, open_url,
 };
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, stream_to_target_verified,

@@ -39,6 +39,18 @@ pub const ENV_BOOT_ID_FILE: &str = "TRIDENT_BOOT_ID_FILE";
 pub const ENV_HTTP_CONNECT_TIMEOUT: &str = "TRIDENT_HTTP_CONNECT_TIMEOUT";
 /// Env var: bound on a stalled image download (same as `--http-read-timeout`).
 pub const ENV_HTTP_READ_TIMEOUT: &str = "TRIDENT_HTTP_READ_TIMEOUT";
+/// Env var: retries of one image download (same as `--download-retries`).
+pub const ENV_DOWNLOAD_RETRIES: &str = "TRIDENT_DOWNLOAD_RETRIES";
+/// Default of `--download-retries` (trident-cosi's default).
+pub const DEFAULT_DOWNLOAD_RETRIES: &str = "10";
+/// Default of `--download-retry-backoff` (trident-cosi's default, spelled for clap).
+pub const DEFAULT_DOWNLOAD_RETRY_BACKOFF: &str = "500ms";
+/// Default of `--download-retry-backoff-max` (trident-cosi's default, spelled for clap).
+pub const DEFAULT_DOWNLOAD_RETRY_BACKOFF_MAX: &str = "30s";
+/// Default of `--download-deadline` (trident-cosi's default, spelled for clap).
+pub const DEFAULT_DOWNLOAD_DEADLINE: &str = "1h";
+/// Default of `--download-restarts-without-ranges` (trident-cosi's default).
+pub const DEFAULT_DOWNLOAD_RESTARTS_WITHOUT_RANGES: &str = "2";
 /// Env var: Docker config file with registry credentials (same as `--registry-auth-file`).
 pub const ENV_REGISTRY_AUTH_FILE: &str = "TRIDENT_REGISTRY_AUTH_FILE";
 /// Default of `--http-connect-timeout` (trident-cosi's default, spelled for clap).
@@ -130,6 +142,30 @@ pub struct Config {
     /// without receiving a byte.
     #[arg(long, env = ENV_HTTP_READ_TIMEOUT, default_value = DEFAULT_HTTP_READ_TIMEOUT, value_parser = humantime::parse_duration, value_name = "DUR")]
     pub http_read_timeout: Duration,
+
+    /// Retries of one image download (http(s):// or oci://) after a
+    /// dropped connection, a stall, a short body or a 5xx answer, each
+    /// resuming at the last byte received; 0: the first failure fails.
+    #[arg(long, env = ENV_DOWNLOAD_RETRIES, default_value = DEFAULT_DOWNLOAD_RETRIES, value_name = "N")]
+    pub download_retries: u32,
+
+    /// Wait before the first retry of a download; doubled per retry (the
+    /// second half of each wait random), up to `--download-retry-backoff-max`.
+    #[arg(long, default_value = DEFAULT_DOWNLOAD_RETRY_BACKOFF, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub download_retry_backoff: Duration,
+
+    /// Cap on the wait between two retries of a download.
+    #[arg(long, default_value = DEFAULT_DOWNLOAD_RETRY_BACKOFF_MAX, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub download_retry_backoff_max: Duration,
+
+    /// No retry of a download starts once it has run this long.
+    #[arg(long, default_value = DEFAULT_DOWNLOAD_DEADLINE, value_parser = humantime::parse_duration, value_name = "DUR")]
+    pub download_deadline: Duration,
+
+    /// Of a download's retries, how many may read the file again from
+    /// byte 0 when the server ignores byte ranges.
+    #[arg(long, default_value = DEFAULT_DOWNLOAD_RESTARTS_WITHOUT_RANGES, value_name = "N")]
+    pub download_restarts_without_ranges: u32,
 
     /// Let a clean install repartition the disk that holds the running
     /// OS's root filesystem (refused otherwise, unless the kernel command
@@ -278,14 +314,27 @@ impl Config {
         }
     }
 
-    /// How the engine opens image sources: the HTTP timeouts and
-    /// `--registry-auth-file`.
+    /// How broken downloads are resumed, from the `--download-*` flags.
+    pub fn resume_policy(&self) -> trident_cosi::ResumePolicy {
+        trident_cosi::ResumePolicy {
+            max_retries: self.download_retries,
+            initial_backoff: self.download_retry_backoff,
+            max_backoff: self.download_retry_backoff_max,
+            deadline: self.download_deadline,
+            max_restarts_without_ranges: self.download_restarts_without_ranges,
+        }
+    }
+
+    /// How the engine opens image sources: the HTTP timeouts, the resume
+    /// policy and `--registry-auth-file`.
     pub fn source_options(&self) -> trident_cosi::SourceOptions {
         trident_cosi::SourceOptions {
             http_timeouts: self.http_timeouts(),
+            resume: self.resume_policy(),
             registry_auth_file: self.registry_auth_file.clone(),
-            // The engine ties it to its interrupt.
+            // The engine ties both to itself: its interrupt, its log.
             cancel: Default::default(),
+            on_retry: Default::default(),
         }
     }
 
@@ -419,6 +468,35 @@ mod tests {
         .unwrap();
         assert_eq!(config.http_connect_timeout, Duration::from_secs(2));
         assert_eq!(config.http_read_timeout, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn download_resume_defaults_are_trident_cosis() {
+        let config = Config::try_parse_from(["tridentd"]).unwrap();
+        assert_eq!(
+            config.resume_policy(),
+            trident_cosi::ResumePolicy::default()
+        );
+        let config = Config::try_parse_from([
+            "tridentd",
+            "--download-retries",
+            "3",
+            "--download-retry-backoff",
+            "20ms",
+            "--download-retry-backoff-max",
+            "1s",
+            "--download-deadline",
+            "5m",
+            "--download-restarts-without-ranges",
+            "0",
+        ])
+        .unwrap();
+        let policy = config.resume_policy();
+        assert_eq!(policy.max_retries, 3);
+        assert_eq!(policy.initial_backoff, Duration::from_millis(20));
+        assert_eq!(policy.max_backoff, Duration::from_secs(1));
+        assert_eq!(policy.deadline, Duration::from_secs(300));
+        assert_eq!(policy.max_restarts_without_ranges, 0);
     }
 
     #[test]

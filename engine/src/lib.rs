@@ -98,6 +98,7 @@ pub mod block_device;
 pub mod boot_control;
 pub mod boot_record;
 pub mod config_accepted;
+pub mod download_retries;
 pub mod extensions;
 pub mod flows;
 pub mod image;

@@ -14,6 +14,7 @@
 
 pub mod crash_support;
 pub mod dir_http;
+pub mod faulty_http;
 pub mod fixture;
 pub mod image_server;
 pub mod mini_os;

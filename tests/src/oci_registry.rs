@@ -219,3 +219,81 @@ fn copy(mut from: TcpStream, mut to: TcpStream, budget: Option<(Arc<AtomicU64>, 
     }
     let _ = to.shutdown(Shutdown::Write);
 }
+
+/// A TCP relay to a local port that closes the one connection carrying
+/// the `after`-th byte from the server to the clients (counted over all
+/// connections), once: a registry whose connection drops in the middle of
+/// a layer. Every other byte passes; TLS passes through untouched. It
+/// counts the bytes it relayed from the server.
+#[derive(Debug)]
+pub struct DroppingRelay {
+    port: u16,
+    relayed: Arc<AtomicU64>,
+}
+
+impl DroppingRelay {
+    pub fn start(target_port: u16, after: u64) -> std::io::Result<DroppingRelay> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let relayed = Arc::new(AtomicU64::new(0));
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let counter = relayed.clone();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target_port)) else {
+                    continue;
+                };
+                let (Ok(client_w), Ok(server_r)) = (client.try_clone(), server.try_clone()) else {
+                    continue;
+                };
+                std::thread::spawn(move || copy(client, server, None));
+                let (counter, dropped) = (counter.clone(), dropped.clone());
+                std::thread::spawn(move || {
+                    relay_until_drop(server_r, client_w, &counter, &dropped, after);
+                });
+            }
+        });
+        Ok(DroppingRelay { port, relayed })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Bytes relayed from the server to clients so far.
+    pub fn relayed(&self) -> u64 {
+        self.relayed.load(Ordering::SeqCst)
+    }
+}
+
+fn relay_until_drop(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    relayed: &AtomicU64,
+    dropped: &std::sync::atomic::AtomicBool,
+    after: u64,
+) {
+    let mut buf = [0u8; 16 << 10];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let before = relayed.load(Ordering::SeqCst);
+        if before + n as u64 > after && !dropped.swap(true, Ordering::SeqCst) {
+            let keep = usize::try_from(after.saturating_sub(before)).unwrap_or(0);
+            let _ = to.write_all(&buf[..keep]);
+            relayed.fetch_add(keep as u64, Ordering::SeqCst);
+            // Both ends closed: the client sees its connection drop.
+            let _ = to.shutdown(Shutdown::Both);
+            let _ = from.shutdown(Shutdown::Both);
+            return;
+        }
+        relayed.fetch_add(n as u64, Ordering::SeqCst);
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}

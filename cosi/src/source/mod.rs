@@ -21,7 +21,10 @@ use crate::metadata::{Disk, Metadata, RegionType};
 use crate::tar::{EntryKind, TarError, TarReader};
 
 pub use options::{
-    Cancel, DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, HttpTimeouts, SourceOptions,
+    Cancel, DEFAULT_DOWNLOAD_DEADLINE, DEFAULT_DOWNLOAD_RETRIES, DEFAULT_HTTP_CONNECT_TIMEOUT,
+    DEFAULT_HTTP_READ_TIMEOUT, DEFAULT_RESTARTS_WITHOUT_RANGES, DEFAULT_RETRY_BACKOFF,
+    DEFAULT_RETRY_BACKOFF_MAX, HttpTimeouts, ResumePolicy, RetryNotice, RetryObserver,
+    SourceOptions,
 };
 pub use region::{RegionInfo, RegionKind, RegionReader};
 
@@ -74,7 +77,7 @@ fn dispatch(url: &str, options: &SourceOptions) -> Result<transport::ImageStream
         return transport::open_file(url, url);
     }
     if url.starts_with("http://") || url.starts_with("https://") {
-        return transport::open_http(url, options.http_timeouts);
+        return transport::open_http(url, options);
     }
     #[cfg(feature = "oci")]
     if url.starts_with(oci::OCI_SCHEME) {

@@ -2,9 +2,11 @@
 //! former test file, and `common`, the fixtures they share.
 
 mod common;
+mod faulty_http;
 mod metadata;
 mod pack_images;
 mod pack_verity;
+mod resume;
 mod sizes;
 mod source;
 mod stream_to_target;

@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use trident_cosi::{
-    CosiError, CosiSource, ErrorClass, ExpectedHash, HttpTimeouts, NoProgress, SourceOptions,
-    stream_to_target,
+    CosiError, CosiSource, ErrorClass, ExpectedHash, HttpTimeouts, NoProgress, ResumePolicy,
+    SourceOptions, stream_to_target,
 };
 
 use crate::common::*;
@@ -213,8 +213,14 @@ fn each_open_keeps_to_its_own_http_timeouts() {
             connect: Duration::from_secs(10),
             read,
         },
+        // One request each: the time measured is one read timeout.
+        resume: ResumePolicy {
+            max_retries: 0,
+            ..ResumePolicy::default()
+        },
         registry_auth_file: None,
         cancel: Default::default(),
+        on_retry: Default::default(),
     };
     let open = |read| {
         let started = Instant::now();

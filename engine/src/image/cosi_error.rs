@@ -54,9 +54,11 @@ pub fn cosi_error(error: CosiError) -> TridentError {
             ..
         } => Subkind::DownloadImage,
         CosiError::InvalidExpectedHash { .. } => Subkind::InvalidImageHash,
-        CosiError::Open { .. } | CosiError::Http { .. } | CosiError::Read { .. } => {
-            Subkind::DownloadImage
-        }
+        CosiError::Open { .. }
+        | CosiError::Http { .. }
+        | CosiError::Read { .. }
+        | CosiError::ImageChanged { .. }
+        | CosiError::RangesNotServed { .. } => Subkind::DownloadImage,
         CosiError::Target { .. } => Subkind::WriteImage,
         CosiError::TargetChanged { .. } => Subkind::TargetChanged,
         CosiError::Cancelled { .. } => Subkind::Interrupted,

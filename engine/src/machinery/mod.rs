@@ -88,6 +88,8 @@ impl Engine {
         let interrupt = crate::interrupt::Interrupt::default();
         let sources = trident_cosi::SourceOptions {
             cancel: interrupt.cancel(),
+            // Each retry of a download is a warning on the bus.
+            on_retry: crate::download_retries::observer(),
             ..settings.sources
         };
         let engine = Engine {

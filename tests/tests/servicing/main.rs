@@ -14,6 +14,7 @@ mod crash_consistency;
 mod https_image_source;
 mod interrupted_operation;
 mod oci_image_source;
+mod resumable_downloads;
 mod script_secrets;
 mod secrets_in_parse_errors;
 mod secrets_redaction;

@@ -231,7 +231,17 @@ async fn a_registry_that_stalls_mid_layer_fails_within_the_read_timeout() {
     let url = format!("oci://127.0.0.1:{}/os/azl:3.0", relay.port());
     let disk = blank_disk(&dir.path().join("stalled.img")).to_owned();
     let started = Instant::now();
-    let flags = ["--http-connect-timeout", "2s", "--http-read-timeout", "2s"];
+    // One quick retry, which meets the stall again.
+    let flags = [
+        "--http-connect-timeout",
+        "2s",
+        "--http-read-timeout",
+        "2s",
+        "--download-retries",
+        "1",
+        "--download-retry-backoff",
+        "50ms",
+    ];
     let done = tokio::time::timeout(
         Duration::from_secs(60),
         stream_disk(registry.ca_pem(), &disk, &url, None, &flags),

@@ -23,8 +23,20 @@ use trident_proto::v1preview::{AbVolumeState, ServicingState};
 /// the daemon's own timeouts (2 s here), never hang it.
 const OPERATION_BOUND: Duration = Duration::from_secs(90);
 
-/// Short timeouts so stalls fail fast (defaults: 30 s connect, 2 min read).
-const SHORT_TIMEOUTS: [&str; 4] = ["--http-connect-timeout", "2s", "--http-read-timeout", "2s"];
+/// Short timeouts so stalls fail fast (defaults: 30 s connect, 2 min read),
+/// and one quick retry (defaults: 10, from 500 ms to 30 s apart): each
+/// fault here is for good, so the retry meets it again and the operation
+/// fails with it.
+const SHORT_TIMEOUTS: [&str; 8] = [
+    "--http-connect-timeout",
+    "2s",
+    "--http-read-timeout",
+    "2s",
+    "--download-retries",
+    "1",
+    "--download-retry-backoff",
+    "50ms",
+];
 
 /// Runs an update stage that must fail, and checks nothing was switched.
 async fn failing_stage(c: &mut Clients, disk: &Path, config: &str, what: &str) -> Collected {
