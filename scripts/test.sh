@@ -54,6 +54,13 @@ section_table() {
     printf '| %d | total |\n' "$((SECONDS - STARTED_AT))"
 }
 
+# The fuzz targets' background build (see the VM section), if running.
+FUZZ_BUILD_PID=""
+stop_background() {
+    [ -z "$FUZZ_BUILD_PID" ] || kill -- "-$FUZZ_BUILD_PID" 2>/dev/null || true
+}
+trap stop_background EXIT
+
 on_error() {
     local rc=$?
     printf '\n***** FAILED in section: %s (exit %s) *****\n' "$CURRENT_SECTION" "$rc" >&2
@@ -247,6 +254,25 @@ fi
 # VM scenario: the real test OS boots in a UEFI VM (QEMU + OVMF, TCG)
 # ---------------------------------------------------------------------------
 
+# The fuzz targets' sanitizer build (nightly, ~6 min of both cores) runs
+# beside the VM section at the lowest priority: a TCG guest keeps about one
+# core busy, so the build takes the other one's idle time instead of
+# adding its minutes to the run. The fuzz section waits for it.
+FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+FUZZ_BUILD_LIMIT="${FUZZ_BUILD_LIMIT:-2400}"
+FUZZ_START_BEFORE="${FUZZ_START_BEFORE:-3200}"
+FUZZ_BUILD_LOG="$LOG_DIR/fuzz-build.log"
+fuzz_available() {
+    [ "${SKIP_FUZZ:-0}" != 1 ] && have_nightly && cargo fuzz --version >/dev/null 2>&1
+}
+if fuzz_available; then
+    section "fuzz: build every target in the background (nice 19, at most ${FUZZ_BUILD_LIMIT}s; log $FUZZ_BUILD_LOG)"
+    # setsid: its own process group, ended as a whole on a failure.
+    setsid bash -c "cd fuzz && exec nice -n 19 timeout $FUZZ_BUILD_LIMIT cargo +nightly fuzz build" \
+        >"$FUZZ_BUILD_LOG" 2>&1 </dev/null &
+    FUZZ_BUILD_PID=$!
+fi
+
 if [ "${SKIP_VM:-0}" != 1 ]; then
     section "VM scenarios (every upstream sample, advanced's A/B flows, rebuild-raid, stream-disk; serial logs in target/vm-artifacts/)"
     # #[ignore]d in the plain test run above because they take minutes.
@@ -335,32 +361,38 @@ BIN_DIR="$REPO/target/debug" bash scripts/test-container.sh
 # ---------------------------------------------------------------------------
 # Fuzzing: a short run of every target in fuzz/ (docs/reliability.md,
 # "Fuzzing", says how to run them longer). New inputs go to a temp dir, not the seed corpus.
-# Last, and bounded: the sanitizer build of every target is long on a cold
-# machine, so past FUZZ_BUILD_LIMIT seconds (or when the run is already past
-# FUZZ_START_BEFORE seconds) the section says it skipped instead of pushing
-# the whole check past its time budget. A target that finds a crash fails.
-# The start line (2700 s) leaves room for the build limit and the runs
-# (600 s + 5 x 30 s) under the 60 minutes a cold run may take
-# (tests/README.md, "The test command's VM budget"); a run that needed a
-# VM retry is past it and skips.
+# Last, and bounded: the sanitizer build (started in the background before
+# the VM section) may take FUZZ_BUILD_LIMIT seconds; past that, or when the
+# run is already past FUZZ_START_BEFORE seconds, the section says it
+# skipped instead of pushing the whole check past its time budget. The
+# start line (3200 s) leaves the runs (5 x 30 s) and the sections after
+# them inside the 60 minutes a cold run may take (tests/README.md, "The
+# test command's VM budget"). A target that finds a crash fails.
 # ---------------------------------------------------------------------------
 
-FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
-FUZZ_BUILD_LIMIT="${FUZZ_BUILD_LIMIT:-600}"
-FUZZ_START_BEFORE="${FUZZ_START_BEFORE:-2700}"
-if [ "${SKIP_FUZZ:-0}" = 1 ]; then
-    section "fuzz: skipped (SKIP_FUZZ=1)"
-elif ! have_nightly || ! cargo fuzz --version >/dev/null 2>&1; then
-    section "fuzz: SKIPPED, no nightly toolchain or cargo-fuzz could not be installed"
+if ! fuzz_available; then
+    if [ "${SKIP_FUZZ:-0}" = 1 ]; then
+        section "fuzz: skipped (SKIP_FUZZ=1)"
+    else
+        section "fuzz: SKIPPED, no nightly toolchain or cargo-fuzz could not be installed"
+    fi
 elif [ $((SECONDS - STARTED_AT)) -gt "$FUZZ_START_BEFORE" ]; then
     section "fuzz: SKIPPED, the run is already past ${FUZZ_START_BEFORE}s"
 else
-    section "fuzz: build every target (nightly, address sanitizer; at most ${FUZZ_BUILD_LIMIT}s)"
+    section "fuzz: wait for the build of every target (nightly, address sanitizer)"
     FUZZ_BUILD_RC=0
-    (cd fuzz && timeout "$FUZZ_BUILD_LIMIT" cargo +nightly fuzz build) || FUZZ_BUILD_RC=$?
+    if [ -n "$FUZZ_BUILD_PID" ]; then
+        wait "$FUZZ_BUILD_PID" || FUZZ_BUILD_RC=$?
+        FUZZ_BUILD_PID=""
+    else
+        (cd fuzz && timeout "$FUZZ_BUILD_LIMIT" cargo +nightly fuzz build) >"$FUZZ_BUILD_LOG" 2>&1 ||
+            FUZZ_BUILD_RC=$?
+    fi
+    tail -n 5 "$FUZZ_BUILD_LOG"
     if [ "$FUZZ_BUILD_RC" = 124 ]; then
         section "fuzz: SKIPPED, the build took longer than ${FUZZ_BUILD_LIMIT}s (raise FUZZ_BUILD_LIMIT)"
     elif [ "$FUZZ_BUILD_RC" != 0 ]; then
+        cat "$FUZZ_BUILD_LOG" >&2
         echo "fuzz: build failed (exit $FUZZ_BUILD_RC)" >&2
         false
     else
