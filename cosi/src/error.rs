@@ -2,6 +2,7 @@
 
 use std::io;
 
+use crate::chunk_index::IndexError;
 use crate::gpt::GptError;
 use crate::metadata::MetadataError;
 
@@ -43,6 +44,25 @@ pub enum RegistryFailure {
     NotCosiArtifact,
     /// Connecting, TLS, a stalled or broken download, a server error.
     Transport,
+}
+
+/// A chunk of an indexed COSI whose bytes are not the chunk index's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{region} ({path}): chunk {chunk} (uncompressed bytes {offset}..{end}) {source_desc} has SHA-256 {actual}, the chunk index says {expected}"
+)]
+pub struct ChunkMismatch {
+    /// "partition-N" or "primary-gpt".
+    pub region: String,
+    pub path: String,
+    pub chunk: usize,
+    pub offset: u64,
+    pub end: u64,
+    /// Where the bytes came from ("fetched from the image", "as written to
+    /// root-b").
+    pub source_desc: String,
+    pub expected: String,
+    pub actual: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +129,25 @@ pub enum CosiError {
     Metadata(#[from] MetadataError),
     #[error("metadata.json has SHA-384 {actual}, expected {expected}")]
     MetadataHashMismatch { expected: String, actual: String },
+    #[error(transparent)]
+    ChunkIndex(#[from] IndexError),
+    #[error("metadata.json names the chunk index {expected:?}, but {reason}")]
+    ChunkIndexEntry { expected: String, reason: String },
+    #[error("the chunk index has SHA-384 {actual}, metadata.json says {expected}")]
+    ChunkIndexHashMismatch { expected: String, actual: String },
+    #[error(transparent)]
+    ChunkHashMismatch(Box<ChunkMismatch>),
+    #[error("{region} ({path}): chunk {chunk}: cannot decompress its zstd frame: {reason}")]
+    ChunkFrame {
+        region: String,
+        path: String,
+        chunk: usize,
+        reason: String,
+    },
+    #[error(
+        "the server of {url} does not serve byte ranges: it answered a range request with HTTP {status}"
+    )]
+    RangesUnsupported { url: String, status: u16 },
     #[error("{path}: SHA-384 of the compressed image is {actual}, metadata.json says {expected}")]
     HashMismatch {
         path: String,
@@ -194,6 +233,7 @@ impl CosiError {
             | CosiError::Http { .. }
             | CosiError::ImageChanged { .. }
             | CosiError::RangesNotServed { .. }
+            | CosiError::RangesUnsupported { .. }
             | CosiError::Registry { .. }
             | CosiError::RegistryAuthFile { .. }
             | CosiError::Read { .. }
@@ -227,6 +267,12 @@ impl CosiError {
             CosiError::Tar { .. } => "malformed-archive",
             CosiError::Metadata(_) => "invalid-metadata",
             CosiError::MetadataHashMismatch { .. } => "metadata-hash-mismatch",
+            CosiError::ChunkIndex(_) => "invalid-chunk-index",
+            CosiError::ChunkIndexEntry { .. } => "chunk-index-missing",
+            CosiError::ChunkIndexHashMismatch { .. } => "chunk-index-hash-mismatch",
+            CosiError::ChunkHashMismatch(_) => "chunk-hash-mismatch",
+            CosiError::ChunkFrame { .. } => "chunk-decompress",
+            CosiError::RangesUnsupported { .. } => "range-requests-not-served",
             CosiError::HashMismatch { .. } => "image-hash-mismatch",
             CosiError::Truncated { .. } => "image-truncated",
             CosiError::SizeMismatch { .. } => "image-size-mismatch",

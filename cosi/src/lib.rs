@@ -36,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod chunk_index;
 pub mod error;
 pub mod gpt;
 pub mod hash;
@@ -48,15 +49,15 @@ pub mod target_watch;
 #[cfg(feature = "writer")]
 pub mod writer;
 
-pub use error::{CosiError, ErrorClass, RegistryFailure, SizeKind};
+pub use error::{ChunkMismatch, CosiError, ErrorClass, RegistryFailure, SizeKind};
 pub use hash::ExpectedHash;
 pub use metadata::Metadata;
 pub use readback::VerifyWrites;
 pub use source::{
     Cancel, CosiSource, DEFAULT_DOWNLOAD_DEADLINE, DEFAULT_DOWNLOAD_RETRIES,
     DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_READ_TIMEOUT, DEFAULT_RESTARTS_WITHOUT_RANGES,
-    DEFAULT_RETRY_BACKOFF, DEFAULT_RETRY_BACKOFF_MAX, HttpTimeouts, RegionInfo, RegionKind,
-    RegionReader, ResumePolicy, RetryNotice, RetryObserver, SourceOptions, open_url,
+    DEFAULT_RETRY_BACKOFF, DEFAULT_RETRY_BACKOFF_MAX, HttpTimeouts, RangeReader, RegionInfo,
+    RegionKind, RegionReader, ResumePolicy, RetryNotice, RetryObserver, SourceOptions, open_url,
 };
 pub use stream::{
     NoProgress, Progress, RegionStats, StreamReport, stream_to_target, stream_to_target_verified,

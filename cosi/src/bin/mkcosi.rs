@@ -10,16 +10,23 @@
 //!      --boot-entry-cmdline "root=UUID=... rw"`
 //!   (`--bootloader grub` without an entry; `--boot-entry-type
 //!   uki-standalone` with the UKI's path for a UKI image)
+//!
+//! Either mode with `--chunk-size SIZE` writes an indexed COSI (for
+//! adaptive A/B updates, `trident_cosi::chunk_index`). `mkcosi index IN
+//! --out OUT` turns any existing COSI into an indexed one and prints its
+//! new metadata SHA-384 (the Host Configuration's `image.sha384`).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use trident_cosi::metadata::{
     Bootloader, BootloaderType, PART_TYPE_ESP, PART_TYPE_LINUX_DATA, PART_TYPE_ROOT_X86_64,
     SystemdBoot, SystemdBootEntry, SystemdBootEntryType,
 };
-use trident_cosi::writer::{self, Corruption, FixtureSpec, ImagePartition, ImagesSpec};
+use trident_cosi::writer::{
+    self, Corruption, FixtureOutput, FixtureSpec, ImagePartition, ImagesSpec, IndexOptions,
+};
 use uuid::Uuid;
 
 const DEFAULT_FIXTURE_SIZE: u64 = 256 << 20;
@@ -27,12 +34,22 @@ const DEFAULT_FIXTURE_SIZE: u64 = 256 << 20;
 #[derive(Debug, Parser)]
 #[command(
     about = "Write a COSI 1.2 image: a deterministic test fixture (GPT disk with ESP + root), \
-             or given filesystem images packed with --filesystem"
+             or given filesystem images packed with --filesystem; `mkcosi index` makes any \
+             COSI an indexed one",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Output .cosi file.
-    #[arg(long)]
-    out: PathBuf,
+    #[arg(long, required = true)]
+    out: Option<PathBuf>,
+    /// Write an indexed COSI: every region as independent zstd frames of
+    /// SIZE uncompressed bytes (e.g. 1MiB), with the chunk index adaptive
+    /// A/B updates fetch by (what `mkcosi index` does to any COSI).
+    #[arg(long, value_parser = parse_size)]
+    chunk_size: Option<u64>,
     /// Disk size, e.g. 256MiB, 1GiB, or bytes (fixture default 256MiB;
     /// pack default: the smallest disk that holds the images).
     #[arg(long, value_parser = parse_size)]
@@ -85,6 +102,32 @@ struct Args {
     /// oversize:REGION (region 0 is the primary GPT).
     #[arg(long, value_parser = parse_corruption)]
     corrupt: Option<Corruption>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Turn an existing COSI (any writer's, e.g. Image Customizer's) into an
+    /// indexed one: each region re-compressed as independent zstd frames of
+    /// --chunk-size uncompressed bytes (the same bytes; sizes and hashes
+    /// recomputed), the chunk index added after metadata.json. Prints a JSON
+    /// summary whose metadata_sha384 is the Host Configuration's new
+    /// image.sha384.
+    Index(IndexArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct IndexArgs {
+    /// The COSI file to index.
+    input: PathBuf,
+    /// The indexed COSI to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Uncompressed bytes per chunk: a multiple of 4KiB up to 64MiB.
+    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    chunk_size: u64,
+    /// ZSTD level of the frames.
+    #[arg(long, default_value_t = writer::DEFAULT_ZSTD_LEVEL)]
+    level: i32,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -189,7 +232,7 @@ fn pack(args: Args) -> Result<()> {
     };
     let bootloader = bootloader(&args)?;
     let spec = ImagesSpec {
-        partitions: args.filesystems,
+        partitions: args.filesystems.clone(),
         disk_size: args.size,
         lba_size: args.lba_size,
         zstd_level: args.level,
@@ -201,14 +244,78 @@ fn pack(args: Args) -> Result<()> {
         writer::write_images_disk(&spec, path)
             .with_context(|| format!("writing disk image {}", path.display()))?;
     }
-    let out = writer::pack_images(&spec, &args.out)
-        .with_context(|| format!("writing {}", args.out.display()))?;
+    let out_path = out_path(&args)?;
+    let written = written_path(&args, out_path);
+    let out = writer::pack_images(&spec, &written)
+        .with_context(|| format!("writing {}", written.display()))?;
+    finish(&args, out)
+}
+
+fn out_path(args: &Args) -> Result<&std::path::Path> {
+    args.out.as_deref().context("--out FILE is required")
+}
+
+/// Where the plain COSI goes: the output, or next to it when it is to be
+/// indexed.
+fn written_path(args: &Args, out: &std::path::Path) -> PathBuf {
+    match args.chunk_size {
+        Some(_) => {
+            let mut name = out.as_os_str().to_owned();
+            name.push(".unindexed");
+            PathBuf::from(name)
+        }
+        None => out.to_owned(),
+    }
+}
+
+/// Indexes the plain COSI when asked, then prints the summary.
+fn finish(args: &Args, mut out: FixtureOutput) -> Result<()> {
+    let (Some(chunk_size), Some(target)) = (args.chunk_size, args.out.as_deref()) else {
+        println!("{}", serde_json::to_string(&out)?);
+        return Ok(());
+    };
+    let options = IndexOptions {
+        chunk_size,
+        zstd_level: args.level,
+    };
+    let indexed = writer::index_cosi(&out.path, target, &options)
+        .with_context(|| format!("indexing into {}", target.display()));
+    let _ = std::fs::remove_file(&out.path);
+    let indexed = indexed?;
+    out.path = indexed.path;
+    out.metadata_sha384 = indexed.metadata_sha384;
+    for (region, framed) in out.regions.iter_mut().zip(&indexed.regions) {
+        region.compressed_size = framed.compressed_size;
+        region.sha384 = framed.sha384.clone();
+    }
+    let mut summary = serde_json::to_value(&out)?;
+    summary["chunk_size"] = chunk_size.into();
+    summary["index_sha384"] = indexed.index_sha384.into();
+    println!("{}", serde_json::to_string(&summary)?);
+    Ok(())
+}
+
+fn index(args: IndexArgs) -> Result<()> {
+    let options = IndexOptions {
+        chunk_size: args.chunk_size,
+        zstd_level: args.level,
+    };
+    let out = writer::index_cosi(&args.input, &args.out, &options).with_context(|| {
+        format!(
+            "indexing {} into {}",
+            args.input.display(),
+            args.out.display()
+        )
+    })?;
     println!("{}", serde_json::to_string(&out)?);
     Ok(())
 }
 
 fn main() -> Result<()> {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if let Some(Command::Index(index_args)) = args.command.take() {
+        return index(index_args);
+    }
     if !args.filesystems.is_empty() {
         return pack(args);
     }
@@ -227,10 +334,13 @@ fn main() -> Result<()> {
         writer::write_disk_image(&spec, path)
             .with_context(|| format!("writing disk image {}", path.display()))?;
     }
-    let out = writer::write_cosi(&spec, &args.out)
-        .with_context(|| format!("writing {}", args.out.display()))?;
-    println!("{}", serde_json::to_string(&out)?);
-    Ok(())
+    if args.corrupt.is_some() && args.chunk_size.is_some() {
+        bail!("--corrupt breaks a plain fixture; do not combine it with --chunk-size");
+    }
+    let written = written_path(&args, out_path(&args)?);
+    let out = writer::write_cosi(&spec, &written)
+        .with_context(|| format!("writing {}", written.display()))?;
+    finish(&args, out)
 }
 
 fn parse_entry_type(text: &str) -> Result<SystemdBootEntryType, String> {

@@ -43,6 +43,11 @@ pub struct Metadata {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     pub compression: Compression,
+    /// Our addition (readers of COSI 1.2 ignore unknown fields): the tar
+    /// member holding the chunk index of an indexed COSI
+    /// ([`crate::chunk_index`]), pinned by its size and SHA-384.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_index: Option<crate::chunk_index::ChunkIndexRef>,
 }
 
 /// A filesystem image and the partition it comes from.

@@ -25,6 +25,9 @@ impl Metadata {
                 v.image.sha384.make_ascii_lowercase();
             }
         }
+        if let Some(index) = &mut self.chunk_index {
+            index.sha384.make_ascii_lowercase();
+        }
         if let Some(disk) = &mut self.disk {
             for region in &mut disk.gpt_regions {
                 region.image.sha384.make_ascii_lowercase();

@@ -100,7 +100,48 @@ impl Metadata {
         self.check_bootloader()?;
         self.check_filesystems()?;
         self.check_disk()?;
+        self.check_chunk_index()?;
         Ok(Validated)
+    }
+
+    /// The chunk index's member: a plain path outside `images/` that is no
+    /// other entry's, a SHA-384 and a size within bounds.
+    fn check_chunk_index(&self) -> Result<(), MetadataError> {
+        let Some(index) = &self.chunk_index else {
+            return Ok(());
+        };
+        let path = &index.path;
+        // The marker's and the metadata's own names.
+        let reserved = ["cosi-marker", "metadata.json"];
+        if path.is_empty()
+            || path.starts_with('/')
+            || path.starts_with("images/")
+            || path
+                .split('/')
+                .any(|c| c.is_empty() || c == ".." || c == ".")
+            || reserved.contains(&path.as_str())
+        {
+            return Err(invalid(
+                "chunkIndex.path",
+                format!(
+                    "{path:?} must be a relative path outside images/ that names no other entry"
+                ),
+            ));
+        }
+        if !is_sha384_hex(&index.sha384) {
+            return Err(invalid(
+                "chunkIndex.sha384",
+                format!("{:?} is not 96 hex digits", index.sha384),
+            ));
+        }
+        let max = crate::chunk_index::MAX_INDEX_BYTES;
+        if index.size == 0 || index.size > max {
+            return Err(invalid(
+                "chunkIndex.size",
+                format!("{} is not between 1 and {max}", index.size),
+            ));
+        }
+        Ok(())
     }
 
     /// systemd-boot needs its entries; grub has none.

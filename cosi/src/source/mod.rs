@@ -7,6 +7,7 @@
 //! SHA-384 and sizes in the metadata as it is read (see [`RegionReader`]).
 
 mod hashing;
+mod indexed;
 #[cfg(feature = "oci")]
 mod oci;
 mod options;
@@ -15,6 +16,7 @@ mod transport;
 
 use std::io::Read;
 
+use crate::chunk_index::ChunkIndex;
 use crate::error::CosiError;
 use crate::hash::ExpectedHash;
 use crate::metadata::{Disk, Metadata, RegionType};
@@ -27,6 +29,7 @@ pub use options::{
     SourceOptions,
 };
 pub use region::{RegionInfo, RegionKind, RegionReader};
+pub use transport::{RangeReader, RangeStream};
 
 /// The bytes behind `url` as a stream, unverified: `file://` (or a bare
 /// absolute path), `http(s)://` within `options`' timeouts, or `oci://`
@@ -104,6 +107,11 @@ pub struct CosiSource {
     tar: TarReader<Box<dyn Read + Send>>,
     metadata: Metadata,
     metadata_sha384: String,
+    /// `metadata.json` as read (what its SHA-384 is of).
+    metadata_json: Vec<u8>,
+    /// The chunk index of an indexed COSI, checked against the metadata,
+    /// and the archive offset where its member ends.
+    chunk_index: Option<(ChunkIndex, u64)>,
     disk: Disk,
     /// Index into `disk.gptRegions` of the next region expected in the tar.
     next_index: usize,
@@ -196,11 +204,19 @@ impl CosiSource {
                 reason: "is required since COSI 1.2".to_owned(),
             })
         })?;
+        let chunk_index = match metadata.chunk_index.clone() {
+            Some(pinned) => Some(indexed::read_chunk_index(
+                name, &mut tar, &pinned, &metadata,
+            )?),
+            None => None,
+        };
         Ok(CosiSource {
             url: name.to_owned(),
             tar,
             metadata,
             metadata_sha384: actual,
+            metadata_json: json,
+            chunk_index,
             disk,
             next_index: 0,
             current: None,
@@ -213,6 +229,25 @@ impl CosiSource {
 
     pub fn metadata(&self) -> &Metadata {
         &self.metadata
+    }
+
+    /// `metadata.json`'s bytes, as read and hash-checked.
+    pub fn metadata_json(&self) -> &[u8] {
+        &self.metadata_json
+    }
+
+    /// The chunk index of an indexed COSI (hash-checked against
+    /// `metadata.json` and checked to cover every region when the source
+    /// was opened).
+    pub fn chunk_index(&self) -> Option<&ChunkIndex> {
+        self.chunk_index.as_ref().map(|(index, _)| index)
+    }
+
+    /// The archive offset of a region's data in an indexed COSI: where the
+    /// index member ends plus the region's `dataOffset`.
+    pub fn region_data_offset(&self, path: &str) -> Option<u64> {
+        let (index, end) = self.chunk_index.as_ref()?;
+        Some(end + index.region(path)?.data_offset)
     }
 
     /// Lowercase hex SHA-384 of `metadata.json`.
@@ -242,7 +277,7 @@ impl CosiSource {
     /// The decoder's window limit: the metadata's, raised to zstd's
     /// smallest window (a smaller declared value only says the frames use
     /// small windows).
-    fn max_window_log(&self) -> u32 {
+    pub fn max_window_log(&self) -> u32 {
         self.metadata
             .compression
             .max_window_log
@@ -291,14 +326,35 @@ impl CosiSource {
         }
         let index = self.next_index;
         self.next_index += 1;
-        let kind = match (expected.region_type, expected.number) {
+        let info = self.region_info(index, &expected);
+        let state = region::State::new(info, self.max_window_log())?;
+        self.current = Some(state);
+        Ok(self
+            .current
+            .as_mut()
+            .map(|state| RegionReader::new(&self.url, &mut self.tar, state)))
+    }
+
+    /// Every region of `disk.gptRegions` described, in order (what
+    /// [`CosiSource::next_region`] hands out, without reading any).
+    pub fn region_infos(&self) -> Vec<RegionInfo> {
+        self.disk
+            .gpt_regions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| self.region_info(i, r))
+            .collect()
+    }
+
+    fn region_info(&self, index: usize, region: &crate::metadata::GptRegion) -> RegionInfo {
+        let kind = match (region.region_type, region.number) {
             (RegionType::PrimaryGpt, _) => RegionKind::PrimaryGpt,
             (RegionType::Partition, n) => RegionKind::Partition {
                 number: n.unwrap_or(0),
             },
         };
-        let filesystem = self.metadata.filesystem_for_path(&expected.image.path);
-        let info = RegionInfo {
+        let filesystem = self.metadata.filesystem_for_path(&region.image.path);
+        RegionInfo {
             index,
             kind,
             mount_point: filesystem.map(|f| f.mount_point.clone()),
@@ -306,16 +362,10 @@ impl CosiSource {
             fs_type: filesystem.map(|f| f.fs_type.clone()),
             verity_of: self
                 .metadata
-                .verity_hash_of(&expected.image.path)
+                .verity_hash_of(&region.image.path)
                 .map(|f| f.mount_point.clone()),
-            image: expected.image,
-        };
-        let state = region::State::new(info, self.max_window_log())?;
-        self.current = Some(state);
-        Ok(self
-            .current
-            .as_mut()
-            .map(|state| RegionReader::new(&self.url, &mut self.tar, state)))
+            image: region.image.clone(),
+        }
     }
 
     /// Reads (and hash-checks) every remaining region without writing it

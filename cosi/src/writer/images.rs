@@ -292,7 +292,7 @@ pub fn pack_images(spec: &ImagesSpec, out: &Path) -> Result<FixtureOutput, Write
 }
 
 /// A work directory next to `out` (hash trees, compressed regions).
-fn work_dir(out: &Path) -> Result<tempfile::TempDir, WriterError> {
+pub(super) fn work_dir(out: &Path) -> Result<tempfile::TempDir, WriterError> {
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -363,6 +363,7 @@ fn metadata(
         compression: Compression {
             max_window_log: MAX_WINDOW_LOG,
         },
+        chunk_index: None,
     }
 }
 

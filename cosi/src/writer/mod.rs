@@ -8,8 +8,10 @@
 //! describes, for byte-for-byte comparisons, and produce corrupt variants.
 
 mod content;
+mod framed;
 mod images;
 mod pack;
+mod reindex;
 pub mod verity;
 
 use std::path::PathBuf;
@@ -26,6 +28,7 @@ pub use pack::{
     kept_region_path, write_cosi, write_cosi_keeping_regions, write_disk_image,
     write_metadata_only_cosi,
 };
+pub use reindex::{IndexOptions, IndexOutput, IndexedRegion, edit_chunk_index, index_cosi};
 
 /// Default ESP size of fixtures.
 pub const DEFAULT_ESP_BYTES: u64 = 8 << 20;
@@ -159,4 +162,7 @@ pub enum WriterError {
     },
     #[error("invalid fixture: {0}")]
     Spec(String),
+    /// The COSI being indexed could not be read (or failed its checks).
+    #[error(transparent)]
+    Cosi(#[from] crate::error::CosiError),
 }

@@ -285,12 +285,7 @@ pub(super) fn write_archive(
     let file = File::create(out).map_err(io_err(out))?;
     let mut tar = tar::Builder::new(BufWriter::with_capacity(CHUNK, file));
     let mut append = |name: &str, size: u64, data: &mut dyn Read| -> Result<(), WriterError> {
-        let mut h = tar::Header::new_ustar();
-        h.set_size(size);
-        h.set_mode(0o644);
-        h.set_mtime(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        tar.append_data(&mut h, name, data).map_err(io_err(out))
+        append_member(&mut tar, name, size, data).map_err(io_err(out))
     };
     append(MARKER_ENTRY, 0, &mut io::empty())?;
     append(METADATA_ENTRY, json.len() as u64, &mut &json[..])?;
@@ -300,6 +295,23 @@ pub(super) fn write_archive(
     }
     let mut inner = tar.into_inner().map_err(io_err(out))?;
     inner.flush().map_err(io_err(out))
+}
+
+/// Appends one regular file of `size` bytes from `data` the way every COSI
+/// this writer makes has it (ustar, mode 0644, time 0), so the layout of
+/// one archive can be predicted by appending the same to a counter.
+pub(super) fn append_member<W: Write>(
+    tar: &mut tar::Builder<W>,
+    name: &str,
+    size: u64,
+    data: &mut dyn Read,
+) -> io::Result<()> {
+    let mut h = tar::Header::new_ustar();
+    h.set_size(size);
+    h.set_mode(0o644);
+    h.set_mtime(0);
+    h.set_entry_type(tar::EntryType::Regular);
+    tar.append_data(&mut h, name, data)
 }
 
 pub(super) fn image_file(r: &FixtureRegion) -> ImageFile {
@@ -370,6 +382,7 @@ fn build_metadata(spec: &FixtureSpec, planned: &[Planned]) -> Metadata {
         compression: Compression {
             max_window_log: MAX_WINDOW_LOG,
         },
+        chunk_index: None,
     }
 }
 

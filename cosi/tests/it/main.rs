@@ -1,6 +1,7 @@
 //! The integration tests of `trident-cosi`, one binary: one module per
 //! former test file, and `common`, the fixtures they share.
 
+mod chunk_index;
 mod common;
 mod faulty_http;
 mod metadata;

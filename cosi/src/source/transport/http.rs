@@ -309,7 +309,7 @@ impl Read for HttpDownload {
 }
 
 /// The client of one download, within `timeouts`.
-fn agent(timeouts: HttpTimeouts) -> ureq::Agent {
+pub(super) fn agent(timeouts: HttpTimeouts) -> ureq::Agent {
     // HTTPS trusts the system's certificate store (rustls-platform-verifier:
     // on Linux the distribution's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR
     // when set), so an image server behind an organisation's own CA works

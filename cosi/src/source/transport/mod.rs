@@ -5,7 +5,10 @@
 
 mod http;
 mod identity;
+mod ranges;
 pub(crate) mod resume;
+
+pub use ranges::{RangeReader, RangeStream};
 
 use std::fs::File;
 use std::io::Read;
