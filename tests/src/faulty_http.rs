@@ -1,7 +1,7 @@
 //! A faulty HTTP/1.1 image server for the resume tests: std `TcpListener`,
 //! one thread per connection, serving one file with byte ranges (`Range:
-//! bytes=N-`, `If-Range` against its strong `ETag`, `Accept-Ranges`) and
-//! faults chosen by the test:
+//! bytes=N-` or `bytes=N-M`, `If-Range` against its strong `ETag`,
+//! `Accept-Ranges`) and faults chosen by the test:
 //!
 //! - close the connection at given file offsets, each once
 //!   ([`Faults::drop_at`], [`Faults::drop_at_random`], seeded);
@@ -93,6 +93,8 @@ fn splitmix64(state: &mut u64) -> u64 {
 pub struct Request {
     /// `Range: bytes=N-` asked for.
     pub range_from: Option<u64>,
+    /// The last byte of `Range: bytes=N-M`, when one was asked for.
+    pub range_to: Option<u64>,
     pub if_range: Option<String>,
     /// 200 or 206.
     pub status: u16,
@@ -201,18 +203,20 @@ struct Answer {
 fn serve(conn: TcpStream, shared: &Shared) {
     conn.set_nonblocking(false).unwrap();
     let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let (mut range_from, mut if_range) = (None, None);
+    let (mut range_from, mut range_to, mut if_range) = (None, None, None);
     let mut line = String::new();
     while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
         let lower = line.to_ascii_lowercase();
         if let Some(v) = lower.strip_prefix("range: bytes=") {
-            range_from = v.trim().trim_end_matches('-').parse::<u64>().ok();
+            let (from, to) = v.trim().split_once('-').unwrap_or((v.trim(), ""));
+            range_from = from.parse::<u64>().ok();
+            range_to = to.parse::<u64>().ok();
         } else if lower.starts_with("if-range:") {
             if_range = Some(line["if-range:".len()..].trim().to_owned());
         }
         line.clear();
     }
-    let answer = answer(shared, range_from, if_range);
+    let answer = answer(shared, (range_from, range_to), if_range);
     let mut out = conn;
     if out.write_all(answer.head.as_bytes()).is_err() {
         return;
@@ -245,9 +249,12 @@ fn serve(conn: TcpStream, shared: &Shared) {
     // Dropping `out` closes the connection.
 }
 
-fn answer(shared: &Shared, range_from: Option<u64>, if_range: Option<String>) -> Answer {
+fn answer(shared: &Shared, range: (Option<u64>, Option<u64>), if_range: Option<String>) -> Answer {
+    let (range_from, range_to) = range;
     let mut st = shared.state.lock().unwrap();
     let len = st.file.len() as u64;
+    // The end of the answer's body: the range's last byte + 1, or the file's end.
+    let stop = range_to.map_or(len, |to| (to + 1).min(len));
     let ranged = range_from
         .filter(|from| !st.ignore_range && *from < len)
         .filter(|_| if_range.as_deref().is_none_or(|v| v == st.etag));
@@ -260,8 +267,8 @@ fn answer(shared: &Shared, range_from: Option<u64>, if_range: Option<String>) ->
     let head = match ranged {
         Some(f) => format!(
             "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {f}-{}/{len}\r\nETag: {}\r\n{accept}Connection: close\r\n\r\n",
-            len - f,
-            len - 1,
+            stop - f,
+            stop - 1,
             st.etag
         ),
         None => format!(
@@ -271,15 +278,21 @@ fn answer(shared: &Shared, range_from: Option<u64>, if_range: Option<String>) ->
     };
     st.requests.push(Request {
         range_from,
+        range_to,
         if_range,
         status: if ranged.is_some() { 206 } else { 200 },
         sent: 0,
     });
-    // The first fault past `from` happens on this body.
-    let next_drop = st.drops.iter().copied().find(|d| *d > from);
+    // The first fault past `from` (and before this body's end) happens on it.
+    let body_end = if ranged.is_some() { stop } else { len };
+    let next_drop = st
+        .drops
+        .iter()
+        .copied()
+        .find(|d| *d > from && *d < body_end);
     let stall = st
         .stall
-        .filter(|at| *at > from && next_drop.is_none_or(|d| *at < d));
+        .filter(|at| *at > from && *at < body_end && next_drop.is_none_or(|d| *at < d));
     let (end, cut) = match (stall, next_drop) {
         (Some(at), _) => {
             st.stall = None;
@@ -289,7 +302,7 @@ fn answer(shared: &Shared, range_from: Option<u64>, if_range: Option<String>) ->
             st.drops.retain(|d| *d != at);
             (at.min(len), true)
         }
-        (None, None) => (len, false),
+        (None, None) => (body_end, false),
     };
     Answer {
         head,

@@ -104,7 +104,7 @@ async fn stage(
     let devices = BlockDevices::of_validated(&validated, &status);
     let targets = devices.write_targets(Targets::Install)?;
     let hash_trees = devices.verity_hash_targets(Targets::Install)?;
-    let written = write::write_step(ctx, &current, hc, &targets, &hash_trees).await?;
+    let written = write::write_step(ctx, &current, hc, &targets, &hash_trees, None).await?;
     let image_hash = written.hash.clone();
     status.verity_root_hashes.clear();
     if !written.verity_root_hashes.is_empty() {

@@ -206,7 +206,13 @@ async fn stage(ctx: &StepContext, yaml: &str, halves: Halves) -> Result<Staged, 
         .filter(|fs| hash_trees.contains_key(&fs.mount_point))
         .collect();
     preflight::check_image(hc, serviced, &ctx.engine.sources).await?;
-    let written = write::write_step(ctx, &current, hc, &targets, &hash_trees).await?;
+    // The active volume's devices: an indexed image's chunks found there
+    // are copied, not fetched (read only; never opened for writing).
+    let reuse = write::LocalVolumes {
+        filesystems: devices.write_targets(Targets::AbUpdate { volume: active })?,
+        hash_trees: devices.verity_hash_targets(Targets::AbUpdate { volume: active })?,
+    };
+    let written = write::write_step(ctx, &current, hc, &targets, &hash_trees, Some(reuse)).await?;
     let image_hash = written.hash.clone();
     let verity_root_hashes = written.verity_root_hashes.clone();
     let (new_hc, new_devices, new_targets) = (hc.clone(), devices.clone(), targets.clone());

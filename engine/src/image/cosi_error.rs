@@ -30,9 +30,10 @@ impl<T> CosiResultExt<T> for Result<T, CosiError> {
 #[track_caller]
 pub fn cosi_error(error: CosiError) -> TridentError {
     let subkind = match &error {
-        CosiError::MetadataHashMismatch { .. } | CosiError::HashMismatch { .. } => {
-            Subkind::ImageHashMismatch
-        }
+        CosiError::MetadataHashMismatch { .. }
+        | CosiError::HashMismatch { .. }
+        | CosiError::ChunkIndexHashMismatch { .. }
+        | CosiError::ChunkHashMismatch(_) => Subkind::ImageHashMismatch,
         CosiError::UnsupportedUrl { .. } | CosiError::InvalidOciReference { .. } => {
             Subkind::InvalidImageUrl
         }
@@ -58,7 +59,8 @@ pub fn cosi_error(error: CosiError) -> TridentError {
         | CosiError::Http { .. }
         | CosiError::Read { .. }
         | CosiError::ImageChanged { .. }
-        | CosiError::RangesNotServed { .. } => Subkind::DownloadImage,
+        | CosiError::RangesNotServed { .. }
+        | CosiError::RangesUnsupported { .. } => Subkind::DownloadImage,
         CosiError::Target { .. } => Subkind::WriteImage,
         CosiError::TargetChanged { .. } => Subkind::TargetChanged,
         CosiError::Cancelled { .. } => Subkind::Interrupted,
@@ -66,12 +68,24 @@ pub fn cosi_error(error: CosiError) -> TridentError {
         CosiError::TargetTooSmall { .. } | CosiError::RegionTooLarge { .. } => {
             Subkind::ImageDoesNotMatchConfiguration
         }
-        CosiError::Metadata(_) => Subkind::InvalidImageMetadata,
+        CosiError::Metadata(_) | CosiError::ChunkIndex(_) | CosiError::ChunkIndexEntry { .. } => {
+            Subkind::InvalidImageMetadata
+        }
         _ => Subkind::InvalidImage,
     };
     let message = match &error {
         // Names the field and why: `metadata.json: osPackages[0].arch: is required`.
         CosiError::Metadata(detail) => format!("{}: {detail}", subkind.default_message()),
+        // Names the region and chunk, or the index's field.
+        CosiError::ChunkHashMismatch(_)
+        | CosiError::ChunkFrame { .. }
+        | CosiError::ChunkIndex(_)
+        | CosiError::ChunkIndexEntry { .. }
+        | CosiError::ChunkIndexHashMismatch { .. } => format!(
+            "{} ({}): {error}",
+            subkind.default_message(),
+            error.subkind()
+        ),
         _ => format!("{} ({})", subkind.default_message(), error.subkind()),
     };
     TridentError::with_source(subkind, message, error)

@@ -9,7 +9,7 @@
 //! The write step checks every byte again as it writes.
 
 use trident_cosi::metadata::Metadata;
-use trident_cosi::{CosiSource, ExpectedHash, SourceOptions};
+use trident_cosi::{CosiError, CosiSource, ExpectedHash, SourceOptions};
 use trident_host::config::{FilesystemSource, HostConfiguration};
 use trident_host::{Subkind, TridentError};
 
@@ -41,11 +41,32 @@ pub async fn check_image(
     let sources = sources.clone();
     blocking(move || {
         let expected = ExpectedHash::parse(&image.sha384).cosi()?;
-        let mut source = CosiSource::open(&image.url, &expected, &sources).cosi()?;
+        let mut source = if verity.is_empty() {
+            open_head(&image.url, &expected, &sources)?
+        } else {
+            CosiSource::open(&image.url, &expected, &sources).cosi()?
+        };
         check_mount_points(source.metadata(), &wanted)?;
         verity_blocks::check_source_block_sizes(&mut source, &verity)
     })
     .await
+}
+
+/// The image's head (marker, metadata, chunk index) read by range
+/// requests where the source serves them, so a check that needs nothing
+/// more does not start a whole download; else opened as a stream.
+fn open_head(
+    url: &str,
+    expected: &ExpectedHash,
+    sources: &SourceOptions,
+) -> Result<CosiSource, TridentError> {
+    match CosiSource::open_by_ranges(url, expected, sources) {
+        Ok((source, _)) => Ok(source),
+        Err(CosiError::RangesUnsupported { .. } | CosiError::UnsupportedUrl { .. }) => {
+            CosiSource::open(url, expected, sources).cosi()
+        }
+        Err(error) => Err(error).cosi(),
+    }
 }
 
 fn from_image(hc: &HostConfiguration) -> Vec<FromImage> {

@@ -149,6 +149,7 @@ fn write(
         sha,
         &SourceOptions::default(),
         &targets,
+        None,
         &boot,
         &crate::interrupt::Interrupt::default(),
     );

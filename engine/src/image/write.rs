@@ -12,7 +12,10 @@ use trident_host::status::HostStatus;
 use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
+use super::adaptive;
+use super::adaptive_region::{Dest, Job, Local};
 use super::cosi_error::CosiResultExt;
+use super::esp_copy;
 use super::verity;
 use crate::block_device::ResolvedDevice;
 use crate::boot_control::image_boot::{self, BootKind, ImageBoot};
@@ -47,6 +50,7 @@ pub async fn write_step(
     hc: &HostConfiguration,
     targets: &BTreeMap<String, ResolvedDevice>,
     hash_trees: &BTreeMap<String, ResolvedDevice>,
+    reuse: Option<LocalVolumes>,
 ) -> Result<WrittenImage, TridentError> {
     let image = hc
         .image
@@ -72,11 +76,16 @@ pub async fn write_step(
             filesystems: &written,
             hash_trees: &hash_trees,
         };
+        let reuse = reuse.as_ref().map(|local| ImageTargets {
+            filesystems: &local.filesystems,
+            hash_trees: &local.hash_trees,
+        });
         write_image(
             &image.url,
             &image.sha384,
             &sources,
             &written,
+            reuse.as_ref(),
             &boot,
             &engine.interrupt,
         )
@@ -102,6 +111,15 @@ pub struct ImageTargets<'a> {
     pub hash_trees: &'a BTreeMap<String, ResolvedDevice>,
 }
 
+/// The active volume's devices of an A/B update (mount point → device,
+/// as [`ImageTargets`]), whose blocks an indexed image's chunks are
+/// copied from instead of fetched.
+#[derive(Debug, Clone)]
+pub struct LocalVolumes {
+    pub filesystems: BTreeMap<String, ResolvedDevice>,
+    pub hash_trees: BTreeMap<String, ResolvedDevice>,
+}
+
 /// How boot control takes part in [`write_image`].
 pub struct BootCheck<'a> {
     /// Where to copy the image's ESP filesystem when it is not a target
@@ -125,45 +143,86 @@ impl std::fmt::Debug for BootCheck<'_> {
 /// metadata is one this daemon boots (`boot`), then streams each region
 /// into its partition. Regions of other mount points (and the image's own
 /// GPT) are read and verified but not written; the image's ESP goes to
-/// `boot.esp_copy` when asked. Blocking: run it in `spawn_blocking`
-/// inside the operation's span.
+/// `boot.esp_copy` when asked. With `reuse` (an A/B update: the active
+/// volume's devices) an indexed image is written adaptively
+/// ([`adaptive`]): only the chunks found nowhere locally are fetched.
+/// Blocking: run it in `spawn_blocking` inside the operation's span.
 pub fn write_image(
     url: &str,
     sha384: &str,
     sources: &SourceOptions,
     image_targets: &ImageTargets<'_>,
+    reuse: Option<&ImageTargets<'_>>,
     boot: &BootCheck<'_>,
     interrupt: &Interrupt,
 ) -> Result<WrittenImage, TridentError> {
     let targets = image_targets.filesystems;
     let hash_trees = image_targets.hash_trees;
-    let download = Phase::start(
-        "download",
-        "Open and verify image metadata",
-        Unit::Items,
-        Some(1),
-    );
     let expected = ExpectedHash::parse(sha384).cosi()?;
-    let mut source = CosiSource::open(url, &expected, sources).cosi()?;
-    download.set(1);
-    download.done();
-    tracing::info!(url = %trident_host::redact::url::redact_url(url), image_hash = %source.image_hash(), "image metadata verified");
+    let indexed = match reuse {
+        Some(_) => adaptive::open_indexed(url, &expected, sources)?,
+        None => None,
+    };
+    let (mut source, indexed) = match indexed {
+        Some(adaptive::Indexed { source, ranges }) => (None, Some((source, ranges))),
+        None => {
+            let download = Phase::start(
+                "download",
+                "Open and verify image metadata",
+                Unit::Items,
+                Some(1),
+            );
+            let source = CosiSource::open(url, &expected, sources).cosi()?;
+            download.set(1);
+            download.done();
+            (Some(source), None)
+        }
+    };
+    let opened = match (&source, &indexed) {
+        (Some(source), _) | (None, Some((source, _))) => source,
+        (None, None) => return Err(TridentError::of(Subkind::DownloadImage)),
+    };
+    tracing::info!(url = %trident_host::redact::url::redact_url(url), image_hash = %opened.image_hash(), "image metadata verified");
 
-    check_image_matches(&source, targets)?;
-    let verity_root_hashes = verity::check_hash_trees(source.metadata(), hash_trees)?;
-    let kind = image_boot::boot_kind(source.metadata())?;
+    check_image_matches(opened, targets)?;
+    let verity_root_hashes = verity::check_hash_trees(opened.metadata(), hash_trees)?;
+    let kind = image_boot::boot_kind(opened.metadata())?;
     (boot.check)(&kind)?;
-    let esp_copy = esp_to_copy(&source, targets, &kind, boot.esp_copy.as_deref())?;
+    let esp_copy = esp_to_copy(opened, targets, &kind, boot.esp_copy.as_deref())?;
     // The byte work: the filesystem images that are written.
-    let bytes_total = source
+    let bytes_total = opened
         .metadata()
         .images
         .iter()
         .filter(|fs| targets.contains_key(&fs.mount_point))
         .map(|fs| fs.image.uncompressed_size)
         .sum::<u64>()
-        + verity::tree_bytes(source.metadata(), hash_trees);
+        + verity::tree_bytes(opened.metadata(), hash_trees);
     trident_telemetry::overall::plan_bytes(bytes_total);
+    let written = |hash: String, esp_copy: Option<(String, PathBuf)>| WrittenImage {
+        hash,
+        boot: ImageBoot {
+            kind: kind.clone(),
+            esp_copy: esp_copy.map(|(_, path)| path),
+            verity_root_hash: verity_root_hashes.get("/").cloned(),
+        },
+        verity_root_hashes: verity_root_hashes.clone(),
+    };
+
+    if let (Some((source, ranges)), Some(reuse)) = (indexed, reuse) {
+        let image = adaptive::Indexed { source, ranges };
+        let jobs = adaptive_jobs(&image.source, image_targets, reuse, esp_copy.as_ref())?;
+        adaptive::write_jobs(&image, &jobs, interrupt)?;
+        return Ok(written(image.source.image_hash(), esp_copy));
+    }
+    let Some(source) = source.as_mut() else {
+        return Err(TridentError::of(Subkind::DownloadImage));
+    };
+    if reuse.is_some() && source.chunk_index().is_some() {
+        tracing::info!(
+            "the image has a chunk index, but its source is not read by range: it streams whole"
+        );
+    }
 
     let mut files: HashMap<String, File> = HashMap::new();
     let mut verified = 0u64;
@@ -184,7 +243,7 @@ pub fn write_image(
         match target {
             None if is_esp_copy => {
                 if let Some((_, path)) = &esp_copy {
-                    copy_region(&mut region, &info, path)?;
+                    esp_copy::copy_region(&mut region, &info, path)?;
                 }
             }
             None => {
@@ -203,15 +262,76 @@ pub fn write_image(
             .structured_msg(Subkind::WriteImage, format!("fsync {device}"))?;
     }
     verify.done();
-    Ok(WrittenImage {
-        hash: source.image_hash(),
-        boot: ImageBoot {
-            kind,
-            esp_copy: esp_copy.map(|(_, path)| path),
-            verity_root_hash: verity_root_hashes.get("/").cloned(),
-        },
-        verity_root_hashes,
-    })
+    Ok(written(source.image_hash(), esp_copy))
+}
+
+/// The regions an adaptive update writes: each filesystem and hash tree
+/// of `targets` (the inactive volume, whose earlier image may already
+/// hold chunks in place), with the same mount point's device in `reuse`
+/// (the active volume) to copy chunks from; and the image's ESP into its
+/// copy, when boot control wants one.
+fn adaptive_jobs(
+    source: &CosiSource,
+    targets: &ImageTargets<'_>,
+    reuse: &ImageTargets<'_>,
+    esp_copy: Option<&(String, PathBuf)>,
+) -> Result<Vec<Job>, TridentError> {
+    let local = |device: Option<&ResolvedDevice>, role: &str| {
+        device.map(|d| {
+            let extent = d.extent();
+            Local {
+                label: format!("{} ({role})", d.id()),
+                path: PathBuf::from(extent.backing),
+                offset: extent.offset,
+                size: extent.size,
+            }
+        })
+    };
+    let mut jobs = Vec::new();
+    for info in source.region_infos() {
+        let (target, active) = match (&info.kind, info.mount_point.as_deref(), &info.verity_of) {
+            (RegionKind::Partition { .. }, Some(mp), _) => {
+                (targets.filesystems.get(mp), reuse.filesystems.get(mp))
+            }
+            (RegionKind::Partition { .. }, None, Some(mp)) => {
+                (targets.hash_trees.get(mp), reuse.hash_trees.get(mp))
+            }
+            _ => (None, None),
+        };
+        if let Some(target) = target {
+            let extent = target.extent();
+            jobs.push(Job {
+                dest: Dest {
+                    id: target.id().to_owned(),
+                    path: PathBuf::from(extent.backing),
+                    offset: extent.offset,
+                    size: extent.size,
+                    in_place: true,
+                },
+                locals: local(active, "the active volume").into_iter().collect(),
+                info,
+            });
+            continue;
+        }
+        let Some((_, path)) =
+            esp_copy.filter(|(mp, _)| info.mount_point.as_deref() == Some(mp.as_str()))
+        else {
+            continue;
+        };
+        esp_copy::create(path, info.image.uncompressed_size)?;
+        jobs.push(Job {
+            dest: Dest {
+                id: "image-esp-copy".to_owned(),
+                path: path.clone(),
+                offset: 0,
+                size: info.image.uncompressed_size,
+                in_place: false,
+            },
+            locals: Vec::new(),
+            info,
+        });
+    }
+    Ok(jobs)
 }
 
 /// The image's ESP (its mount point) and where to copy it, when boot
@@ -244,68 +364,6 @@ fn esp_to_copy(
         return Ok(None); // written to the host's ESP: read there
     }
     Ok(Some((esp.mount_point.clone(), path.to_path_buf())))
-}
-
-/// Streams one region into the file `path` (created, sized to the
-/// region), hash-checked on the way. Sparse: all-zero chunks are left as
-/// holes, so an ESP image that is mostly free space takes only its files'
-/// room where the copy lands (the datastore's filesystem, which upstream's
-/// samples make a 128 MiB volume of its own, no larger than the ESP).
-fn copy_region(
-    region: &mut RegionReader<'_>,
-    info: &RegionInfo,
-    path: &Path,
-) -> Result<(), TridentError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).structured_msg(
-            Subkind::WriteImage,
-            format!("Cannot create {}", parent.display()),
-        )?;
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .structured_msg(
-            Subkind::WriteImage,
-            format!("Cannot create {}", path.display()),
-        )?;
-    let size = info.image.uncompressed_size;
-    file.set_len(size).structured_msg(
-        Subkind::WriteImage,
-        format!("Cannot size {}", path.display()),
-    )?;
-    let mut buf = vec![0u8; 1 << 20];
-    let (mut offset, mut stored) = (0u64, 0u64);
-    loop {
-        let n = region.read_chunk(&mut buf).cosi()?;
-        if n == 0 {
-            break; // the end, verified
-        }
-        let chunk = &buf[..n];
-        if offset + n as u64 > size {
-            return Err(TridentError::new(
-                Subkind::WriteImage,
-                format!(
-                    "{}: more bytes than its uncompressed size {size}",
-                    info.name()
-                ),
-            ));
-        }
-        if chunk.iter().any(|b| *b != 0) {
-            std::os::unix::fs::FileExt::write_all_at(&file, chunk, offset).structured_msg(
-                Subkind::WriteImage,
-                format!("{}: write at offset {offset}", path.display()),
-            )?;
-            stored += n as u64;
-        }
-        offset += n as u64;
-    }
-    tracing::info!(region = %info.name(), copy = %path.display(), bytes = offset, stored,
-        "the image's ESP copied out for its boot files");
-    Ok(())
 }
 
 /// Writes one region into its target device (opening its backing file or

@@ -7,6 +7,7 @@
 //! hostile COSIs, documents validation refuses, crash consistency and
 //! faults, and the secrets servicing must never let out.
 
+mod adaptive_updates;
 mod bad_input_cosi;
 mod boot_grub;
 mod clean_install_safety;
