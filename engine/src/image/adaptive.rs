@@ -125,7 +125,13 @@ pub fn write_jobs(
             copied = this.copied,
             fetched = this.fetched,
             frame_bytes = this.frame_bytes,
-            "region written adaptively"
+            "{}: {} bytes in place, {} zeros, {} copied from local volumes, {} fetched ({} bytes of frames)",
+            job.info.name(),
+            this.in_place,
+            this.zeros,
+            this.copied,
+            this.fetched,
+            this.frame_bytes
         );
         tally.add(&this);
     }

@@ -39,10 +39,19 @@ struct Image {
 
 struct Setup {
     dir: tempfile::TempDir,
+    esp: Vec<u8>,
     v1: Image,
     v2: Image,
     root_v2: Vec<u8>,
     disk: PathBuf,
+}
+
+/// `root` with 100 KiB of other bytes (from `seed`) inside chunk `chunk`.
+fn changed(root: &[u8], chunk: usize, seed: u64) -> Vec<u8> {
+    let mut out = root.to_vec();
+    let at = chunk * CHUNK + 4096;
+    out[at..at + (100 << 10)].copy_from_slice(&content(seed, 2, 100 << 10));
+    out
 }
 
 fn content(seed: u64, number: u32, len: usize) -> Vec<u8> {
@@ -88,9 +97,7 @@ impl Setup {
         let dir = tempfile::tempdir().unwrap();
         let esp = content(3801, 1, ESP_BYTES);
         let root_v1 = content(3801, 2, ROOT_BYTES);
-        let mut root_v2 = root_v1.clone();
-        let at = CHANGED_CHUNK * CHUNK + 4096;
-        root_v2[at..at + (100 << 10)].copy_from_slice(&content(3802, 2, 100 << 10));
+        let root_v2 = changed(&root_v1, CHANGED_CHUNK, 3802);
         let v1 = image(dir.path(), "v1", &esp, &root_v1);
         let v2 = image(dir.path(), "v2", &esp, &root_v2);
         let disk = dir.path().join("disk.img");
@@ -100,6 +107,7 @@ impl Setup {
             .unwrap();
         Setup {
             dir,
+            esp,
             v1,
             v2,
             root_v2,
@@ -151,7 +159,7 @@ fn logged(run: &Collected, part: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn an_update_that_changes_one_chunk_fetches_only_that_chunk_and_copies_the_rest() {
+async fn one_changed_chunk_is_fetched_the_rest_copied_from_the_active_volume_or_kept_in_place() {
     let s = Setup::new();
     let d = daemon().await;
     let mut c = Clients::new(&d).await;
@@ -194,6 +202,24 @@ async fn an_update_that_changes_one_chunk_fetches_only_that_chunk_and_copies_the
         requests.len()
     );
     assert!(ratio < 0.10, "served {served} of {len}: {requests:?}");
+
+    // Staged again, v3 (v2 with chunk 15 changed too) onto the v2 now in
+    // volume B: all but that chunk are already in place there.
+    let root_v3 = changed(&s.root_v2, 15, 3803);
+    let v3 = image(s.dir.path(), "v3", &s.esp, &root_v3);
+    let server = FaultyServer::start(&v3.path, Faults::default());
+    let again = c.update_stage(&s.config(&server.url(), &v3.sha384)).await;
+    again.assert_success();
+    assert_eq!(s.partition("root-b", ROOT_BYTES), root_v3, "volume B is v3");
+    assert_eq!(phase_max(&again, "download/fetched"), CHUNK as u64);
+    assert_eq!(
+        phase_max(&again, "download/reused"),
+        (ROOT_BYTES - CHUNK) as u64
+    );
+    let in_place = format!("partition-2: {} bytes in place", ROOT_BYTES - CHUNK);
+    assert!(logged(&again, &in_place), "{:#?}", again.logs);
+    let copied = format!("{} copied from local volumes", ROOT_BYTES - CHUNK);
+    assert!(logged(&stage, &copied), "{:#?}", stage.logs);
 }
 
 #[tokio::test(flavor = "multi_thread")]
