@@ -12,6 +12,8 @@
 
 pub mod adaptive;
 pub mod adaptive_region;
+#[cfg(test)]
+mod adaptive_tests;
 pub mod cosi_error;
 pub mod esp_copy;
 pub mod preflight;
