@@ -3,8 +3,10 @@
 //! (one 1 MiB chunk of the root changed), both indexed by the real
 //! `mkcosi index` and v2 served by `trident_e2e::faulty_http`, which logs
 //! every request and counts the bytes it sends. The update fetches the
-//! changed chunk and copies the rest from the active volume; a server
-//! without ranges gets the whole image and a warning; a chunk that is not
+//! changed chunk and copies the rest from the active volume (staged again
+//! with v3, keeps all but one chunk in place); a range request that drops
+//! is asked again (a warning); a server without ranges gets the whole
+//! image and a warning; a chunk that is not
 //! its hash, or an index that is not the one the metadata pins, fails
 //! structured with nothing switched.
 
@@ -367,4 +369,47 @@ fn mkcosi_writes_an_indexed_fixture_that_reads_as_the_plain_one() {
         all
     };
     assert!(regions(&indexed) == regions(&plain));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_range_request_that_drops_is_asked_again_and_the_retry_is_a_warning() {
+    let s = Setup::new();
+    let d = daemon().await;
+    let mut c = Clients::new(&d).await;
+    s.provisioned(&mut c).await;
+
+    // Where the changed chunk's frame sits in v2: the connection drops
+    // half way through it, once.
+    let source = trident_cosi::CosiSource::open(
+        &format!("file://{}", s.v2.path.display()),
+        &trident_cosi::ExpectedHash::Ignored,
+        &trident_cosi::SourceOptions::default(),
+    )
+    .unwrap();
+    let index = source.chunk_index().unwrap();
+    let region = &index.regions[2];
+    let frame = &region.chunks[CHANGED_CHUNK];
+    let at = source.region_data_offset(&region.path).unwrap() + frame.offset + frame.size / 2;
+    let server = FaultyServer::start(&s.v2.path, Faults::default().drop_at(at));
+    let stage = c.update_stage(&s.config(&server.url(), &s.v2.sha384)).await;
+    stage.assert_success();
+    assert_eq!(
+        s.partition("root-b", ROOT_BYTES),
+        s.root_v2,
+        "volume B is v2"
+    );
+    let requests = server.requests();
+    let frame_start = at - frame.size / 2;
+    let asked: Vec<&trident_e2e::faulty_http::Request> = requests
+        .iter()
+        .filter(|r| r.range_from == Some(frame_start))
+        .collect();
+    assert_eq!(asked.len(), 2, "the frame asked for twice: {requests:?}");
+    assert!(
+        asked
+            .iter()
+            .all(|r| r.if_range.as_deref() == Some("\"image-1\"")),
+        "{requests:?}"
+    );
+    assert!(logged(&stage, "broke at byte"), "{:#?}", stage.logs);
 }
