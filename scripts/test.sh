@@ -273,23 +273,73 @@ if fuzz_available; then
     FUZZ_BUILD_PID=$!
 fi
 
+# The VM tests, longest first, so that the time guard below can only ever
+# hold back short ones. A VM test not named here runs after these.
+VM_TEST_ORDER=(
+    vm_scenario::upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
+    vm_raid::a_two_disk_vm_installs_on_mirrors_updates_on_them_and_rebuilds_a_replaced_disk
+    vm_encryption::upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
+    vm_verity::upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_byte_fails_its_reads
+    vm_scenario::a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext
+    vm_raid::upstreams_raid_sample_installs_and_boots_with_root_on_a_mirror
+    vm_samples::upstreams_base_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
+    vm_samples::upstreams_basic_sample_installs_and_boots
+    vm_samples::upstreams_simple_sample_installs_boots_and_passes_its_health_checks
+)
+# A VM test starts only before this many seconds of the run: the hard limit
+# of a CI run is 90 minutes, and on a slow machine the section alone took
+# 62 minutes (tests/README.md, "The test command's VM budget"). Past it the
+# rest are listed as SKIPPED, in the log and in the section table.
+VM_START_BEFORE="${VM_START_BEFORE:-4500}"
+VM_SKIPPED=()
+
+# Every VM test not named matrix_*, in VM_TEST_ORDER's order.
+vm_tests_in_order() {
+    local listed name
+    listed="$(cargo nextest list -p trident-e2e --test vm --run-ignored only \
+        -E 'not test(/::matrix_/)' --message-format oneline | awk '{print $2}')"
+    for name in "${VM_TEST_ORDER[@]}"; do
+        grep -qxF "$name" <<<"$listed" && echo "$name"
+    done
+    grep -vxF -f <(printf '%s\n' "${VM_TEST_ORDER[@]}") <<<"$listed" || true
+}
+
 if [ "${SKIP_VM:-0}" != 1 ]; then
-    section "VM scenarios (every upstream sample, advanced's A/B flows, rebuild-raid, stream-disk; serial logs in target/vm-artifacts/)"
+    section "VM scenarios: list the VM tests (serial logs in target/vm-artifacts/)"
     # #[ignore]d in the plain test run above because they take minutes.
     # Every VM test not named matrix_*: each of upstream's eight samples
     # installs and boots (raid-mirrored inside rebuild-raid), advanced runs
     # its install / A/B update / rollback in full, a StreamDisk'd disk
     # boots. The matrix_* tests are scripts/vm-matrix.sh's. The budget and
     # its shares: tests/README.md, "The test command's VM budget".
-    # The scenarios share one build of the test OS (tests/src/test_os/cache.rs).
+    # The scenarios share one build of the test OS (tests/src/test_os/cache.rs);
+    # the first test to run builds it.
     # One retry: under TCG a guest rarely stalls in the firmware or the
     # boot loader between two kernels (tests/src/vm/reboot_stall.rs);
     # the harness fails such a wait within minutes and says so, and
     # nextest reports a test that passed on its retry as FLAKY.
     # The vm binary's tests are named FILE::TEST (tests/tests/vm/FILE.rs).
     if have cargo-nextest; then
-        cargo nextest run -p trident-e2e --test vm --run-ignored only --no-capture \
-            --retries 1 -E 'not test(/::matrix_/)'
+        mapfile -t VM_TESTS < <(vm_tests_in_order)
+        if [ ${#VM_TESTS[@]} -eq 0 ]; then
+            echo "no VM test listed (cargo nextest list failed?)" >&2
+            exit 1
+        fi
+        for name in "${VM_TESTS[@]}"; do
+            if [ $((SECONDS - STARTED_AT)) -gt "$VM_START_BEFORE" ]; then
+                VM_SKIPPED+=("$name")
+                continue
+            fi
+            section "VM: $name"
+            cargo nextest run -p trident-e2e --test vm --run-ignored only --no-capture \
+                --retries 1 -E "test(=$name)"
+        done
+        if [ ${#VM_SKIPPED[@]} -gt 0 ]; then
+            section "VM: SKIPPED, the run is past ${VM_START_BEFORE}s: ${VM_SKIPPED[*]}"
+            for name in "${VM_SKIPPED[@]}"; do
+                printf 'VM test SKIPPED (the run is past %ss): %s\n' "$VM_START_BEFORE" "$name" >&2
+            done
+        fi
     else
         cargo test -p trident-e2e --test vm -- --ignored --nocapture --skip matrix_
     fi
