@@ -52,6 +52,9 @@ const POLL: Duration = Duration::from_millis(500);
 /// on a loaded 2-core machine.
 pub const REBOOT_STALL: Duration = Duration::from_secs(240);
 
+/// Resets of stalled reboots within one wait before the wait fails.
+const MAX_RESETS_PER_WAIT: u32 = 2;
+
 /// `target/vm-artifacts/<test>`: serial and QEMU logs kept for inspection.
 pub fn artifacts_dir(test: &str) -> anyhow::Result<PathBuf> {
     let profile = bin_dir();
@@ -300,11 +303,24 @@ impl Vm {
         let deadline = Instant::now() + timeout;
         let mut stall = reboot_stall::StallWatch::default();
         let mut kicked = false;
+        // Resets of this wait's stalled reboots: a guest whose reset did not
+        // bring the firmware back twice is stuck in QEMU itself (seen under
+        // TCG: no output at all, QEMU spinning); a fresh QEMU (nextest's
+        // retry) boots it, so fail now instead of sitting out the timeout.
+        let mut resets_here = 0u32;
         let registers_file = self.serial_log.with_extension("stall-registers.txt");
         loop {
             let bytes = fs::read(&self.serial_log).unwrap_or_default();
             match stall.stalled(&bytes, REBOOT_STALL) {
+                Some(Stall::Restart) if resets_here >= MAX_RESETS_PER_WAIT => bail!(
+                    "vm {}: silent after 'reboot: machine restart' even after {resets_here} \
+                     resets {REBOOT_STALL:?} apart (QEMU stuck under TCG; a fresh QEMU boots \
+                     the same disk); serial tail:\n{}",
+                    self.name,
+                    self.tail()
+                ),
                 Some(Stall::Restart) => {
+                    resets_here += 1;
                     self.stalled_reboot_resets += 1;
                     println!(
                         "vm {}: silent for {REBOOT_STALL:?} after 'reboot: machine restart'; \
