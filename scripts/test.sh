@@ -277,7 +277,7 @@ fi
 # hold back short ones. A VM test not named here runs after these.
 VM_TEST_ORDER=(
     vm_scenario::upstreams_advanced_sample_installs_v1_updates_to_v2_and_rolls_back_a_failing_update
-    vm_raid::a_two_disk_vm_installs_on_mirrors_updates_on_them_and_rebuilds_a_replaced_disk
+    vm_raid::upstreams_raid_mirrored_sample_installs_and_boots_with_every_array_clean
     vm_encryption::upstreams_encryption_sample_installs_and_boots_with_srv_unlocked_by_the_tpm
     vm_verity::upstreams_verity_sample_boots_a_verified_read_only_root_and_a_flipped_byte_fails_its_reads
     vm_scenario::a_disk_written_by_stream_disk_boots_v1_with_tridentd_from_the_sysext

@@ -42,7 +42,7 @@ SCENARIOS=(
     "stream-disk-boot|a disk written by StreamDisk boots v1, whose tridentd (from the sysext) answers through the reverse-connect proxy"
     "runtime-update|on a provisioned guest, a runtime update merges a system extension without a reboot (live progress), a second removes it"
     "raid-mirrored|two blank disks: upstream's raid-mirrored sample (as our fixture, root split into an A/B pair of mirrors) installs, boots with / on RAID1, A/B updates on the arrays and commits"
-    "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean; the rebuilt disk then boots alone (the CI scenario)"
+    "rebuild-raid|raid-mirrored, then the second disk replaced by a blank one: a degraded boot, trident rebuild-raid with live progress, every array clean; the rebuilt disk then boots alone (scripts/test.sh runs raid-mirrored's install and boot alone)"
     "raid|upstream's raid sample (as our fixture): root on a RAID1 mirror of two disks, the ESP on the first, swap on both; installs and boots (also in scripts/test.sh)"
     "encryption|upstream's encryption sample on a VM with a software TPM: /srv on LUKS2 sealed to PCR 7, unlocked at boot by the TPM alone; the recovery key file opens it (also in scripts/test.sh)"
     "basic|upstream's basic sample (devices, image and sizes rewritten): ESP and root on one disk; installs and boots (also in scripts/test.sh)"
@@ -91,7 +91,7 @@ scenario_raid_mirrored() {
 }
 
 scenario_rebuild_raid() {
-    run_vm_test vm_raid::a_two_disk_vm_installs_on_mirrors_updates_on_them_and_rebuilds_a_replaced_disk
+    run_vm_test vm_raid::matrix_a_two_disk_vm_installs_on_mirrors_updates_on_them_and_rebuilds_a_replaced_disk
 }
 
 scenario_raid() {
