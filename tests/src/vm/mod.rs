@@ -15,27 +15,30 @@
 //!   socket --tpm2` with its state in the VM's work directory, attached as
 //!   `tpm-crb` through QEMU's `-tpmdev emulator` (OVMF measures the boot
 //!   into it), stopped with the VM (`swtpm`).
+//! - A guest's reboot is a power cycle: QEMU runs with `-no-reboot` and a
+//!   fresh one starts on the same disks, NVRAM and TPM state
+//!   (`power_cycle`): far faster under TCG than QEMU's own reset.
 //! - A guest that prints `reboot: machine restart` and then nothing for
 //!   [`REBOOT_STALL`] is reset through QEMU's QMP socket (see `reboot_stall`):
 //!   under TCG the firmware's reset sometimes never completes, and a wait
 //!   would otherwise sit out its whole timeout and fail a sound run.
 
+mod power_cycle;
 mod reboot_stall;
 mod swtpm;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use tempfile::TempDir;
 
 use crate::bin_dir;
 use crate::test_os::RcpPki;
 use crate::vm_rcp::{GUEST_RCP_ADDR, GuestSocket, Orchestrator};
+use power_cycle::{Launch, Supervised};
 use reboot_stall::Stall;
 
 /// UEFI firmware code (no Secure Boot: the test OS is unsigned).
@@ -142,11 +145,11 @@ pub struct Boot {
     pub duration: Duration,
 }
 
-/// A running QEMU; killed on drop.
+/// A running QEMU (a new one after each guest reboot); killed on drop.
 #[derive(Debug)]
 pub struct Vm {
     name: String,
-    child: Child,
+    qemu: Supervised,
     serial_log: PathBuf,
     orchestrator: Option<Orchestrator>,
     /// Bytes of the serial log already matched; waits look after this.
@@ -156,8 +159,6 @@ pub struct Vm {
     qmp: PathBuf,
     /// Resets the harness made for stalled reboots (reported by each wait).
     stalled_reboot_resets: u32,
-    /// The software TPM, stopped after QEMU.
-    tpm: Option<swtpm::Swtpm>,
     _dir: TempDir,
 }
 
@@ -191,8 +192,9 @@ impl Vm {
             }
             None => None,
         };
+        let tpm_log = spec.artifacts.join(format!("swtpm-{}.log", spec.name));
         // A log left by an earlier run would satisfy the first wait at once.
-        for log in [&serial_log, &qemu_log] {
+        for log in [&serial_log, &qemu_log, &tpm_log] {
             match fs::remove_file(log) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(e).with_context(|| format!("removing old {}", log.display()));
@@ -201,64 +203,69 @@ impl Vm {
             }
         }
 
-        let tpm = match spec.tpm {
-            true => Some(swtpm::Swtpm::start(
-                dir.path(),
-                &spec.artifacts.join(format!("swtpm-{}.log", spec.name)),
-            )?),
-            false => None,
-        };
-        let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args(["-machine", "q35", "-accel", "tcg", "-no-user-config"])
-            .args(["-m", &spec.memory_mib.to_string()])
-            .args(["-smp", &spec.cpus.to_string()])
-            .args(["-display", "none", "-vga", "none", "-monitor", "none"])
-            .arg("-qmp")
-            .arg(format!("unix:{},server=on,wait=off", qmp.display()))
-            .args(["-serial", &format!("file:{}", serial_log.display())])
-            .arg("-drive")
-            .arg(format!(
-                "if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}"
-            ))
-            .arg("-drive")
-            .arg(format!(
-                "if=pflash,format=raw,unit=1,file={}",
-                vars.display()
-            ))
-            .arg("-netdev")
-            .arg(netdev(orchestrator.as_ref()))
-            .args(["-device", "virtio-net-pci,netdev=net0"]);
-        if let Some(tpm) = &tpm {
-            cmd.args(tpm.qemu_args());
+        let tpm = spec.tpm.then(|| (dir.path().to_owned(), tpm_log.clone()));
+        let mut args: Vec<String> = [
+            "-machine",
+            "q35",
+            "-accel",
+            "tcg",
+            "-no-user-config",
+            "-no-reboot",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend([
+            "-m".into(),
+            spec.memory_mib.to_string(),
+            "-smp".into(),
+            spec.cpus.to_string(),
+        ]);
+        args.extend(["-display", "none", "-vga", "none", "-monitor", "none"].map(String::from));
+        args.extend([
+            "-qmp".into(),
+            format!("unix:{},server=on,wait=off", qmp.display()),
+            // Appended to: each power cycle's QEMU opens it again.
+            "-chardev".into(),
+            format!("file,id=serial0,path={},append=on", serial_log.display()),
+            "-serial".into(),
+            "chardev:serial0".into(),
+            "-drive".into(),
+            format!("if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}"),
+            "-drive".into(),
+            format!("if=pflash,format=raw,unit=1,file={}", vars.display()),
+            "-netdev".into(),
+            netdev(orchestrator.as_ref()),
+            "-device".into(),
+            "virtio-net-pci,netdev=net0".into(),
+        ]);
+        if tpm.is_some() {
+            args.extend(swtpm::Swtpm::qemu_args(dir.path()));
         }
         for (i, disk) in spec.disks.iter().enumerate() {
-            cmd.arg("-drive")
-                .arg(format!(
-                    "if=none,id=disk{i},format=raw,file={}",
-                    disk.display()
-                ))
-                .arg("-device")
-                .arg(format!("virtio-blk-pci,drive=disk{i},bootindex={i}"));
+            args.extend([
+                "-drive".into(),
+                format!("if=none,id=disk{i},format=raw,file={}", disk.display()),
+                "-device".into(),
+                format!("virtio-blk-pci,drive=disk{i},bootindex={i}"),
+            ]);
         }
-        let log = fs::File::create(&qemu_log)?;
-        cmd.stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-        let child = cmd
-            .spawn()
-            .context("starting qemu-system-x86_64 (package qemu-system-x86)")?;
+        let qemu = Supervised::start(Launch {
+            name: spec.name.clone(),
+            args,
+            qemu_log,
+            serial_log: serial_log.clone(),
+            tpm,
+        })?;
         println!(
-            "vm {}: started (pid {}, serial log {}, rcp listener {})",
+            "vm {}: rcp listener {}",
             spec.name,
-            child.id(),
-            serial_log.display(),
             orchestrator
                 .as_ref()
                 .map_or("none".to_owned(), |o| format!("127.0.0.1:{}", o.port()))
         );
         Ok(Vm {
             name: spec.name,
-            child,
+            qemu,
             serial_log,
             orchestrator,
             cursor: 0,
@@ -266,7 +273,6 @@ impl Vm {
             boots: 0,
             qmp,
             stalled_reboot_resets: 0,
-            tpm,
             _dir: dir,
         })
     }
@@ -374,7 +380,7 @@ impl Vm {
                     return Ok(line);
                 }
             }
-            if let Some(status) = self.child.try_wait()? {
+            if let Some(status) = self.qemu.exited() {
                 bail!(
                     "vm {}: QEMU exited ({status}) before {marker:?}; serial tail:\n{}",
                     self.name,
@@ -427,29 +433,14 @@ impl Vm {
         }
     }
 
-    /// Stops QEMU (SIGTERM, then SIGKILL after 10 s), then its TPM.
-    pub fn stop(&mut self) {
-        self.stop_qemu();
-        if let Some(mut tpm) = self.tpm.take() {
-            tpm.stop();
-        }
+    /// Guest reboots the harness followed with a new QEMU (`power_cycle`).
+    pub fn power_cycles(&self) -> u32 {
+        self.qemu.power_cycles()
     }
 
-    fn stop_qemu(&mut self) {
-        if matches!(self.child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        let pid = Pid::from_raw(self.child.id() as i32);
-        let _ = kill(pid, Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// Stops QEMU (SIGTERM, then SIGKILL after 10 s), then its TPM.
+    pub fn stop(&mut self) {
+        self.qemu.stop();
     }
 }
 

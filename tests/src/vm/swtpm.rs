@@ -24,8 +24,9 @@ impl Swtpm {
     pub fn start(dir: &Path, log: &Path) -> anyhow::Result<Swtpm> {
         let state = dir.join("tpm2");
         fs::create_dir_all(&state)?;
-        let socket = dir.join("swtpm.sock");
-        let _ = fs::remove_file(log);
+        let socket = socket_in(dir);
+        // A socket left by the previous power cycle's swtpm.
+        let _ = fs::remove_file(&socket);
         let child = Command::new("swtpm")
             .args(["socket", "--tpm2", "--terminate"])
             .arg("--tpmstate")
@@ -62,11 +63,12 @@ impl Swtpm {
         Ok(tpm)
     }
 
-    /// QEMU's arguments attaching it as the VM's TPM 2.0 (CRB interface).
-    pub fn qemu_args(&self) -> Vec<String> {
+    /// QEMU's arguments attaching the swtpm of `dir` as the VM's TPM 2.0
+    /// (CRB interface).
+    pub fn qemu_args(dir: &Path) -> Vec<String> {
         vec![
             "-chardev".into(),
-            format!("socket,id=chrtpm,path={}", self.socket.display()),
+            format!("socket,id=chrtpm,path={}", socket_in(dir).display()),
             "-tpmdev".into(),
             "emulator,id=tpm0,chardev=chrtpm".into(),
             "-device".into(),
@@ -86,4 +88,8 @@ impl Drop for Swtpm {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+fn socket_in(dir: &Path) -> PathBuf {
+    dir.join("swtpm.sock")
 }
