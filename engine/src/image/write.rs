@@ -137,6 +137,29 @@ impl std::fmt::Debug for BootCheck<'_> {
     }
 }
 
+/// How [`write_image`] opened the image. One value instead of two
+/// `Option`s, so that "indexed but nothing to reuse" and "neither" cannot
+/// be spelled: an image is opened by range only for an A/B update.
+enum Opened<'a> {
+    /// By range with its chunk index, and the active volume's devices to
+    /// copy chunks from: an adaptive A/B update.
+    Indexed {
+        image: adaptive::Indexed,
+        reuse: ImageTargets<'a>,
+    },
+    /// As one stream read front to back.
+    Whole(CosiSource),
+}
+
+impl Opened<'_> {
+    fn source(&self) -> &CosiSource {
+        match self {
+            Opened::Indexed { image, .. } => &image.source,
+            Opened::Whole(source) => source,
+        }
+    }
+}
+
 /// Opens `url` (as `sources` says), checks that the image provides every mount point in
 /// `targets` (with a hash tree where it goes to a verity device) and that
 /// each fits its partition, that its bootloader
@@ -160,11 +183,13 @@ pub fn write_image(
     let hash_trees = image_targets.hash_trees;
     let expected = ExpectedHash::parse(sha384).cosi()?;
     let indexed = match reuse {
-        Some(_) => adaptive::open_indexed(url, &expected, sources)?,
+        Some(reuse) => {
+            adaptive::open_indexed(url, &expected, sources)?.map(|image| (image, *reuse))
+        }
         None => None,
     };
-    let (mut source, indexed) = match indexed {
-        Some(adaptive::Indexed { source, ranges }) => (None, Some((source, ranges))),
+    let opened = match indexed {
+        Some((image, reuse)) => Opened::Indexed { image, reuse },
         None => {
             let download = Phase::start(
                 "download",
@@ -175,29 +200,26 @@ pub fn write_image(
             let source = CosiSource::open(url, &expected, sources).cosi()?;
             download.set(1);
             download.done();
-            (Some(source), None)
+            Opened::Whole(source)
         }
     };
-    let opened = match (&source, &indexed) {
-        (Some(source), _) | (None, Some((source, _))) => source,
-        (None, None) => return Err(TridentError::of(Subkind::DownloadImage)),
-    };
-    tracing::info!(url = %trident_host::redact::url::redact_url(url), image_hash = %opened.image_hash(), "image metadata verified");
+    let source = opened.source();
+    tracing::info!(url = %trident_host::redact::url::redact_url(url), image_hash = %source.image_hash(), "image metadata verified");
 
-    check_image_matches(opened, targets)?;
-    let verity_root_hashes = verity::check_hash_trees(opened.metadata(), hash_trees)?;
-    let kind = image_boot::boot_kind(opened.metadata())?;
+    check_image_matches(source, targets)?;
+    let verity_root_hashes = verity::check_hash_trees(source.metadata(), hash_trees)?;
+    let kind = image_boot::boot_kind(source.metadata())?;
     (boot.check)(&kind)?;
-    let esp_copy = esp_to_copy(opened, targets, &kind, boot.esp_copy.as_deref())?;
+    let esp_copy = esp_to_copy(source, targets, &kind, boot.esp_copy.as_deref())?;
     // The byte work: the filesystem images that are written.
-    let bytes_total = opened
+    let bytes_total = source
         .metadata()
         .images
         .iter()
         .filter(|fs| targets.contains_key(&fs.mount_point))
         .map(|fs| fs.image.uncompressed_size)
         .sum::<u64>()
-        + verity::tree_bytes(opened.metadata(), hash_trees);
+        + verity::tree_bytes(source.metadata(), hash_trees);
     trident_telemetry::overall::plan_bytes(bytes_total);
     let written = |hash: String, esp_copy: Option<(String, PathBuf)>| WrittenImage {
         hash,
@@ -209,14 +231,13 @@ pub fn write_image(
         verity_root_hashes: verity_root_hashes.clone(),
     };
 
-    if let (Some((source, ranges)), Some(reuse)) = (indexed, reuse) {
-        let image = adaptive::Indexed { source, ranges };
-        let jobs = adaptive_jobs(&image.source, image_targets, reuse, esp_copy.as_ref())?;
-        adaptive::write_jobs(&image, &jobs, interrupt)?;
-        return Ok(written(image.source.image_hash(), esp_copy));
-    }
-    let Some(source) = source.as_mut() else {
-        return Err(TridentError::of(Subkind::DownloadImage));
+    let mut source = match opened {
+        Opened::Indexed { image, reuse } => {
+            let jobs = adaptive_jobs(&image.source, image_targets, &reuse, esp_copy.as_ref())?;
+            adaptive::write_jobs(&image, &jobs, interrupt)?;
+            return Ok(written(image.source.image_hash(), esp_copy));
+        }
+        Opened::Whole(source) => source,
     };
     if reuse.is_some() && source.chunk_index().is_some() {
         tracing::info!(
