@@ -4,6 +4,7 @@
 //! is the comparison measured side by side in the same run (null if none)
 //! and `ratio` is value / baseline. Build with `--release`.
 
+mod adaptive;
 mod daemon;
 mod end_to_end;
 mod hot_path;
@@ -23,10 +24,11 @@ use anyhow::bail;
 /// Benchmarks `all` runs, in order.
 const ALL: &[&str] = &["hot-path", "end-to-end", "memory"];
 
-/// Usage line, naming every benchmark (the last seven are run by name
+/// Usage line, naming every benchmark (the last eight are run by name
 /// only: five need a few GB of disk, rcp starts a thousand agents,
-/// legacy-bridge runs servicing against local HTTP endpoints).
-const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp|legacy-bridge|subscribers|verify-writes]... [--quick]";
+/// legacy-bridge runs servicing against local HTTP endpoints, adaptive
+/// builds filesystems and needs casync).
+const USAGE: &str = "usage: trident-bench [hot-path|end-to-end|memory|all|stream-disk|servicing|otlp-export|rcp|legacy-bridge|subscribers|verify-writes|adaptive]... [--quick]";
 
 fn main() -> anyhow::Result<()> {
     let mut quick = false;
@@ -63,6 +65,7 @@ fn main() -> anyhow::Result<()> {
             "legacy-bridge" => legacy_bridge::run(quick)?,
             "subscribers" => subscribers::run(quick)?,
             "verify-writes" => verify_writes::run(quick)?,
+            "adaptive" => adaptive::run(quick)?,
             other => bail!("unknown benchmark {other:?}; known: {}", ALL.join(", ")),
         }
     }

@@ -22,6 +22,16 @@ pub fn median(mut samples: Vec<f64>) -> f64 {
     samples[samples.len() / 2]
 }
 
+/// The 1-minute load average, from /proc/loadavg.
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn round(value: f64) -> f64 {
     (value * 100.0).round() / 100.0
 }

@@ -67,25 +67,17 @@ pub(crate) fn hc(text: &str) -> Option<v1::HostConfiguration> {
     })
 }
 
-/// One install + commit + update-stage on a fresh daemon and disk:
-/// (install, commit, stage) durations.
-async fn daemon_run(
-    dir: &Path,
-    v1_config: &str,
-    v2_config: &str,
-    disk: &Path,
-    disk_len: u64,
-) -> anyhow::Result<(f64, f64, f64)> {
-    std::fs::File::create(disk)?.set_len(disk_len)?;
-    let daemon = Daemon::start(dir, std::iter::empty::<&str>()).await?;
-    let ch = channel(&daemon.socket).await?;
+/// Installs (stage + finalize) with the Host Configuration `config` and
+/// commits: the durations of each, in seconds.
+pub(crate) async fn install_and_commit(
+    ch: &tonic::transport::Channel,
+    config: &str,
+) -> anyhow::Result<(f64, f64)> {
     let t = Instant::now();
     completed(
         InstallServiceClient::new(ch.clone())
             .install(v1preview::InstallRequest {
-                stage: Some(v1preview::StageInstallRequest {
-                    config: hc(v1_config),
-                }),
+                stage: Some(v1preview::StageInstallRequest { config: hc(config) }),
                 finalize: Some(v1preview::FinalizeInstallRequest { reboot: None }),
             })
             .await,
@@ -99,7 +91,22 @@ async fn daemon_run(
             .await,
     )
     .await?;
-    let commit = t.elapsed().as_secs_f64();
+    Ok((install, t.elapsed().as_secs_f64()))
+}
+
+/// One install + commit + update-stage on a fresh daemon and disk:
+/// (install, commit, stage) durations.
+async fn daemon_run(
+    dir: &Path,
+    v1_config: &str,
+    v2_config: &str,
+    disk: &Path,
+    disk_len: u64,
+) -> anyhow::Result<(f64, f64, f64)> {
+    std::fs::File::create(disk)?.set_len(disk_len)?;
+    let daemon = Daemon::start(dir, std::iter::empty::<&str>()).await?;
+    let ch = channel(&daemon.socket).await?;
+    let (install, commit) = install_and_commit(&ch, v1_config).await?;
     let t = Instant::now();
     completed(
         UpdateServiceClient::new(ch)

@@ -14,7 +14,7 @@ use std::time::Duration;
 use trident_proto::v1::VerifyWrites;
 
 use crate::daemon::{Daemon, tridentd};
-use crate::report::{self, median};
+use crate::report::{self, load_average, median};
 use crate::stream_disk::{Fixture, baseline, daemon_run, prepare, work_dir};
 
 const BENCH: &str = "verify-writes";
@@ -22,16 +22,6 @@ const DISK_BYTES: u64 = 1 << 30;
 const QUICK_DISK_BYTES: u64 = 256 << 20;
 const RUNS: usize = 5;
 const QUICK_RUNS: usize = 3;
-
-/// The 1-minute load average, from /proc/loadavg.
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
 
 #[derive(Clone, Copy)]
 enum Case {

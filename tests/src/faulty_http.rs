@@ -168,6 +168,11 @@ impl FaultyServer {
         FaultyServer { port, shared }
     }
 
+    /// The loopback port it listens on (for a proxy in front of it).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/image.cosi", self.port)
     }

@@ -14,8 +14,15 @@ use trident_host::TridentError;
 use trident_host::redact::url::redact_url;
 use trident_telemetry::progress::{Phase, Unit};
 
-use super::adaptive_region::{Image, Job, Phases, Tally, verify_region, write_region};
+use std::path::PathBuf;
+
+use trident_cosi::RegionKind;
+
+use super::adaptive_region::{Dest, Image, Job, Local, Phases, Tally, verify_region, write_region};
 use super::cosi_error::CosiResultExt;
+use super::esp_copy;
+use super::write::ImageTargets;
+use crate::block_device::ResolvedDevice;
 use crate::interrupt::Interrupt;
 
 /// An indexed image opened by its head only.
@@ -163,4 +170,73 @@ pub fn write_jobs(
     }
     verify.done();
     Ok(tally)
+}
+
+/// The regions an adaptive update writes: each filesystem and hash tree
+/// of `targets` (the inactive volume, whose earlier image may already
+/// hold chunks in place), with the same mount point's device in `reuse`
+/// (the active volume) to copy chunks from; and the image's ESP into its
+/// copy, when boot control wants one.
+pub(super) fn jobs(
+    source: &CosiSource,
+    targets: &ImageTargets<'_>,
+    reuse: &ImageTargets<'_>,
+    esp_copy: Option<&(String, PathBuf)>,
+) -> Result<Vec<Job>, TridentError> {
+    let local = |device: Option<&ResolvedDevice>, role: &str| {
+        device.map(|d| {
+            let extent = d.extent();
+            Local {
+                label: format!("{} ({role})", d.id()),
+                path: PathBuf::from(extent.backing),
+                offset: extent.offset,
+                size: extent.size,
+            }
+        })
+    };
+    let mut jobs = Vec::new();
+    for info in source.region_infos() {
+        let (target, active) = match (&info.kind, info.mount_point.as_deref(), &info.verity_of) {
+            (RegionKind::Partition { .. }, Some(mp), _) => {
+                (targets.filesystems.get(mp), reuse.filesystems.get(mp))
+            }
+            (RegionKind::Partition { .. }, None, Some(mp)) => {
+                (targets.hash_trees.get(mp), reuse.hash_trees.get(mp))
+            }
+            _ => (None, None),
+        };
+        if let Some(target) = target {
+            let extent = target.extent();
+            jobs.push(Job {
+                dest: Dest {
+                    id: target.id().to_owned(),
+                    path: PathBuf::from(extent.backing),
+                    offset: extent.offset,
+                    size: extent.size,
+                    in_place: true,
+                },
+                locals: local(active, "the active volume").into_iter().collect(),
+                info,
+            });
+            continue;
+        }
+        let Some((_, path)) =
+            esp_copy.filter(|(mp, _)| info.mount_point.as_deref() == Some(mp.as_str()))
+        else {
+            continue;
+        };
+        esp_copy::create(path, info.image.uncompressed_size)?;
+        jobs.push(Job {
+            dest: Dest {
+                id: "image-esp-copy".to_owned(),
+                path: path.clone(),
+                offset: 0,
+                size: info.image.uncompressed_size,
+                in_place: false,
+            },
+            locals: Vec::new(),
+            info,
+        });
+    }
+    Ok(jobs)
 }

@@ -8,6 +8,8 @@
 //! verity filesystem's blocks must suit dm-verity ([`verity_blocks`]).
 //! The write step checks every byte again as it writes.
 
+use std::collections::BTreeMap;
+
 use trident_cosi::metadata::Metadata;
 use trident_cosi::{CosiError, CosiSource, ExpectedHash, SourceOptions};
 use trident_host::config::{FilesystemSource, HostConfiguration};
@@ -15,6 +17,7 @@ use trident_host::{Subkind, TridentError};
 
 use super::cosi_error::CosiResultExt;
 use super::verity_blocks::{self, VerityFilesystem};
+use crate::block_device::ResolvedDevice;
 use crate::machinery::step::blocking;
 
 /// A filesystem the configuration takes from the image: its key path and
@@ -105,6 +108,42 @@ fn check_mount_points(metadata: &Metadata, wanted: &[FromImage]) -> Result<(), T
                         .map(|i| i.mount_point.as_str())
                         .collect::<Vec<_>>()
                         .join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every target mount point must be in the image and fit its partition.
+pub(super) fn check_image_matches(
+    source: &CosiSource,
+    targets: &BTreeMap<String, ResolvedDevice>,
+) -> Result<(), TridentError> {
+    let images = &source.metadata().images;
+    for (mount_point, target) in targets {
+        let Some(fs) = images.iter().find(|f| &f.mount_point == mount_point) else {
+            return Err(TridentError::new(
+                Subkind::ImageDoesNotMatchConfiguration,
+                format!(
+                    "The image has no filesystem for mount point '{mount_point}' (it has: {})",
+                    images
+                        .iter()
+                        .map(|f| f.mount_point.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        };
+        let size = target.extent().size;
+        if fs.image.uncompressed_size > size {
+            return Err(TridentError::new(
+                Subkind::ImageDoesNotMatchConfiguration,
+                format!(
+                    "The '{mount_point}' filesystem image ({} bytes) does not fit partition '{}' ({} bytes)",
+                    fs.image.uncompressed_size,
+                    target.id(),
+                    size
                 ),
             ));
         }

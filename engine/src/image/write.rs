@@ -13,9 +13,9 @@ use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
 use super::adaptive;
-use super::adaptive_region::{Dest, Job, Local};
 use super::cosi_error::CosiResultExt;
 use super::esp_copy;
+use super::preflight;
 use super::verity;
 use crate::block_device::ResolvedDevice;
 use crate::boot_control::image_boot::{self, BootKind, ImageBoot};
@@ -137,6 +137,29 @@ impl std::fmt::Debug for BootCheck<'_> {
     }
 }
 
+/// How [`write_image`] opened the image. One value instead of two
+/// `Option`s, so that "indexed but nothing to reuse" and "neither" cannot
+/// be spelled: an image is opened by range only for an A/B update.
+enum Opened<'a> {
+    /// By range with its chunk index, and the active volume's devices to
+    /// copy chunks from: an adaptive A/B update.
+    Indexed {
+        image: adaptive::Indexed,
+        reuse: ImageTargets<'a>,
+    },
+    /// As one stream read front to back.
+    Whole(CosiSource),
+}
+
+impl Opened<'_> {
+    fn source(&self) -> &CosiSource {
+        match self {
+            Opened::Indexed { image, .. } => &image.source,
+            Opened::Whole(source) => source,
+        }
+    }
+}
+
 /// Opens `url` (as `sources` says), checks that the image provides every mount point in
 /// `targets` (with a hash tree where it goes to a verity device) and that
 /// each fits its partition, that its bootloader
@@ -160,11 +183,13 @@ pub fn write_image(
     let hash_trees = image_targets.hash_trees;
     let expected = ExpectedHash::parse(sha384).cosi()?;
     let indexed = match reuse {
-        Some(_) => adaptive::open_indexed(url, &expected, sources)?,
+        Some(reuse) => {
+            adaptive::open_indexed(url, &expected, sources)?.map(|image| (image, *reuse))
+        }
         None => None,
     };
-    let (mut source, indexed) = match indexed {
-        Some(adaptive::Indexed { source, ranges }) => (None, Some((source, ranges))),
+    let opened = match indexed {
+        Some((image, reuse)) => Opened::Indexed { image, reuse },
         None => {
             let download = Phase::start(
                 "download",
@@ -175,29 +200,26 @@ pub fn write_image(
             let source = CosiSource::open(url, &expected, sources).cosi()?;
             download.set(1);
             download.done();
-            (Some(source), None)
+            Opened::Whole(source)
         }
     };
-    let opened = match (&source, &indexed) {
-        (Some(source), _) | (None, Some((source, _))) => source,
-        (None, None) => return Err(TridentError::of(Subkind::DownloadImage)),
-    };
-    tracing::info!(url = %trident_host::redact::url::redact_url(url), image_hash = %opened.image_hash(), "image metadata verified");
+    let source = opened.source();
+    tracing::info!(url = %trident_host::redact::url::redact_url(url), image_hash = %source.image_hash(), "image metadata verified");
 
-    check_image_matches(opened, targets)?;
-    let verity_root_hashes = verity::check_hash_trees(opened.metadata(), hash_trees)?;
-    let kind = image_boot::boot_kind(opened.metadata())?;
+    preflight::check_image_matches(source, targets)?;
+    let verity_root_hashes = verity::check_hash_trees(source.metadata(), hash_trees)?;
+    let kind = image_boot::boot_kind(source.metadata())?;
     (boot.check)(&kind)?;
-    let esp_copy = esp_to_copy(opened, targets, &kind, boot.esp_copy.as_deref())?;
+    let esp_copy = esp_to_copy(source, targets, &kind, boot.esp_copy.as_deref())?;
     // The byte work: the filesystem images that are written.
-    let bytes_total = opened
+    let bytes_total = source
         .metadata()
         .images
         .iter()
         .filter(|fs| targets.contains_key(&fs.mount_point))
         .map(|fs| fs.image.uncompressed_size)
         .sum::<u64>()
-        + verity::tree_bytes(opened.metadata(), hash_trees);
+        + verity::tree_bytes(source.metadata(), hash_trees);
     trident_telemetry::overall::plan_bytes(bytes_total);
     let written = |hash: String, esp_copy: Option<(String, PathBuf)>| WrittenImage {
         hash,
@@ -209,14 +231,13 @@ pub fn write_image(
         verity_root_hashes: verity_root_hashes.clone(),
     };
 
-    if let (Some((source, ranges)), Some(reuse)) = (indexed, reuse) {
-        let image = adaptive::Indexed { source, ranges };
-        let jobs = adaptive_jobs(&image.source, image_targets, reuse, esp_copy.as_ref())?;
-        adaptive::write_jobs(&image, &jobs, interrupt)?;
-        return Ok(written(image.source.image_hash(), esp_copy));
-    }
-    let Some(source) = source.as_mut() else {
-        return Err(TridentError::of(Subkind::DownloadImage));
+    let mut source = match opened {
+        Opened::Indexed { image, reuse } => {
+            let jobs = adaptive::jobs(&image.source, image_targets, &reuse, esp_copy.as_ref())?;
+            adaptive::write_jobs(&image, &jobs, interrupt)?;
+            return Ok(written(image.source.image_hash(), esp_copy));
+        }
+        Opened::Whole(source) => source,
     };
     if reuse.is_some() && source.chunk_index().is_some() {
         tracing::info!(
@@ -263,75 +284,6 @@ pub fn write_image(
     }
     verify.done();
     Ok(written(source.image_hash(), esp_copy))
-}
-
-/// The regions an adaptive update writes: each filesystem and hash tree
-/// of `targets` (the inactive volume, whose earlier image may already
-/// hold chunks in place), with the same mount point's device in `reuse`
-/// (the active volume) to copy chunks from; and the image's ESP into its
-/// copy, when boot control wants one.
-fn adaptive_jobs(
-    source: &CosiSource,
-    targets: &ImageTargets<'_>,
-    reuse: &ImageTargets<'_>,
-    esp_copy: Option<&(String, PathBuf)>,
-) -> Result<Vec<Job>, TridentError> {
-    let local = |device: Option<&ResolvedDevice>, role: &str| {
-        device.map(|d| {
-            let extent = d.extent();
-            Local {
-                label: format!("{} ({role})", d.id()),
-                path: PathBuf::from(extent.backing),
-                offset: extent.offset,
-                size: extent.size,
-            }
-        })
-    };
-    let mut jobs = Vec::new();
-    for info in source.region_infos() {
-        let (target, active) = match (&info.kind, info.mount_point.as_deref(), &info.verity_of) {
-            (RegionKind::Partition { .. }, Some(mp), _) => {
-                (targets.filesystems.get(mp), reuse.filesystems.get(mp))
-            }
-            (RegionKind::Partition { .. }, None, Some(mp)) => {
-                (targets.hash_trees.get(mp), reuse.hash_trees.get(mp))
-            }
-            _ => (None, None),
-        };
-        if let Some(target) = target {
-            let extent = target.extent();
-            jobs.push(Job {
-                dest: Dest {
-                    id: target.id().to_owned(),
-                    path: PathBuf::from(extent.backing),
-                    offset: extent.offset,
-                    size: extent.size,
-                    in_place: true,
-                },
-                locals: local(active, "the active volume").into_iter().collect(),
-                info,
-            });
-            continue;
-        }
-        let Some((_, path)) =
-            esp_copy.filter(|(mp, _)| info.mount_point.as_deref() == Some(mp.as_str()))
-        else {
-            continue;
-        };
-        esp_copy::create(path, info.image.uncompressed_size)?;
-        jobs.push(Job {
-            dest: Dest {
-                id: "image-esp-copy".to_owned(),
-                path: path.clone(),
-                offset: 0,
-                size: info.image.uncompressed_size,
-                in_place: false,
-            },
-            locals: Vec::new(),
-            info,
-        });
-    }
-    Ok(jobs)
 }
 
 /// The image's ESP (its mount point) and where to copy it, when boot
@@ -415,41 +367,5 @@ fn write_region(
         elapsed_ms = stats.elapsed.as_millis() as u64,
         "region written and verified"
     );
-    Ok(())
-}
-
-/// Every target mount point must be in the image and fit its partition.
-fn check_image_matches(
-    source: &CosiSource,
-    targets: &BTreeMap<String, ResolvedDevice>,
-) -> Result<(), TridentError> {
-    let images = &source.metadata().images;
-    for (mount_point, target) in targets {
-        let Some(fs) = images.iter().find(|f| &f.mount_point == mount_point) else {
-            return Err(TridentError::new(
-                Subkind::ImageDoesNotMatchConfiguration,
-                format!(
-                    "The image has no filesystem for mount point '{mount_point}' (it has: {})",
-                    images
-                        .iter()
-                        .map(|f| f.mount_point.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        };
-        let size = target.extent().size;
-        if fs.image.uncompressed_size > size {
-            return Err(TridentError::new(
-                Subkind::ImageDoesNotMatchConfiguration,
-                format!(
-                    "The '{mount_point}' filesystem image ({} bytes) does not fit partition '{}' ({} bytes)",
-                    fs.image.uncompressed_size,
-                    target.id(),
-                    size
-                ),
-            ));
-        }
-    }
     Ok(())
 }

@@ -12,6 +12,7 @@
 
 #![allow(clippy::unwrap_used)] // tests fail loudly on purpose
 
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -62,6 +63,20 @@ fn content(seed: u64, number: u32, len: usize) -> Vec<u8> {
     bytes
 }
 
+/// Runs the real `mkcosi` with `args`; its JSON summary (it must succeed).
+fn mkcosi(args: &[&OsStr]) -> serde_json::Value {
+    let run = Command::new(bin_path("mkcosi"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "mkcosi {args:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&run.stdout).unwrap()
+}
+
 /// A plain COSI of the ESP `esp` and the root `root`, then indexed by the
 /// real `mkcosi index` (1 MiB chunks, its default).
 fn image(dir: &Path, name: &str, esp: &[u8], root: &[u8]) -> Image {
@@ -74,19 +89,12 @@ fn image(dir: &Path, name: &str, esp: &[u8], root: &[u8]) -> Image {
     let plain = dir.join(format!("{name}-plain.cosi"));
     writer::pack_images(&spec, &plain).unwrap();
     let path = dir.join(format!("{name}.cosi"));
-    let run = Command::new(bin_path("mkcosi"))
-        .arg("index")
-        .arg(&plain)
-        .arg("--out")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let summary = mkcosi(&[
+        "index".as_ref(),
+        plain.as_ref(),
+        "--out".as_ref(),
+        path.as_ref(),
+    ]);
     assert_eq!(summary["chunk_size"], CHUNK as u64);
     Image {
         path,
@@ -325,25 +333,19 @@ async fn an_index_that_is_not_the_one_the_metadata_pins_is_refused_before_anythi
 #[test]
 fn mkcosi_writes_an_indexed_fixture_that_reads_as_the_plain_one() {
     let dir = tempfile::tempdir().unwrap();
-    let mkcosi = |args: &[&str], out: &Path| {
-        let run = Command::new(bin_path("mkcosi"))
-            .args(["--size", "12MiB", "--esp-size", "2MiB", "--seed", "38"])
-            .args(args)
-            .arg("--out")
-            .arg(out)
-            .output()
-            .unwrap();
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        serde_json::from_slice::<serde_json::Value>(&run.stdout).unwrap()
+    let fixture = |args: &[&str], out: &Path| {
+        let mut all: Vec<&OsStr> = ["--size", "12MiB", "--esp-size", "2MiB", "--seed", "38"]
+            .iter()
+            .chain(args)
+            .map(OsStr::new)
+            .collect();
+        all.extend([OsStr::new("--out"), out.as_os_str()]);
+        mkcosi(&all)
     };
     let plain = dir.path().join("plain.cosi");
     let indexed = dir.path().join("indexed.cosi");
-    mkcosi(&[], &plain);
-    let summary = mkcosi(&["--chunk-size", "256KiB"], &indexed);
+    fixture(&[], &plain);
+    let summary = fixture(&["--chunk-size", "256KiB"], &indexed);
     let open = |path: &Path| {
         trident_cosi::CosiSource::open(
             &format!("file://{}", path.display()),
