@@ -21,7 +21,7 @@ use trident_cosi::RegionKind;
 use super::adaptive_region::{Dest, Image, Job, Local, Phases, Tally, verify_region, write_region};
 use super::cosi_error::CosiResultExt;
 use super::esp_copy;
-use super::write::ImageTargets;
+use super::targets::ImageTargets;
 use crate::block_device::ResolvedDevice;
 use crate::interrupt::Interrupt;
 

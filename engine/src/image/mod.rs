@@ -6,7 +6,7 @@
 //! block sizes (`verity_blocks`); `cosi_error` maps the COSI reader's errors to ours.
 //! An A/B update of an indexed image is written adaptively (`adaptive`,
 //! `adaptive_region`: chunks reused from the local volumes, the rest
-//! fetched by range); `esp_copy` is the image's ESP copied out for its
+//! fetched by range; `targets`, where both write); `esp_copy` is the image's ESP copied out for its
 //! boot files.
 //! Beneath the flows, above the runner and the parts.
 
@@ -17,6 +17,7 @@ mod adaptive_tests;
 pub mod cosi_error;
 pub mod esp_copy;
 pub mod preflight;
+pub mod targets;
 pub mod verity;
 pub mod verity_blocks;
 #[cfg(test)]

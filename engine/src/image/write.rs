@@ -16,6 +16,7 @@ use super::adaptive;
 use super::cosi_error::CosiResultExt;
 use super::esp_copy;
 use super::preflight;
+pub use super::targets::{ImageTargets, LocalVolumes};
 use super::verity;
 use crate::block_device::ResolvedDevice;
 use crate::boot_control::image_boot::{self, BootKind, ImageBoot};
@@ -100,24 +101,6 @@ pub struct WrittenImage {
     pub hash: String,
     pub boot: ImageBoot,
     pub verity_root_hashes: BTreeMap<String, String>,
-}
-
-/// Where [`write_image`] writes: mount point → the device its filesystem
-/// image goes into, and, for a filesystem on a verity device, mount point
-/// → the device its hash tree goes into.
-#[derive(Debug, Clone, Copy)]
-pub struct ImageTargets<'a> {
-    pub filesystems: &'a BTreeMap<String, ResolvedDevice>,
-    pub hash_trees: &'a BTreeMap<String, ResolvedDevice>,
-}
-
-/// The active volume's devices of an A/B update (mount point → device,
-/// as [`ImageTargets`]), whose blocks an indexed image's chunks are
-/// copied from instead of fetched.
-#[derive(Debug, Clone)]
-pub struct LocalVolumes {
-    pub filesystems: BTreeMap<String, ResolvedDevice>,
-    pub hash_trees: BTreeMap<String, ResolvedDevice>,
 }
 
 /// How boot control takes part in [`write_image`].
