@@ -308,7 +308,7 @@ if [ "${SKIP_VM:-0}" != 1 ]; then
     section "VM scenarios: list the VM tests (serial logs in target/vm-artifacts/)"
     # #[ignore]d in the plain test run above because they take minutes.
     # Every VM test not named matrix_*: each of upstream's eight samples
-    # installs and boots (raid-mirrored inside rebuild-raid), advanced runs
+    # installs and boots (raid-mirrored: its install and boot alone), advanced runs
     # its install / A/B update / rollback in full, a StreamDisk'd disk
     # boots. The matrix_* tests are scripts/vm-matrix.sh's. The budget and
     # its shares: tests/README.md, "The test command's VM budget".
