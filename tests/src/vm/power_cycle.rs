@@ -253,3 +253,61 @@ fn final_exit(launch: &Launch, state: &State, status: ExitStatus) -> Option<Stri
 fn serial_len(launch: &Launch) -> u64 {
     fs::metadata(&launch.serial_log).map_or(0, |m| m.len())
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A reset of a real QEMU (`-no-reboot`, QMP `system_reset`, as a
+    /// guest's reboot) ends the process and the supervisor starts a new
+    /// one on the same arguments; a stop ends it for good.
+    #[test]
+    fn a_reset_is_followed_by_a_fresh_qemu_and_a_stop_by_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let qmp = dir.path().join("qmp.sock");
+        let serial_log = dir.path().join("serial.log");
+        let launch = Launch {
+            name: "power-cycle-unit".to_owned(),
+            args: [
+                "-machine",
+                "q35",
+                "-accel",
+                "tcg",
+                "-nodefaults",
+                "-display",
+                "none",
+                "-no-reboot",
+            ]
+            .map(String::from)
+            .into_iter()
+            .chain([
+                "-qmp".to_owned(),
+                format!("unix:{},server=on,wait=off", qmp.display()),
+            ])
+            .collect(),
+            qemu_log: dir.path().join("qemu.log"),
+            serial_log,
+            tpm: None,
+        };
+        let mut qemu = Supervised::start(launch).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let reset = loop {
+            match super::super::reboot_stall::system_reset(&qmp) {
+                Ok(()) => break Ok(()),
+                Err(e) if Instant::now() > deadline => break Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        };
+        reset.unwrap();
+        while qemu.power_cycles() == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(qemu.power_cycles(), 1, "a new QEMU after the reset");
+        assert_eq!(qemu.exited(), None);
+        qemu.stop();
+        assert_eq!(qemu.exited(), None, "a stop is not an exit of the guest's");
+        assert_eq!(qemu.power_cycles(), 1, "no restart after a stop");
+    }
+}
