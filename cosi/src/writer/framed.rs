@@ -154,12 +154,16 @@ mod tests {
         data[4 * block..5 * block].fill(0xa1);
         data[5 * block..6 * block].fill(0xb2);
         let dir = tempfile::tempdir().unwrap();
-        let framed = compress_framed(&data[..], &dir.path().join("r"), 3, 4 * ANCHOR_BLOCK).unwrap();
+        let framed =
+            compress_framed(&data[..], &dir.path().join("r"), 3, 4 * ANCHOR_BLOCK).unwrap();
         let a0 = framed.chunks[0].anchor.clone().unwrap();
         assert_eq!(a0.offset, ANCHOR_BLOCK);
         assert_eq!(a0.sha256, sha256_hex(&data[block..2 * block]));
         let a1 = framed.chunks[1].anchor.clone().unwrap();
-        assert_eq!(a1.offset, ANCHOR_BLOCK, "A was seen in chunk 0: B is the anchor");
+        assert_eq!(
+            a1.offset, ANCHOR_BLOCK,
+            "A was seen in chunk 0: B is the anchor"
+        );
         assert_eq!(a1.sha256, sha256_hex(&data[5 * block..6 * block]));
     }
 

@@ -230,7 +230,10 @@ fn every_chunk_with_data_carries_an_anchor_that_is_one_of_its_blocks() {
             let (start, len) = index.chunk_span(i, info.image.uncompressed_size);
             let data = &bytes[start as usize..(start + len) as usize];
             let Some(anchor) = &chunk.anchor else {
-                assert!(data.iter().all(|b| *b == 0), "chunk {i} has data, no anchor");
+                assert!(
+                    data.iter().all(|b| *b == 0),
+                    "chunk {i} has data, no anchor"
+                );
                 continue;
             };
             let at = anchor.offset as usize;
@@ -262,7 +265,13 @@ fn an_index_written_before_anchors_still_reads() {
     assert!(!String::from_utf8_lossy(&bytes).contains("\"anchor\""));
     let source = open(&old).unwrap();
     let index = source.chunk_index().unwrap();
-    assert!(index.regions.iter().flat_map(|r| &r.chunks).all(|c| c.anchor.is_none()));
+    assert!(
+        index
+            .regions
+            .iter()
+            .flat_map(|r| &r.chunks)
+            .all(|c| c.anchor.is_none())
+    );
     assert_eq!(regions(&old), regions(&f.cosi.path));
 }
 
@@ -274,7 +283,10 @@ fn an_anchor_that_is_not_a_whole_block_of_its_chunk_is_refused_naming_it() {
         &out,
         &bad,
         |index| {
-            let chunk = index.regions[1].chunks.iter_mut().find(|c| c.anchor.is_some());
+            let chunk = index.regions[1]
+                .chunks
+                .iter_mut()
+                .find(|c| c.anchor.is_some());
             if let Some(anchor) = chunk.and_then(|c| c.anchor.as_mut()) {
                 anchor.offset = CHUNK - 2048;
             }

@@ -144,7 +144,12 @@ impl Region<'_> {
 
     /// Every block of `buf` (the source's bytes from `at`) looked up among
     /// the anchors; each candidate window verified whole before it is used.
-    fn match_anchors(&mut self, scan: &mut Scan<'_>, at: u64, buf: &[u8]) -> Result<(), TridentError> {
+    fn match_anchors(
+        &mut self,
+        scan: &mut Scan<'_>,
+        at: u64,
+        buf: &[u8],
+    ) -> Result<(), TridentError> {
         let block = ANCHOR_BLOCK as usize;
         for (q, bytes) in buf.chunks_exact(block).enumerate() {
             if self.wanted.is_empty() {
@@ -213,7 +218,11 @@ impl Region<'_> {
         let (offset, len) = self.span(last);
         if len < self.image.index.chunk_size && offset + len <= scan.local.size {
             let mut data = vec![0u8; len as usize];
-            if scan.file.read_exact_at(&mut data, scan.local.offset + offset).is_ok() {
+            if scan
+                .file
+                .read_exact_at(&mut data, scan.local.offset + offset)
+                .is_ok()
+            {
                 let hash = sha256_hex(&data);
                 self.place(&data, &hash)?;
             }

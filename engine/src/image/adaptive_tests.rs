@@ -189,7 +189,11 @@ fn content_moved_by_whole_blocks_is_copied_from_the_local_volume() {
     for shift in [SHIFT, 4096, 17 * 4096] {
         let tally = write_root_from_shifted(&cosi, &root, shift, |_| {});
         assert_eq!(tally.fetched, 0, "shift {shift}: {tally:?}");
-        assert_eq!(tally.copied + tally.zeros, root.len() as u64, "shift {shift}");
+        assert_eq!(
+            tally.copied + tally.zeros,
+            root.len() as u64,
+            "shift {shift}"
+        );
         assert!(tally.copied > 0);
     }
 }
@@ -200,7 +204,12 @@ fn an_anchor_match_whose_whole_chunk_differs_is_not_used() {
     let (cosi, _, root) = indexed_image_and_root(dir.path());
     let image = open(&cosi);
     let index = image.source.chunk_index().unwrap();
-    let info = image.source.region_infos().into_iter().find(|r| r.mount_point.as_deref() == Some("/")).unwrap();
+    let info = image
+        .source
+        .region_infos()
+        .into_iter()
+        .find(|r| r.mount_point.as_deref() == Some("/"))
+        .unwrap();
     let chunks = &index.region(&info.image.path).unwrap().chunks;
     // A chunk with an anchor: one byte of its local copy changed outside
     // the anchor's block, so the anchor matches and the chunk does not.
