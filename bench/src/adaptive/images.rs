@@ -129,7 +129,7 @@ pub fn build(
     let _ = std::fs::remove_file(&root);
     run(Command::new("mkfs.ext4")
         .env("E2FSPROGS_FAKE_TIME", EPOCH.to_string())
-        .args(["-q", "-F", "-U", ROOT_UUID, "-E"])
+        .args(["-q", "-F", "-b", "4096", "-U", ROOT_UUID, "-E"])
         .arg(format!("hash_seed={HASH_SEED},root_owner=0:0"))
         .arg("-d")
         .arg(&tree)
