@@ -129,7 +129,7 @@ pub fn build(
     let _ = std::fs::remove_file(&root);
     run(Command::new("mkfs.ext4")
         .env("E2FSPROGS_FAKE_TIME", EPOCH.to_string())
-        .args(["-q", "-F", "-U", ROOT_UUID, "-E"])
+        .args(["-q", "-F", "-b", "4096", "-U", ROOT_UUID, "-E"])
         .arg(format!("hash_seed={HASH_SEED},root_owner=0:0"))
         .arg("-d")
         .arg(&tree)
@@ -156,7 +156,7 @@ pub fn build(
     let plain = dir.join(format!("{name}-plain.cosi"));
     let packed = writer::pack_images(&spec, &plain)?;
     let indexed = dir.join(format!("{name}-indexed.cosi"));
-    let index = writer::index_cosi(&plain, &indexed, &IndexOptions::default())?;
+    let index = writer::index_cosi(&plain, &indexed, &index_options()?)?;
     Ok(Version {
         root,
         plain,
@@ -164,6 +164,19 @@ pub fn build(
         indexed,
         indexed_sha384: index.metadata_sha384,
     })
+}
+
+/// `mkcosi index`'s defaults, but for the chunk size when
+/// `TRIDENT_BENCH_CHUNK_SIZE` (bytes) sets it: to weigh chunk sizes
+/// against each other on the same pairs.
+pub fn index_options() -> anyhow::Result<IndexOptions> {
+    let mut options = IndexOptions::default();
+    if let Ok(size) = std::env::var("TRIDENT_BENCH_CHUNK_SIZE") {
+        options.chunk_size = size
+            .parse()
+            .with_context(|| format!("TRIDENT_BENCH_CHUNK_SIZE={size:?} is not a byte count"))?;
+    }
+    Ok(options)
 }
 
 /// The bytes of file `file` of package `package`, as built (`rebuilt`:

@@ -16,7 +16,8 @@
 //! this host lacks: its side runs in a VM guest, not here. Medians of
 //! [`RUNS`] runs (the tools' order alternating run by run); the 1-minute
 //! load average before and after. `TRIDENT_BENCH_DIR` sets the work
-//! directory (about 1.5 GiB).
+//! directory (about 1.5 GiB); `TRIDENT_BENCH_CHUNK_SIZE` (bytes) the
+//! indexed COSIs' chunk size, else `mkcosi`'s default.
 
 mod images;
 mod tools;
@@ -103,6 +104,13 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         "load_average_1m_before",
         load_average().unwrap_or(f64::NAN),
         "",
+        None,
+    );
+    report::line(
+        BENCH,
+        "chunk_size",
+        images::index_options()?.chunk_size as f64,
+        "bytes",
         None,
     );
     report::line(

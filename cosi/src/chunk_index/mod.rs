@@ -20,6 +20,16 @@
 //! region carries `dataOffset`, its data's offset from the end of the
 //! index member (the next 512-byte boundary after the index's data): the
 //! region members follow the index, so that distance depends only on them.
+//!
+//! A chunk may also carry an [`Anchor`]: the SHA-256 of one 4 KiB block
+//! inside it and that block's offset. It lets an update find the chunk's
+//! content in a local volume where it moved by any multiple of 4 KiB (a
+//! file system's block: a grown file shifts every file laid out after it),
+//! by hashing each local block once instead of a chunk-sized window at
+//! every offset. An anchor only names a candidate: the whole window there
+//! must still hash to the chunk's `sha256` before it is used. The field is
+//! additive (same `version`): an index without it still reads, and is
+//! matched at chunk-size multiples only.
 
 mod check;
 mod frame;
@@ -39,6 +49,9 @@ pub const MIN_CHUNK_SIZE: u64 = 4 << 10;
 pub const MAX_CHUNK_SIZE: u64 = 64 << 20;
 /// The chunk size `mkcosi` uses by default (see `docs/servicing.md`).
 pub const DEFAULT_CHUNK_SIZE: u64 = 1 << 20;
+/// The block an [`Anchor`] hashes: a file system's block, the unit data
+/// moves by.
+pub const ANCHOR_BLOCK: u64 = 4 << 10;
 /// An index larger than this is refused rather than buffered.
 pub const MAX_INDEX_BYTES: u64 = 64 << 20;
 
@@ -84,6 +97,22 @@ pub struct Chunk {
     pub offset: u64,
     /// The frame's compressed length.
     pub size: u64,
+    /// Where to look for this chunk's content when it moved (absent in
+    /// indexes written before anchors, and for chunks with no usable
+    /// block, e.g. all zeros).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<Anchor>,
+}
+
+/// One [`ANCHOR_BLOCK`] of a chunk: its offset in the chunk (a multiple of
+/// the block) and the SHA-256 of its bytes. `mkcosi` picks a block that is
+/// not all zeros and, where it can, whose content occurs nowhere earlier
+/// in the region, so that few local blocks share it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Anchor {
+    pub offset: u64,
+    pub sha256: String,
 }
 
 impl ChunkIndex {

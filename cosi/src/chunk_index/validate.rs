@@ -3,7 +3,7 @@
 //! whose frames tile the region's compressed member exactly. An index that
 //! does not cover its regions is refused before anything is written.
 
-use super::{ChunkIndex, INDEX_VERSION, IndexError, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
+use super::{ANCHOR_BLOCK, ChunkIndex, INDEX_VERSION, IndexError, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
 use crate::metadata::Metadata;
 
 fn error(location: impl Into<String>, reason: impl Into<String>) -> IndexError {
@@ -130,6 +130,27 @@ impl ChunkIndex {
                             chunk.offset, chunk.size
                         ),
                     ));
+                }
+                if let Some(anchor) = &chunk.anchor {
+                    let (_, len) = self.chunk_span(j, image.uncompressed_size);
+                    if !anchor.offset.is_multiple_of(ANCHOR_BLOCK)
+                        || anchor.offset.saturating_add(ANCHOR_BLOCK) > len
+                    {
+                        return Err(error(
+                            format!("{cloc}.anchor.offset"),
+                            format!(
+                                "{} is not the start of a whole {ANCHOR_BLOCK}-byte block \
+                                 inside the chunk's {len} bytes",
+                                anchor.offset
+                            ),
+                        ));
+                    }
+                    if !is_sha256_hex(&anchor.sha256) {
+                        return Err(error(
+                            format!("{cloc}.anchor.sha256"),
+                            format!("{:?} is not 64 lowercase hex digits", anchor.sha256),
+                        ));
+                    }
                 }
                 next = chunk.offset.saturating_add(chunk.size);
             }

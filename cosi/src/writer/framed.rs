@@ -3,15 +3,16 @@
 //! decompressible alone (fetched by a range request), and all of them
 //! together are one ordinary zstd stream.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
-use sha2::{Digest, Sha384};
+use sha2::{Digest, Sha256, Sha384};
 
 use super::WriterError;
 use super::pack::{CHUNK, io_err};
-use crate::chunk_index::{Chunk, sha256_hex};
+use crate::chunk_index::{ANCHOR_BLOCK, Anchor, Chunk, sha256_hex};
 
 /// A region compressed frame by frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,36 @@ fn read_full(data: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
+/// The anchor of `chunk` ([`Anchor`]): its first whole block that is not
+/// all zeros and whose content is in no earlier block of the region
+/// (`seen`, the first 8 bytes of every earlier block's SHA-256, which this
+/// extends), else its first block that is not all zeros (a common block
+/// only costs the update some windows hashed in vain), else none.
+fn pick_anchor(chunk: &[u8], seen: &mut HashSet<[u8; 8]>) -> Option<Anchor> {
+    let mut fallback = None;
+    let mut unique = None;
+    for (k, block) in chunk.chunks_exact(ANCHOR_BLOCK as usize).enumerate() {
+        if block.iter().all(|b| *b == 0) {
+            continue;
+        }
+        let digest = Sha256::digest(block);
+        let mut key = [0u8; 8];
+        key.copy_from_slice(&digest[..8]);
+        let offset = k as u64 * ANCHOR_BLOCK;
+        let anchor = || Anchor {
+            offset,
+            sha256: hex::encode(digest),
+        };
+        if seen.insert(key) && unique.is_none() {
+            unique = Some(anchor());
+        }
+        if fallback.is_none() {
+            fallback = Some(anchor());
+        }
+    }
+    unique.or(fallback)
+}
+
 /// Compresses `data` into `tmp` as one zstd frame (with its checksum) per
 /// `chunk_size` bytes. An empty region is one empty frame and no chunk.
 pub(super) fn compress_framed(
@@ -56,6 +87,7 @@ pub(super) fn compress_framed(
     let mut buf = vec![0u8; chunk_len];
     let (mut compressed, mut uncompressed) = (0u64, 0u64);
     let mut chunks = Vec::new();
+    let mut seen = HashSet::new();
     loop {
         let n = read_full(&mut data, &mut buf).map_err(&err)?;
         if n == 0 && uncompressed > 0 {
@@ -69,6 +101,7 @@ pub(super) fn compress_framed(
                 sha256: sha256_hex(&buf[..n]),
                 offset: compressed,
                 size: frame.len() as u64,
+                anchor: pick_anchor(&buf[..n], &mut seen),
             });
         }
         compressed += frame.len() as u64;
@@ -110,6 +143,36 @@ mod tests {
             assert_eq!(out, want);
             assert_eq!(c.sha256, sha256_hex(want));
         }
+    }
+
+    #[test]
+    fn an_anchor_is_a_nonzero_block_seen_nowhere_earlier_in_the_region() {
+        let block = ANCHOR_BLOCK as usize;
+        let mut data = vec![0u8; 8 * block];
+        // Chunk 0: a zero block, then A. Chunk 1: A again, then B.
+        data[block..2 * block].fill(0xa1);
+        data[4 * block..5 * block].fill(0xa1);
+        data[5 * block..6 * block].fill(0xb2);
+        let dir = tempfile::tempdir().unwrap();
+        let framed =
+            compress_framed(&data[..], &dir.path().join("r"), 3, 4 * ANCHOR_BLOCK).unwrap();
+        let a0 = framed.chunks[0].anchor.clone().unwrap();
+        assert_eq!(a0.offset, ANCHOR_BLOCK);
+        assert_eq!(a0.sha256, sha256_hex(&data[block..2 * block]));
+        let a1 = framed.chunks[1].anchor.clone().unwrap();
+        assert_eq!(
+            a1.offset, ANCHOR_BLOCK,
+            "A was seen in chunk 0: B is the anchor"
+        );
+        assert_eq!(a1.sha256, sha256_hex(&data[5 * block..6 * block]));
+    }
+
+    #[test]
+    fn an_all_zero_chunk_has_no_anchor() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = vec![0u8; 2 * ANCHOR_BLOCK as usize];
+        let framed = compress_framed(&data[..], &dir.path().join("r"), 3, ANCHOR_BLOCK).unwrap();
+        assert!(framed.chunks.iter().all(|c| c.anchor.is_none()));
     }
 
     #[test]

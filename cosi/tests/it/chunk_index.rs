@@ -216,3 +216,85 @@ fn a_chunk_whose_content_is_not_its_hash_is_an_error_naming_region_and_chunk() {
     assert!(text.contains("partition-1"), "{text}");
     assert!(text.contains("chunk 0"), "{text}");
 }
+
+#[test]
+fn every_chunk_with_data_carries_an_anchor_that_is_one_of_its_blocks() {
+    let (_f, out, _) = indexed();
+    let source = open(&out).unwrap();
+    let index = source.chunk_index().unwrap();
+    let plain = regions(&out);
+    let mut anchored = 0;
+    for (info, bytes) in source.region_infos().iter().zip(&plain) {
+        let chunks = &index.region(&info.image.path).unwrap().chunks;
+        for (i, chunk) in chunks.iter().enumerate() {
+            let (start, len) = index.chunk_span(i, info.image.uncompressed_size);
+            let data = &bytes[start as usize..(start + len) as usize];
+            let Some(anchor) = &chunk.anchor else {
+                assert!(
+                    data.iter().all(|b| *b == 0),
+                    "chunk {i} has data, no anchor"
+                );
+                continue;
+            };
+            let at = anchor.offset as usize;
+            assert_eq!(anchor.sha256, sha256_hex(&data[at..at + 4096]));
+            anchored += 1;
+        }
+    }
+    assert!(anchored > 0);
+}
+
+#[test]
+fn an_index_written_before_anchors_still_reads() {
+    let (f, out, _) = indexed();
+    let old = f.dir.path().join("no-anchors.cosi");
+    writer::edit_chunk_index(
+        &out,
+        &old,
+        |index| {
+            for region in &mut index.regions {
+                for chunk in &mut region.chunks {
+                    chunk.anchor = None;
+                }
+            }
+        },
+        true,
+    )
+    .unwrap();
+    let bytes = fs::read(&old).unwrap();
+    assert!(!String::from_utf8_lossy(&bytes).contains("\"anchor\""));
+    let source = open(&old).unwrap();
+    let index = source.chunk_index().unwrap();
+    assert!(
+        index
+            .regions
+            .iter()
+            .flat_map(|r| &r.chunks)
+            .all(|c| c.anchor.is_none())
+    );
+    assert_eq!(regions(&old), regions(&f.cosi.path));
+}
+
+#[test]
+fn an_anchor_that_is_not_a_whole_block_of_its_chunk_is_refused_naming_it() {
+    let (f, out, _) = indexed();
+    let bad = f.dir.path().join("bad-anchor.cosi");
+    writer::edit_chunk_index(
+        &out,
+        &bad,
+        |index| {
+            let chunk = index.regions[1]
+                .chunks
+                .iter_mut()
+                .find(|c| c.anchor.is_some());
+            if let Some(anchor) = chunk.and_then(|c| c.anchor.as_mut()) {
+                anchor.offset = CHUNK - 2048;
+            }
+        },
+        true,
+    )
+    .unwrap();
+    let err = open(&bad).unwrap_err();
+    assert_eq!(err.subkind(), "invalid-chunk-index", "{err}");
+    assert!(err.to_string().contains("anchor.offset"), "{err}");
+}

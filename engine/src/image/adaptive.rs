@@ -10,15 +10,18 @@
 //! records), an `oci://` source.
 
 use trident_cosi::{CosiError, CosiSource, ExpectedHash, RangeReader, SourceOptions};
-use trident_host::TridentError;
 use trident_host::redact::url::redact_url;
+use trident_host::{ResultExt, Subkind, TridentError};
 use trident_telemetry::progress::{Phase, Unit};
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use trident_cosi::RegionKind;
+use trident_cosi::chunk_index::ChunkIndex;
 
-use super::adaptive_region::{Dest, Image, Job, Local, Phases, Tally, verify_region, write_region};
+use super::adaptive_region::{Dest, Image, Job, Local, Phases, Tally, write_region};
 use super::cosi_error::CosiResultExt;
 use super::esp_copy;
 use super::targets::ImageTargets;
@@ -170,6 +173,52 @@ pub fn write_jobs(
     }
     verify.done();
     Ok(tally)
+}
+
+/// Reads `job`'s region back from its destination (its cached pages
+/// dropped first) and checks every chunk against the index.
+pub fn verify_region(
+    job: &Job,
+    index: &ChunkIndex,
+    interrupt: &Interrupt,
+) -> Result<(), TridentError> {
+    let dest = &job.dest;
+    let file = File::open(&dest.path).structured_msg(
+        Subkind::WriteImage,
+        format!("Cannot open {}", dest.path.display()),
+    )?;
+    let info = &job.info;
+    let uncompressed = info.image.uncompressed_size;
+    trident_cosi::readback::drop_cached(&file, dest.offset, uncompressed);
+    let n = uncompressed.div_ceil(index.chunk_size) as usize;
+    let mut buf = Vec::new();
+    let written = format!("as written to {}", dest.id);
+    for j in 0..n {
+        if interrupt.requested() {
+            return Err(CosiError::Cancelled {
+                what: format!("verifying {}", info.name()),
+            })
+            .cosi();
+        }
+        let (offset, len) = index.chunk_span(j, uncompressed);
+        buf.resize(len as usize, 0);
+        file.read_exact_at(&mut buf, dest.offset + offset)
+            .structured_msg(
+                Subkind::WriteImage,
+                format!("{}: read at offset {offset}", dest.id),
+            )?;
+        index
+            .verify_chunk(
+                &info.name(),
+                &info.image.path,
+                uncompressed,
+                j,
+                &buf,
+                &written,
+            )
+            .cosi()?;
+    }
+    Ok(())
 }
 
 /// The regions an adaptive update writes: each filesystem and hash tree

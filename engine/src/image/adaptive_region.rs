@@ -6,17 +6,18 @@
 //!    earlier image) already has the chunk at its offset: nothing written.
 //! 2. Zeros: an all-zero chunk is written as zeros (a fresh file keeps the
 //!    hole), never fetched.
-//! 3. Local copies: every chunk-sized block of the local sources (the
-//!    active volume) is hashed as it is read and, when it is a chunk still
-//!    wanted anywhere in the region, that very buffer is written there.
-//!    The active root is mounted read-write: what is written is what was
-//!    hashed, whatever changes on it meanwhile.
+//! 3. Local copies (`adaptive_scan`): the local sources (the active
+//!    volume) are read once; a chunk still wanted is found there at any
+//!    4 KiB offset through its anchor, or at chunk-size multiples in an
+//!    index without anchors, and the window that hashed to it is written
+//!    where it is wanted. The active root is mounted read-write: what is
+//!    written is what was hashed, whatever changes on it meanwhile.
 //! 4. Fetch: the frames of what is left, adjacent ones merged into one
 //!    range request, each decompressed alone and checked before it is
 //!    written (to every place that wants it).
 //!
-//! Then the destination is synced; [`verify_region`], once every region
-//! is written, drops its cached pages and reads every chunk back and
+//! Then the destination is synced; `adaptive::verify_region`, once every
+//! region is written, drops its cached pages and reads every chunk back and
 //! checks it: what is on the disk is the image.
 
 use std::collections::BTreeMap;
@@ -114,19 +115,19 @@ pub struct Image<'a> {
     pub max_window_log: u32,
 }
 
-struct Region<'a> {
-    job: &'a Job,
-    image: &'a Image<'a>,
+pub(super) struct Region<'a> {
+    pub(super) job: &'a Job,
+    pub(super) image: &'a Image<'a>,
     file: File,
     phases: &'a Phases<'a>,
     interrupt: &'a Interrupt,
-    tally: Tally,
+    pub(super) tally: Tally,
     /// Chunk hash → the chunks still wanted that have it.
-    wanted: BTreeMap<String, Vec<usize>>,
+    pub(super) wanted: BTreeMap<String, Vec<usize>>,
 }
 
 /// Writes `job`'s region (steps 1 to 4 of the module); returns how.
-/// [`verify_region`] checks it afterwards.
+/// `adaptive::verify_region` checks it afterwards.
 pub fn write_region(
     job: &Job,
     image: &Image<'_>,
@@ -182,62 +183,16 @@ pub fn write_region(
     Ok(region.tally)
 }
 
-/// Reads `job`'s region back from its destination (its cached pages
-/// dropped first) and checks every chunk against the index.
-pub fn verify_region(
-    job: &Job,
-    index: &ChunkIndex,
-    interrupt: &Interrupt,
-) -> Result<(), TridentError> {
-    let dest = &job.dest;
-    let file = File::open(&dest.path).structured_msg(
-        Subkind::WriteImage,
-        format!("Cannot open {}", dest.path.display()),
-    )?;
-    let info = &job.info;
-    let uncompressed = info.image.uncompressed_size;
-    trident_cosi::readback::drop_cached(&file, dest.offset, uncompressed);
-    let n = uncompressed.div_ceil(index.chunk_size) as usize;
-    let mut buf = Vec::new();
-    let written = format!("as written to {}", dest.id);
-    for j in 0..n {
-        if interrupt.requested() {
-            return Err(CosiError::Cancelled {
-                what: format!("verifying {}", info.name()),
-            })
-            .cosi();
-        }
-        let (offset, len) = index.chunk_span(j, uncompressed);
-        buf.resize(len as usize, 0);
-        file.read_exact_at(&mut buf, dest.offset + offset)
-            .structured_msg(
-                Subkind::WriteImage,
-                format!("{}: read at offset {offset}", dest.id),
-            )?;
-        index
-            .verify_chunk(
-                &info.name(),
-                &info.image.path,
-                uncompressed,
-                j,
-                &buf,
-                &written,
-            )
-            .cosi()?;
-    }
-    Ok(())
-}
-
 impl Region<'_> {
-    fn uncompressed(&self) -> u64 {
+    pub(super) fn uncompressed(&self) -> u64 {
         self.job.info.image.uncompressed_size
     }
 
-    fn span(&self, j: usize) -> (u64, u64) {
+    pub(super) fn span(&self, j: usize) -> (u64, u64) {
         self.image.index.chunk_span(j, self.uncompressed())
     }
 
-    fn check_interrupt(&self) -> Result<(), TridentError> {
+    pub(super) fn check_interrupt(&self) -> Result<(), TridentError> {
         if self.interrupt.requested() {
             return Err(CosiError::Cancelled {
                 what: format!("writing {}", self.job.info.name()),
@@ -269,7 +224,7 @@ impl Region<'_> {
             )
     }
 
-    fn write_dest(&self, j: usize, data: &[u8]) -> Result<(), TridentError> {
+    pub(super) fn write_dest(&self, j: usize, data: &[u8]) -> Result<(), TridentError> {
         let (offset, _) = self.span(j);
         let dest = &self.job.dest;
         self.file
@@ -280,7 +235,7 @@ impl Region<'_> {
             )
     }
 
-    fn settled(&self, len: u64, reused: bool) {
+    pub(super) fn settled(&self, len: u64, reused: bool) {
         self.phases.download.add(len);
         self.phases.write.add(len);
         if reused {
@@ -331,63 +286,6 @@ impl Region<'_> {
             self.unwant(&hash, j);
             self.tally.zeros += len as u64;
             self.settled(len as u64, true);
-        }
-        Ok(())
-    }
-
-    /// Step 3 with one local source; a source that cannot be read is
-    /// skipped (its chunks are fetched instead).
-    fn copy_from(&mut self, local: &Local) -> Result<(), TridentError> {
-        let file = match File::open(&local.path) {
-            Ok(file) => file,
-            Err(error) => {
-                tracing::warn!(source = %local.label, %error, "cannot read a local source of chunks: its chunks are fetched");
-                return Ok(());
-            }
-        };
-        let size = self.image.index.chunk_size;
-        let mut buf = vec![0u8; size as usize];
-        let blocks = local.size.div_ceil(size);
-        for k in 0..blocks {
-            if self.wanted.is_empty() {
-                break;
-            }
-            self.check_interrupt()?;
-            let len = size.min(local.size - k * size) as usize;
-            if let Err(error) = file.read_exact_at(&mut buf[..len], local.offset + k * size) {
-                tracing::warn!(source = %local.label, %error, "reading a local source of chunks failed: the rest is fetched");
-                return Ok(());
-            }
-            self.place(&buf[..len], &sha256_hex(&buf[..len]))?;
-        }
-        // A short last chunk is looked for where it was.
-        let n = self
-            .image
-            .index
-            .region(&self.job.info.image.path)
-            .map_or(0, |r| r.chunks.len());
-        if let Some(last) = n.checked_sub(1) {
-            let (offset, len) = self.span(last);
-            if len < size && offset + len <= local.size {
-                let data = &mut buf[..len as usize];
-                if file.read_exact_at(data, local.offset + offset).is_ok() {
-                    let hash = sha256_hex(data);
-                    self.place(data, &hash)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes `data` (whose hash is `hash`) wherever it is wanted.
-    fn place(&mut self, data: &[u8], hash: &str) -> Result<(), TridentError> {
-        let Some(js) = self.wanted.remove(hash) else {
-            return Ok(());
-        };
-        for j in js {
-            self.write_dest(j, data)?;
-            self.tally.copied += data.len() as u64;
-            self.settled(data.len() as u64, true);
         }
         Ok(())
     }
