@@ -66,27 +66,33 @@ fn open(path: &Path) -> Indexed {
         .unwrap()
 }
 
-/// The ESP region as a job into the fresh file `out`.
-fn esp_job(image: &Indexed, out: &Path) -> Job {
+/// The region mounted at `mount` as the job `id` into the fresh file
+/// `out`, copying chunks from `locals`.
+fn region_job(image: &Indexed, mount: &str, id: &str, out: &Path, locals: Vec<Local>) -> Job {
     let info = image
         .source
         .region_infos()
         .into_iter()
-        .find(|r| r.mount_point.as_deref() == Some("/boot/efi"))
+        .find(|r| r.mount_point.as_deref() == Some(mount))
         .unwrap();
     let size = info.image.uncompressed_size;
     fs::File::create(out).unwrap().set_len(size).unwrap();
     Job {
         dest: Dest {
-            id: "esp-copy".to_owned(),
+            id: id.to_owned(),
             path: out.to_owned(),
             offset: 0,
             size,
             in_place: false,
         },
-        locals: Vec::new(),
+        locals,
         info,
     }
+}
+
+/// The ESP region as a job into the fresh file `out`.
+fn esp_job(image: &Indexed, out: &Path) -> Job {
+    region_job(image, "/boot/efi", "esp-copy", out, Vec::new())
 }
 
 #[test]
@@ -128,30 +134,13 @@ fn a_destination_changed_after_the_write_fails_the_read_back_naming_region_and_c
 /// The root region as a job into the fresh file `out`, with the file
 /// `local` as its local source of chunks.
 fn root_job(image: &Indexed, out: &Path, local: &Path) -> Job {
-    let info = image
-        .source
-        .region_infos()
-        .into_iter()
-        .find(|r| r.mount_point.as_deref() == Some("/"))
-        .unwrap();
-    let size = info.image.uncompressed_size;
-    fs::File::create(out).unwrap().set_len(size).unwrap();
-    Job {
-        dest: Dest {
-            id: "root-b".to_owned(),
-            path: out.to_owned(),
-            offset: 0,
-            size,
-            in_place: false,
-        },
-        locals: vec![Local {
-            label: "root-a (the active volume)".to_owned(),
-            path: local.to_owned(),
-            offset: 0,
-            size: fs::metadata(local).unwrap().len(),
-        }],
-        info,
-    }
+    let locals = vec![Local {
+        label: "root-a (the active volume)".to_owned(),
+        path: local.to_owned(),
+        offset: 0,
+        size: fs::metadata(local).unwrap().len(),
+    }];
+    region_job(image, "/", "root-b", out, locals)
 }
 
 /// The root written from `local` (the root's bytes behind `shift` other
