@@ -132,6 +132,8 @@ declare -A APT_FOR_COMMAND=(
     # oci:// image sources (oci_image_source.rs): a local registry, its users.
     [docker-registry]=docker-registry
     [htpasswd]=apache2-utils
+    # Upstream's trident-proto build script (tests/upstream-api/) runs protoc.
+    [protoc]=protobuf-compiler
 )
 # file -> Debian package providing it (packages without a command)
 declare -A APT_FOR_FILE=(
@@ -238,6 +240,16 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 section "cargo build (binaries for the e2e tests)"
 cargo build --workspace --bins --quiet
+
+section "upstream's Host Status deserializer (tests/upstream-api/, a workspace of its own)"
+# Upstream's trident_api, vendored, and our upstream-host-status over it:
+# the upstream_datastores tests of trident-host run it on every row
+# tridentd writes into upstream's table (skipped when the variable is
+# unset). Debug: quicker cold than release (tests/README.md).
+UPSTREAM_API_TARGET="$REPO/target/upstream-api"
+cargo build --manifest-path tests/upstream-api/Cargo.toml --locked --quiet \
+    --target-dir "$UPSTREAM_API_TARGET" -p upstream-host-status
+export UPSTREAM_HOST_STATUS="$UPSTREAM_API_TARGET/debug/upstream-host-status"
 
 section "cargo test"
 TEST_LOG="$LOG_DIR/cargo-test.log"

@@ -2,15 +2,18 @@
 //! tests/fixtures/upstream-datastores/, README there): tridentd reads the
 //! Host Status upstream's `trident get status` prints and the rollback
 //! chain its `get rollback-chain` prints; what tridentd writes, upstream's
-//! reader takes (checked here by our reader of upstream's format, and by
-//! upstream's binary itself when `UPSTREAM_TRIDENT` names one); bad input
-//! fails naming the datastore and the row, and overwrites nothing.
+//! reader takes (checked here by our reader of upstream's format, by
+//! upstream's own Host Status deserializer when `UPSTREAM_HOST_STATUS` names
+//! tests/upstream-api/'s `upstream-host-status`, as the test command does,
+//! and by upstream's binary itself when `UPSTREAM_TRIDENT` names one); bad
+//! input fails naming the datastore and the row, and overwrites nothing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly on purpose
 
 mod bad_input;
 mod compare;
 mod upstream_binary;
+mod upstream_deserializer;
 mod writing;
 
 use std::path::{Path, PathBuf};

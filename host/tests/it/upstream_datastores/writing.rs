@@ -38,6 +38,8 @@ pub fn ab_update(ds: &mut Datastore) -> HostStatus {
     assert_eq!(current.servicing_state, ServicingState::Provisioned);
     let mut next = current.clone();
     next.trident_version = env!("CARGO_PKG_VERSION").to_owned();
+    // A step that succeeds clears the last error (the engine's runner).
+    next.last_error = None;
     next.spec_old = current.spec.clone();
     let spec = next.spec.as_mut().unwrap();
     spec.image.as_mut().unwrap().url = "https://images.example.com/azl3-3.0.9.cosi".into();

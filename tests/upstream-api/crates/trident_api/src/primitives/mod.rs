@@ -1,0 +1,4 @@
+pub mod bytes;
+pub mod hash;
+pub mod shortcuts;
+pub mod version;
