@@ -461,4 +461,16 @@ fn upstreams_deserializer_refuses_rows_tridentd_must_never_write() {
         why.contains("upstream fails to parse Host Status as YAML"),
         "{why}"
     );
+    // What tridentd does against the UUID refusal above: a disk UUID of
+    // ours that is not one is left out of upstream's row, which upstream
+    // then reads, with the disk UUIDs that are.
+    let (_dir, path) = copy("state-provisioned");
+    let mut ds = Datastore::open(&path).unwrap();
+    let mut status = next(&ds.host_status().unwrap());
+    let os_uuid = status.disk_uuids["os"].clone();
+    status.disk_uuids.insert("data".into(), "not-a-uuid".into());
+    ds.save_status(&status, Some("adopt-1")).unwrap();
+    drop(ds);
+    let theirs: Value = serde_saphyr::from_str(&upstream_reads(&tool, &path).unwrap()).unwrap();
+    assert_eq!(theirs["diskUuids"], serde_json::json!({ "os": os_uuid }));
 }
