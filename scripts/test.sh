@@ -239,6 +239,14 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 section "cargo build (binaries for the e2e tests)"
 cargo build --workspace --bins --quiet
 
+section "upstream's Go reverse-connect proxy (Debian's Go in a trixie chroot; cached)"
+# Built from upstream's source (tests/upstream-rcp/) for the rcp tests'
+# interop with it (tests/tests/rcp/rcp_upstream_go.rs); they say SKIPPED
+# without UPSTREAM_RCP_DIR. Cold: the chroot and the build, ~3-5 min
+# (tests/README.md); cached: a hash of the sources.
+UPSTREAM_RCP_DIR="$(bash scripts/build-upstream-rcp.sh)"
+export UPSTREAM_RCP_DIR
+
 section "cargo test"
 TEST_LOG="$LOG_DIR/cargo-test.log"
 if have cargo-nextest; then
