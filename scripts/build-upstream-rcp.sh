@@ -55,7 +55,10 @@ BUILD_KEY="$(
 )"
 OUT="$CACHE/build-$BUILD_KEY"
 
-if [ -x "$OUT/bin/rcp-agent" ] && [ -x "$OUT/bin/rcp-listen" ]; then
+# The certificates are valid for 365 days (upstream's -days 365): a build
+# older than 300 days is made again.
+if [ -x "$OUT/bin/rcp-agent" ] && [ -x "$OUT/bin/rcp-listen" ] &&
+    [ -n "$(find "$OUT/certs/server.crt" -mtime -300 2>/dev/null)" ]; then
     log "from cache: $OUT"
     echo "$OUT"
     exit 0
@@ -65,14 +68,15 @@ if [ ! -d "$ROOT" ]; then
     log "creating the $SUITE chroot $ROOT ($PACKAGES)"
     rm -rf "$ROOT.partial"
     mmdebstrap --quiet --variant=apt --include="$PACKAGES" \
-        --dpkgopt='path-exclude=/usr/share/{doc,man,locale}/*' \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' \
         "$SUITE" "$ROOT.partial" "$MIRROR" >&2
     mv "$ROOT.partial" "$ROOT"
 fi
 
 # The build tree, inside the chroot: the sources and a vendor directory.
 WORK="$ROOT/build"
-rm -rf "$WORK" "$OUT.partial"
+rm -rf "$WORK" "$OUT.partial" "$OUT"
 mkdir -p "$WORK/src" "$OUT.partial/bin" "$OUT.partial/certs"
 cp -a "$SRC/." "$WORK/src/"
 

@@ -8,8 +8,11 @@
 //!   `client.ListenAndAccept` (our `rcp-listen` main, which does what
 //!   netlaunch does with it and offers the connection on a Unix socket).
 //!
-//! Both directions use the certificates upstream's `go generate` made,
-//! which its binaries embed and our side reads as files. Without
+//! Both directions use one certificate pair, which upstream's binaries
+//! embed (or take base64 in the agent's YAML) and our side reads as files:
+//! made by the openssl commands of upstream's `go:generate`, but
+//! `CA:FALSE`, since rustls refuses openssl's default `CA:TRUE` as an
+//! end-entity certificate (`rcp/README.md`). Without
 //! `UPSTREAM_RCP_DIR` (the script's output; `scripts/test.sh` sets it) the
 //! tests print SKIPPED and pass.
 
