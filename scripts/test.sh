@@ -251,6 +251,14 @@ cargo build --manifest-path tests/upstream-api/Cargo.toml --locked --quiet \
     --target-dir "$UPSTREAM_API_TARGET" -p upstream-host-status
 export UPSTREAM_HOST_STATUS="$UPSTREAM_API_TARGET/debug/upstream-host-status"
 
+section "upstream's Go reverse-connect proxy (Debian's Go in a trixie chroot; cached)"
+# Built from upstream's source (tests/upstream-rcp/) for the rcp tests'
+# interop with it (tests/tests/rcp/rcp_upstream_go.rs); they say SKIPPED
+# without UPSTREAM_RCP_DIR. Cold (chroot download + go build): 83 s on a
+# 2-core machine at load 3.5 (tests/README.md); cached: 0.1 s.
+UPSTREAM_RCP_DIR="$(bash scripts/build-upstream-rcp.sh)"
+export UPSTREAM_RCP_DIR
+
 section "cargo test"
 TEST_LOG="$LOG_DIR/cargo-test.log"
 if have cargo-nextest; then

@@ -130,13 +130,17 @@ pub struct ListenerProc {
 
 impl ListenerProc {
     pub fn start(pki: &Pki, extra: &[&str]) -> Self {
-        let files = &pki.orchestrator;
+        Self::start_with(&pki.orchestrator, &pki.sockets_dir(), extra)
+    }
+
+    /// With any TLS files (e.g. upstream's certificates) and sockets dir.
+    pub fn start_with(files: &TlsFiles, sockets_dir: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(bin_path("trident"))
             .arg("rcp-listen")
             .args(["--listen", "127.0.0.1:0"])
             .args(tls_args(files))
             .arg("--sockets-dir")
-            .arg(pki.sockets_dir())
+            .arg(sockets_dir)
             .args(["--keepalive-interval", "1s", "--keepalive-timeout", "5s"])
             .args(extra)
             .stdin(Stdio::null())

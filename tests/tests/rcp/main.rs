@@ -11,4 +11,5 @@ mod rcp_listen_stop;
 mod rcp_reconnect;
 mod rcp_refusals;
 mod rcp_tunnel;
+mod rcp_upstream_go;
 mod rcp_upstream_protocol;
