@@ -77,8 +77,10 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
                     tail: Some(n),
                     ..filters.clone()
                 };
-                let shown = upstream_log::daemon_records_in_tail(ctx, ours, since).await?;
-                Some(n.saturating_sub(shown))
+                // Unreachable: none of upstream's; the stream below
+                // reports it (or reconnects, with -f).
+                let shown = upstream_log::daemon_records_in_tail(ctx, ours, since).await;
+                Some(n.saturating_sub(shown.unwrap_or(n)))
             }
         };
         let query = UpstreamQuery {

@@ -5,8 +5,9 @@
 //! `trident logs` shows the daemon's current run, so upstream's records
 //! are the older ones: printing them first keeps time order.
 //!
-//! Best effort: without the RPC (an older daemon) nothing is printed; any
-//! other failure is a notice on stderr and the daemon's records follow.
+//! Best effort: without the RPC (an older daemon) or without a daemon
+//! (its own stream, next, says so) nothing is printed; any other failure
+//! is a notice on stderr and the daemon's records follow.
 
 use std::time::SystemTime;
 
@@ -45,6 +46,9 @@ pub async fn print(
             Ok(true)
         }
         Err(err @ CliError::Local(_)) => Err(err),
+        // The daemon's own stream, next, says it in its one line (or
+        // reconnects, with -f).
+        Err(CliError::Connect { .. }) => Ok(true),
         Err(err) => {
             eprintln!("trident: upstream Trident's log not shown: {err}");
             Ok(true)

@@ -37,7 +37,7 @@ struct Entry {
 pub(crate) fn parse(text: &[u8]) -> Option<Record> {
     let entry: Entry = serde_json::from_slice(text).ok()?;
     let at = OffsetDateTime::parse(&entry.timestamp, &Rfc3339).ok()?;
-    let location = (!entry.file.is_empty()).then(|| FileLocation {
+    let location = (!entry.file.is_empty()).then_some(FileLocation {
         path: entry.file,
         line: entry.line,
     });
