@@ -102,6 +102,7 @@ async fn serve(
         engine: Arc::new(engine),
         disks: ctx.config.disks.clone(),
         boot_id: read_boot_id(&ctx.config.boot_id_file).unwrap_or_default(),
+        upstream_log: ctx.config.upstream_log.clone(),
     };
     let (routes, health) = router::build(&parts).await?;
     // Registered last, so it runs first once the server has stopped.

@@ -35,6 +35,8 @@ pub const DATASTORE_FILE: &str = "datastore.sqlite";
 /// `--boot-id-file`); for containers and tests, where /proc is not the
 /// serviced host's.
 pub const ENV_BOOT_ID_FILE: &str = "TRIDENT_BOOT_ID_FILE";
+/// Env var: upstream Trident's full log (same as `--upstream-log`).
+pub const ENV_UPSTREAM_LOG: &str = "TRIDENT_UPSTREAM_LOG";
 /// Env var: bound on connecting to an image server (same as `--http-connect-timeout`).
 pub const ENV_HTTP_CONNECT_TIMEOUT: &str = "TRIDENT_HTTP_CONNECT_TIMEOUT";
 /// Env var: bound on a stalled image download (same as `--http-read-timeout`).
@@ -207,6 +209,13 @@ pub struct Config {
     /// not the serviced host's; unreadable means "unknown" (empty).
     #[arg(long, env = ENV_BOOT_ID_FILE, default_value = trident_host::boot_id::BOOT_ID_PATH, value_name = "PATH")]
     pub boot_id_file: PathBuf,
+
+    /// Upstream Trident's full log, whose records `trident logs` shows
+    /// before the daemon's own, marked as upstream's (read only, when
+    /// asked; a missing file is a host upstream never serviced). Another
+    /// file only for containers and tests.
+    #[arg(long, env = ENV_UPSTREAM_LOG, default_value = trident_telemetry::upstream_log::DEFAULT_UPSTREAM_LOG, value_name = "PATH")]
+    pub upstream_log: PathBuf,
 
     /// What to do when servicing requires a reboot.
     #[arg(long, value_enum, default_value_t = RebootMode::Record)]

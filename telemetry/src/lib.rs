@@ -28,6 +28,7 @@ pub mod progress;
 pub mod record;
 pub mod service;
 pub mod span_link;
+pub mod upstream_log;
 
 pub use bus::{Bus, Subscription};
 pub use config::BusConfig;

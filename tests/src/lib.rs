@@ -143,6 +143,7 @@ pub struct DaemonBuilder {
     env: Vec<(OsString, OsString)>,
     socket: Option<PathBuf>,
     state_dir: Option<PathBuf>,
+    upstream_log: Option<PathBuf>,
     wait_for_answer: bool,
     /// Whether `spawn` creates the state dir (else the daemon must).
     create_state_dir: bool,
@@ -185,6 +186,14 @@ impl DaemonBuilder {
     /// daemon on the journal and datastore of a previous one).
     pub fn state_dir(mut self, path: impl Into<PathBuf>) -> Self {
         self.state_dir = Some(path.into());
+        self
+    }
+
+    /// Reads upstream Trident's full log from this file instead of
+    /// `<tempdir>/trident-full.log` (absent), never the host's
+    /// `/var/log/trident-full.log`.
+    pub fn upstream_log(mut self, path: impl Into<PathBuf>) -> Self {
+        self.upstream_log = Some(path.into());
         self
     }
 
@@ -232,6 +241,10 @@ impl DaemonBuilder {
             .state_dir
             .clone()
             .unwrap_or_else(|| dir.path().join("state"));
+        let upstream_log = self
+            .upstream_log
+            .clone()
+            .unwrap_or_else(|| dir.path().join("trident-full.log"));
         if self.create_state_dir {
             std::fs::create_dir_all(&state_dir)?;
         }
@@ -249,12 +262,15 @@ impl DaemonBuilder {
             .arg(&socket)
             .arg("--state-dir")
             .arg(&state_dir)
+            .arg("--upstream-log")
+            .arg(&upstream_log)
             .args(&self.args)
             .env_remove("TRIDENT_SOCKET")
             .env_remove("TRIDENT_UPSTREAM_SOCKET")
             .env_remove("TRIDENT_AGENT_CONFIG")
             .env_remove("TRIDENT_STATE_DIR")
             .env_remove("TRIDENT_BOOT_ID_FILE")
+            .env_remove("TRIDENT_UPSTREAM_LOG")
             .env_remove("NOTIFY_SOCKET")
             .env_remove("LISTEN_FDS")
             .env_remove("LISTEN_PID")
@@ -317,6 +333,7 @@ impl Daemon {
             env: Vec::new(),
             socket: None,
             state_dir: None,
+            upstream_log: None,
             wait_for_answer: true,
             create_state_dir: true,
         }

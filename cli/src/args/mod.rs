@@ -69,7 +69,8 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Attach to the running servicing operation and show its live progress.
     Watch(WatchArgs),
-    /// Show the daemon's log records, like journalctl.
+    /// Show the daemon's log records, like journalctl (after upstream
+    /// Trident's from /var/log/trident-full.log, marked "upstream").
     Logs(LogsArgs),
     /// Show the span tree of a servicing operation with durations and status.
     Traces(TracesArgs),

@@ -2,7 +2,10 @@
 //! --cursor-file the file is updated as records are shown, so the next run
 //! resumes exactly after the last record printed. `--boot` selects one boot
 //! of the host and `--list-boots` lists them (`super::boots`); the human
-//! output marks each reboot in the stream.
+//! output marks each reboot in the stream. Upstream Trident's records
+//! (`super::upstream_log`) come first, marked `upstream`, unless the
+//! output resumes after a cursor or is limited to an operation or a boot
+//! (upstream's records have neither).
 
 use std::io::Write;
 use std::time::{Duration, SystemTime};
@@ -11,11 +14,12 @@ use serde_json::json;
 use tokio_stream::StreamExt;
 use trident_proto::v1::telemetry_service_client::TelemetryServiceClient;
 use trident_proto::v1::{
-    Cursor, LogRecord, Record, RecordKind, StreamEvent, WatchOptions, WatchRequest, field, record,
-    stream_event,
+    Cursor, LogLevel, LogOrigin, LogRecord, Record, RecordKind, StreamEvent, WatchOptions,
+    WatchRequest, field, record, stream_event,
 };
 
 use super::boots;
+use super::upstream_log::{self, UpstreamQuery};
 use crate::args::{LogsArgs, OutputFormat};
 use crate::ctx::Ctx;
 use crate::cursor;
@@ -56,6 +60,40 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
         (None, _, Some(_)) => None,
     };
     let min_level = args.level.and_then(max_level).map_or(0, |l| l as i32);
+    let filters = WatchOptions {
+        min_level,
+        target_prefixes: args.target.clone(),
+        operation_id: args.operation.clone().unwrap_or_default(),
+        boot_id: boot_id.clone(),
+        with_boot_ids: true,
+        ..WatchOptions::default()
+    };
+    // Upstream's records precede every cursor and have no operation or boot.
+    if after.is_none() && args.operation.is_none() && args.boot.is_none() {
+        let tail = match tail {
+            Some(u32::MAX) | None => None,
+            Some(n) => {
+                let ours = WatchOptions {
+                    tail: Some(n),
+                    ..filters.clone()
+                };
+                // Unreachable: none of upstream's; the stream below
+                // reports it (or reconnects, with -f).
+                let shown = upstream_log::daemon_records_in_tail(ctx, ours, since).await;
+                Some(n.saturating_sub(shown.unwrap_or(n)))
+            }
+        };
+        let query = UpstreamQuery {
+            min_level,
+            target_prefixes: args.target.clone(),
+            since,
+            tail,
+        };
+        let show = |records: &[Record]| write_stdout(&upstream_lines(records, format));
+        if tail != Some(0) && !upstream_log::print(ctx, query, show).await? {
+            return Ok(Exit::Success);
+        }
+    }
     let mut first = true;
     let mut boot_seen = None;
     loop {
@@ -63,12 +101,7 @@ pub async fn run(ctx: &Ctx, args: &LogsArgs) -> CliResult<Exit> {
             after: after.clone(),
             tail: if after.is_none() && first { tail } else { None },
             snapshot: !args.follow,
-            min_level,
-            target_prefixes: args.target.clone(),
-            operation_id: args.operation.clone().unwrap_or_default(),
-            boot_id: boot_id.clone(),
-            with_boot_ids: true,
-            ..WatchOptions::default()
+            ..filters.clone()
         };
         first = false;
         let mut position = Position {
@@ -223,6 +256,22 @@ fn reboot_mark(seen: &mut Option<String>, boot_id: &str, format: OutputFormat) -
     }
 }
 
+/// The lines of upstream's records (`super::upstream_log`).
+fn upstream_lines(records: &[Record], format: OutputFormat) -> String {
+    records
+        .iter()
+        .filter_map(|rec| match &rec.record {
+            Some(record::Record::Log(log)) => Some(log_line(
+                log,
+                rec,
+                system_time(rec.timestamp.as_ref()),
+                format,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Writes `out` to stdout; false when the reader went away (`logs | head`).
 fn write_stdout(out: &str) -> CliResult<bool> {
     if out.is_empty() {
@@ -239,8 +288,15 @@ fn write_stdout(out: &str) -> CliResult<bool> {
     }
 }
 
+/// One record as a line of output. Upstream's records say so: `origin`
+/// in JSON (`tridentd` or `upstream`), `upstream` before the target in
+/// human output; a line of upstream's log that did not parse has no
+/// level (JSON null, `?`) and says "not parsed".
 fn log_line(log: &LogRecord, rec: &Record, at: Option<SystemTime>, format: OutputFormat) -> String {
     let c = rec.cursor.as_ref();
+    let upstream = log.origin() == LogOrigin::Upstream;
+    let level =
+        (!upstream || log.level() != LogLevel::Unspecified).then(|| format::level(log.level()));
     match format {
         OutputFormat::Json | OutputFormat::Yaml => {
             let fields: serde_json::Map<String, serde_json::Value> = log
@@ -263,7 +319,7 @@ fn log_line(log: &LogRecord, rec: &Record, at: Option<SystemTime>, format: Outpu
                 json!({
                     "cursor": c.map(cursor::format),
                     "timestamp": at.map(format::timestamp),
-                    "level": format::level(log.level()),
+                    "level": level,
                     "target": log.target,
                     "module": log.module,
                     "message": log.message,
@@ -273,20 +329,25 @@ fn log_line(log: &LogRecord, rec: &Record, at: Option<SystemTime>, format: Outpu
                     "span_id": log.span_id,
                     "operation_id": log.operation_id,
                     "boot_id": rec.boot_id,
+                    "origin": if upstream { "upstream" } else { "tridentd" },
                 })
             )
         }
         OutputFormat::Human => {
-            let when = at.map(format::timestamp).unwrap_or_default();
+            let when = at.map_or_else(|| "-".to_owned(), format::timestamp);
             let op = if log.operation_id.is_empty() {
                 String::new()
             } else {
                 format!(" [{}]", format::short_id(&log.operation_id))
             };
+            let level = level.unwrap_or("?").to_ascii_uppercase();
+            let target = match (upstream, level.as_str()) {
+                (false, _) => log.target.clone(),
+                (true, "?") => "upstream (not parsed)".to_owned(),
+                (true, _) => format!("upstream {}", log.target),
+            };
             format!(
-                "{when} {:<5} {}: {}{op}\n",
-                format::level(log.level()).to_ascii_uppercase(),
-                log.target,
+                "{when} {level:<5} {target}: {}{op}\n",
                 log.message.trim_end()
             )
         }

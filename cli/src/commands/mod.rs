@@ -16,6 +16,7 @@ pub mod start_network;
 pub mod stream_disk;
 pub mod traces;
 pub mod update;
+mod upstream_log;
 pub mod validate;
 mod validate_upstream;
 pub mod version;

@@ -35,6 +35,9 @@ pub struct GrpcParts {
     pub disks: Vec<PathBuf>,
     /// The host's boot id, told by Version (empty when unknown).
     pub boot_id: String,
+    /// Upstream Trident's full log (`--upstream-log`), which
+    /// `TelemetryService.ReadUpstreamLog` reads.
+    pub upstream_log: PathBuf,
 }
 
 /// Collects services and their names.
@@ -78,7 +81,8 @@ fn add_services(registry: &mut ServiceRegistry, parts: &GrpcParts) {
             .service()
             .with_last_error_fallback(Arc::new(HostStatusLastError::new(Arc::clone(
                 &parts.engine,
-            )))),
+            ))))
+            .with_upstream_log(&parts.upstream_log),
     );
 
     let servicing = ServicingApi::new(Arc::clone(&parts.engine));

@@ -1,7 +1,8 @@
 //! `TelemetryService` as one tower service over a bus. Each Watch RPC only
 //! registers a subscriber and streams its batches as the ring's bytes
 //! (`encoded`: no decode and re-encode); the unary calls read bus state
-//! (`GetLastError` falls back to its owner's [`LastErrorFallback`]).
+//! (`GetLastError` falls back to its owner's [`LastErrorFallback`]);
+//! `ReadUpstreamLog` reads upstream Trident's full log, not the bus.
 //! `TelemetryGrpc::call` is the one table of methods, and of the record
 //! kinds each Watch method delivers; a test checks that it routes every
 //! method the proto declares.
@@ -9,12 +10,14 @@
 mod encoded;
 mod last_error;
 mod unary;
+mod upstream_log;
 
 pub use encoded::EncodedResponse;
 pub use last_error::LastErrorFallback;
 
 use std::convert::Infallible;
 use std::future::ready;
+use std::path::Path;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -39,6 +42,7 @@ use unary::serve_unary;
 pub struct TelemetryGrpc {
     bus: Bus,
     last_error_fallback: Option<Arc<dyn LastErrorFallback>>,
+    upstream_log: Option<Arc<Path>>,
 }
 
 impl TelemetryGrpc {
@@ -47,7 +51,15 @@ impl TelemetryGrpc {
         TelemetryGrpc {
             bus,
             last_error_fallback: None,
+            upstream_log: None,
         }
+    }
+
+    /// `ReadUpstreamLog` reads upstream Trident's full log at `path`
+    /// (without it, the answer is an empty "not found").
+    pub fn with_upstream_log(mut self, path: impl AsRef<Path>) -> Self {
+        self.upstream_log = Some(Arc::from(path.as_ref()));
+        self
     }
 
     /// `GetLastError` answers from `fallback` when the bus has no error
@@ -115,6 +127,7 @@ impl tower::Service<http::Request<Body>> for TelemetryGrpc {
             "ListBoots" => serve_unary(request, move |_: ListBootsRequest| {
                 ready(Ok(ListBootsResponse { boots: bus.boots() }))
             }),
+            "ReadUpstreamLog" => upstream_log::serve(self.upstream_log.clone(), request),
             _ => Box::pin(async { Ok(Status::new(Code::Unimplemented, "").into_http()) }),
         }
     }

@@ -20,3 +20,4 @@ mod telemetry_daemon;
 mod telemetry_faults;
 mod telemetry_restart;
 mod telemetry_trace_across_reboot;
+mod upstream_log;
