@@ -120,24 +120,21 @@ in_chroot() {
 }
 
 log "go version: $(in_chroot 'go version' 2>&1)"
-# The certificates tlscerts embeds (server.crt/key, client.crt/key).
-# Upstream's go:generate (pkg/rcp/tlscerts/generate.go) runs these four
-# openssl commands; we run them with one change: basicConstraints
-# CA:FALSE. openssl's default for a self-signed certificate is CA:TRUE,
-# which Go accepts as a pinned leaf but rustls/webpki refuses as an
-# end-entity certificate (CaUsedAsEndEntity): our listener refuses
-# upstream's agent with upstream's own certificates, and our agent
-# upstream's listener (rcp/README.md, "Upstream Trident's protocol").
-log "certificates: upstream's openssl commands (generate.go), CA:FALSE"
+# The certificates tlscerts embeds (server.crt/key, client.crt/key):
+# upstream's go:generate (pkg/rcp/tlscerts/generate.go) runs exactly these
+# four openssl commands. openssl makes a self-signed certificate CA:TRUE;
+# Go trusts such a certificate as a pinned peer (a pool certificate is a
+# chain of length 1) and so does our side in upstream mode (rcp/README.md,
+# "Upstream Trident's protocol"), so the tests use the certificates a
+# real netlaunch embeds.
+log "certificates: upstream's openssl commands (generate.go)"
 in_chroot '
     cd pkg/rcp/tlscerts
-    ee=basicConstraints=critical,CA:FALSE
     openssl genrsa -out server.key 2048 2>/dev/null
     openssl req -new -x509 -sha256 -key server.key -out server.crt -days 365 -subj /CN=localhost \
-        -addext subjectAltName=DNS:reverseconnectproxy -addext $ee
+        -addext subjectAltName=DNS:reverseconnectproxy
     openssl genrsa -out client.key 2048 2>/dev/null
-    openssl req -new -x509 -sha256 -key client.key -out client.crt -days 365 -subj /CN=localhost \
-        -addext $ee'
+    openssl req -new -x509 -sha256 -key client.key -out client.crt -days 365 -subj /CN=localhost'
 log "go build ./cmd/rcp-agent ./ours/rcp-listen"
 in_chroot 'go build -trimpath -o /build/bin/ ./cmd/rcp-agent ./ours/rcp-listen'
 

@@ -21,8 +21,8 @@ pub enum RcpError {
     /// rustls refused the configuration (e.g. key does not match certificate).
     #[error("TLS configuration: {0}")]
     TlsConfig(#[from] rustls::Error),
-    /// The client-certificate verifier could not be built (e.g. empty CA).
-    #[error("TLS client verifier: {0}")]
+    /// A certificate verifier could not be built (e.g. empty CA).
+    #[error("TLS certificate verifier: {0}")]
     Verifier(#[from] rustls::server::VerifierBuilderError),
     /// A certificate carries no DNS name nor common name usable as host id.
     #[error("certificate has no usable identity: {0}")]

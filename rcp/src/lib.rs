@@ -17,6 +17,7 @@ pub mod duplicates;
 pub mod error;
 pub mod identity;
 pub mod listener;
+mod pinned;
 #[cfg(feature = "test-pki")]
 pub mod pki;
 pub mod raw;

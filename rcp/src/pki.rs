@@ -36,6 +36,36 @@ impl LeafSpec {
     }
 }
 
+/// Valid from 2020 to 2021, from 2090 on, or rcgen's default (1975 to 4096).
+fn set_validity(params: &mut CertificateParams, spec: &LeafSpec) {
+    if spec.expired {
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    }
+    if spec.not_yet_valid {
+        params.not_before = rcgen::date_time_ymd(2090, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2091, 1, 1);
+    }
+}
+
+/// A self-signed certificate and its key (PEM) as `openssl req -x509`
+/// makes them (upstream's `go:generate`): `CA:TRUE`, no key usages, so
+/// only a peer that pins it byte for byte trusts it.
+pub fn self_signed(spec: &LeafSpec) -> Result<(String, String), rcgen::Error> {
+    let mut params = CertificateParams::new(spec.dns.clone())?;
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    if let Some(cn) = &spec.common_name {
+        params
+            .distinguished_name
+            .push(DnType::CommonName, cn.as_str());
+    }
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    set_validity(&mut params, spec);
+    let key = KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
 /// A CA that exists only in memory and in the files it writes.
 #[derive(Debug)]
 pub struct TestCa {
@@ -75,14 +105,7 @@ impl TestCa {
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
         ];
-        if spec.expired {
-            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
-            params.not_after = rcgen::date_time_ymd(2021, 1, 1);
-        }
-        if spec.not_yet_valid {
-            params.not_before = rcgen::date_time_ymd(2090, 1, 1);
-            params.not_after = rcgen::date_time_ymd(2091, 1, 1);
-        }
+        set_validity(&mut params, spec);
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &self.issuer)?;
         Ok((cert.pem(), key.serialize_pem()))

@@ -1,19 +1,24 @@
 //! Mutual TLS for both ends of the tunnel (rustls with the ring provider).
 //! Both sides present a certificate signed by the configured CA and verify
-//! the other's against it; there is no plaintext mode.
+//! the other's against it; there is no plaintext mode. In upstream mode a
+//! peer certificate that is itself in the CA file is accepted too, as Go
+//! does (see [`crate::pinned`]).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::ClientCertVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::error::RcpError;
+use crate::pinned::{PinnedClientVerifier, PinnedServerVerifier};
 
 /// The ALPN protocol both sides insist on, so an RCP endpoint never talks
 /// to a TLS server or client of another kind by accident (our protocol).
@@ -102,20 +107,29 @@ pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, RcpError> {
     PrivateKeyDer::from_pem_file(path).map_err(|e| pem_error("private key", path, e))
 }
 
-fn roots(path: &Path) -> Result<RootCertStore, RcpError> {
+/// The CA file's certificates, and webpki's trust anchors made of them.
+type Trust = (Vec<CertificateDer<'static>>, Arc<RootCertStore>);
+
+fn trust(path: &Path) -> Result<Trust, RcpError> {
+    let certs = load_certs("CA", path)?;
     let mut roots = RootCertStore::empty();
-    for cert in load_certs("CA", path)? {
-        roots.add(cert).map_err(|e| pem_error("CA", path, e))?;
+    for cert in &certs {
+        roots
+            .add(cert.clone())
+            .map_err(|e| pem_error("CA", path, e))?;
     }
-    Ok(roots)
+    Ok((certs, Arc::new(roots)))
 }
 
 /// The listener's (orchestrator's) TLS configuration: a client certificate
-/// signed by the CA is mandatory.
+/// signed by the CA (upstream mode: or in the CA file) is mandatory.
 pub fn server_config(files: &TlsFiles, protocol: Protocol) -> Result<Arc<ServerConfig>, RcpError> {
-    let verifier =
-        WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&files.ca)?), provider())
-            .build()?;
+    let (trusted, roots) = trust(&files.ca)?;
+    let webpki = WebPkiClientVerifier::builder_with_provider(roots, provider()).build()?;
+    let verifier: Arc<dyn ClientCertVerifier> = match protocol {
+        Protocol::Trident => webpki,
+        Protocol::Upstream => Arc::new(PinnedClientVerifier::new(webpki, trusted)),
+    };
     let builder = ServerConfig::builder_with_provider(provider());
     let builder = match protocol {
         Protocol::Trident => builder.with_safe_default_protocol_versions()?,
@@ -134,19 +148,29 @@ pub fn server_config(files: &TlsFiles, protocol: Protocol) -> Result<Arc<ServerC
 }
 
 /// The agent's TLS configuration: the orchestrator's certificate must be
-/// signed by the CA and valid for the configured server name.
+/// signed by the CA (upstream mode: or be in the CA file) and valid for the
+/// configured server name.
 pub fn client_config(files: &TlsFiles, protocol: Protocol) -> Result<Arc<ClientConfig>, RcpError> {
+    let (trusted, roots) = trust(&files.ca)?;
     let builder = ClientConfig::builder_with_provider(provider());
     let builder = match protocol {
-        Protocol::Trident => builder.with_safe_default_protocol_versions()?,
-        Protocol::Upstream => builder.with_protocol_versions(tls13())?,
+        Protocol::Trident => builder
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots),
+        Protocol::Upstream => {
+            let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider()).build()?;
+            builder
+                .with_protocol_versions(tls13())?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(PinnedServerVerifier::new(
+                    webpki, trusted,
+                )))
+        }
     };
-    let mut config = builder
-        .with_root_certificates(roots(&files.ca)?)
-        .with_client_auth_cert(
-            load_certs("certificate", &files.cert)?,
-            load_key(&files.key)?,
-        )?;
+    let mut config = builder.with_client_auth_cert(
+        load_certs("certificate", &files.cert)?,
+        load_key(&files.key)?,
+    )?;
     if protocol == Protocol::Trident {
         config.alpn_protocols = vec![ALPN.to_vec()];
     }

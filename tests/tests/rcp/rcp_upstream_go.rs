@@ -10,9 +10,10 @@
 //!
 //! Both directions use one certificate pair, which upstream's binaries
 //! embed (or take base64 in the agent's YAML) and our side reads as files:
-//! made by the openssl commands of upstream's `go:generate`, but
-//! `CA:FALSE`, since rustls refuses openssl's default `CA:TRUE` as an
-//! end-entity certificate (`rcp/README.md`). Without
+//! made by upstream's `go:generate` openssl commands, so self-signed and
+//! `CA:TRUE`, each side trusting the other's certificate itself, which
+//! our upstream mode accepts as Go does (`rcp/README.md`). A certificate
+//! that is not the one in our `--ca` is refused. Without
 //! `UPSTREAM_RCP_DIR` (the script's output; `scripts/test.sh` sets it) the
 //! tests print SKIPPED and pass.
 
@@ -29,6 +30,7 @@ use trident_proto::v1::host_status_service_client::HostStatusServiceClient;
 use trident_proto::v1::version_service_client::VersionServiceClient;
 use trident_proto::v1::{GetHostStatusRequest, VersionRequest};
 use trident_rcp::TlsFiles;
+use trident_rcp::pki::{LeafSpec, self_signed};
 
 const UPSTREAM: [&str; 2] = ["--protocol", "upstream"];
 /// The server certificate's name in upstream's `tlscerts` (its `--san`).
@@ -69,14 +71,25 @@ impl UpstreamRcp {
     /// Upstream's agent's config: `rcpClientTls` carries the client's
     /// certificate and key and the server certificate it trusts, base64.
     fn agent_config(&self, listener: SocketAddr, tridentd: &Path) -> String {
-        let b64 = |name: &str| base64(&std::fs::read(self.cert(name)).unwrap());
+        let read = |name: &str| std::fs::read(self.cert(name)).unwrap();
+        self.agent_config_with(listener, tridentd, &read("client.crt"), &read("client.key"))
+    }
+
+    /// The same with another client certificate and key (PEM).
+    fn agent_config_with(
+        &self,
+        listener: SocketAddr,
+        tridentd: &Path,
+        cert: &[u8],
+        key: &[u8],
+    ) -> String {
         format!(
             "clientAddress: \"{listener}\"\nserverAddress: \"{}\"\nrcpClientTls:\n  \
              certData: \"{}\"\n  keyData: \"{}\"\n  serverCert: \"{}\"\n",
             tridentd.display(),
-            b64("client.crt"),
-            b64("client.key"),
-            b64("server.crt"),
+            base64(cert),
+            base64(key),
+            base64(&std::fs::read(self.cert("server.crt")).unwrap()),
         )
     }
 }
@@ -176,6 +189,73 @@ async fn upstreams_go_agent_tunnels_grpc_calls_to_tridentd_through_our_listener(
             context()
         );
     }
+}
+
+/// Upstream's agent with a certificate made as upstream makes its own
+/// (self-signed, `CA:TRUE`, `CN=localhost`), but not the one in our
+/// `--ca`, as another build of upstream's would embed: our listener
+/// refuses it (Go's words, an unknown issuer), every time it dials, and
+/// no host appears.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_go_agent_with_a_certificate_not_in_our_ca_is_refused() {
+    let Some(upstream) = UpstreamRcp::from_env("upstream's rcp-agent, foreign certificate") else {
+        return;
+    };
+    let daemon = host_daemon().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = TlsFiles {
+        ca: upstream.cert("client.crt"),
+        cert: upstream.cert("server.crt"),
+        key: upstream.cert("server.key"),
+    };
+    let hosts = dir.path().join("hosts");
+    let listener = ListenerProc::start_with(&server, &hosts, &UPSTREAM);
+    let (cert, key) = self_signed(&LeafSpec {
+        common_name: Some(UPSTREAM_CLIENT_ID.into()),
+        ..LeafSpec::default()
+    })
+    .unwrap();
+    let config = dir.path().join("rcp-agent.yaml");
+    let yaml = upstream.agent_config_with(
+        listener.addr,
+        daemon.socket_path(),
+        cert.as_bytes(),
+        key.as_bytes(),
+    );
+    std::fs::write(&config, yaml).unwrap();
+    let agent = GoProc::start(
+        &upstream.bin("rcp-agent"),
+        &[OsStr::new("--config"), config.as_os_str()],
+    );
+    let unknown_issuer =
+        |e: &serde_json::Value| e["reason"].as_str().unwrap().contains("UnknownIssuer");
+    let refused = listener.event("refused", unknown_issuer);
+    assert!(
+        refused["addr"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{refused}"
+    );
+    listener
+        .stderr
+        .wait_for("listener log of the refusal", |l| {
+            l.contains("refused") && l.contains("UnknownIssuer")
+        });
+    // Go's TLS 1.3 client learns of it from our alert, and dials again.
+    agent
+        .stderr
+        .wait_for("upstream's agent told of the refusal", |l| {
+            l.contains("unknown certificate authority")
+        });
+    listener.nth_event("refused", 1, unknown_issuer);
+
+    let connected = listener
+        .all_events()
+        .into_iter()
+        .any(|e| e["event"] == "connected");
+    assert!(!connected, "{}", listener.events.text());
+    let sockets: Vec<_> = std::fs::read_dir(&hosts)
+        .map(|dir| dir.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(sockets.is_empty(), "sockets appeared: {sockets:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
