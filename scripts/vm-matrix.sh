@@ -51,6 +51,7 @@ SCENARIOS=(
     "advanced|upstream's advanced sample on two disks with a software TPM: RAID1 arrays, /home on LUKS2 over an array unlocked by the TPM, swap on both disks, the verity root (read-only, /etc an overlay); the grub scenario's flow: install v1, A/B update to v2 with v2's root hash, commit, a failing update rolls back (also in scripts/test.sh)"
     "advanced-plain-root|the advanced scenario without the sample's verity section, on the plain test OS: root-data a plain A/B root on mirrors (RAID, /home encrypted on an array, swap, A/B and the TPM apart from verity)"
     "tpm-pcrs-changed|an A/B update after PCR 7 changed (extended in the guest) fails with tpm-unseal-failed naming /srv and PCR 7, nothing written"
+    "takeover|a host whose datastore upstream Trident's own binary wrote (UPSTREAM_TRIDENT; its agent and units in the guest) is taken over by tridentd: same get status, A/B updates and commits, a failing update rolled back; upstream's agent put back reads get status and the rollback chain as tridentd left them (UKI test OS)"
     "verity|upstream's verity sample: the root on dm-verity (/dev/mapper/root, read-only, verified), /etc a writable overlay that survives a reboot; a byte flipped in the data partition fails that file's reads with an I/O error while the OS still boots (also in scripts/test.sh)"
 )
 
@@ -131,6 +132,14 @@ scenario_base() {
     # systemd-boot, as encryption: PCR 7 holds the firmware's measurements only.
     export TRIDENT_VM_BOOTLOADER=systemd-boot
     run_vm_test vm_samples::matrix_upstreams_base_sample_installs_boots_with_srv_unlocked_and_updates_to_v2
+}
+
+scenario_takeover() {
+    # Upstream's GRUB step supports Azure Linux only (tests/README.md,
+    # "Taking over an upstream host").
+    export TRIDENT_VM_BOOTLOADER=uki
+    : "${UPSTREAM_TRIDENT:?set UPSTREAM_TRIDENT to upstream Trident's binary (tests/README.md says how to build it)}"
+    run_vm_test vm_takeover::matrix_a_host_upstreams_agent_services_is_taken_over_and_handed_back
 }
 
 scenario_verity() {

@@ -16,6 +16,7 @@ pub mod crash_support;
 pub mod dir_http;
 pub mod faulty_http;
 pub mod fixture;
+pub mod guest_shell;
 pub mod image_server;
 pub mod mini_os;
 pub mod module_graph;

@@ -146,6 +146,10 @@ PACKAGES="$PACKAGES,mdadm,openssh-server,sudo"
 # and cryptsetup's systemd-tpm2 token (libtss2-esys.so.0, -rc.so.0,
 # -mu.so.0, the device TCTI); tpm2-tools extends a PCR in the guest.
 PACKAGES="$PACKAGES,cryptsetup-bin,libtss2-esys-3.0.2-0,libtss2-rc0,libtss2-mu0,libtss2-tcti-device0,tpm2-tools"
+# What upstream Trident's package pulls in for its binary (the takeover
+# scenario runs it in the guest): its libraries and efivar, which sets
+# systemd-boot's LoaderEntryOneShot/LoaderEntryDefault for its UKI volumes.
+PACKAGES="$PACKAGES,libsqlite3-0,libssl3,efivar"
 [ -z "$NETPLAN" ] || PACKAGES="$PACKAGES,netplan.io"
 # Further apt sources after the main mirror (mmdebstrap's MIRROR...).
 EXTRA_SOURCES=()

@@ -78,6 +78,8 @@ pub struct VmSpec {
     rcp: Option<RcpPki>,
     tpm: bool,
     nvram: Option<PathBuf>,
+    /// Host port forwarded to the guest's port 22 ([`VmSpec::ssh`]).
+    ssh_port: Option<u16>,
 }
 
 impl VmSpec {
@@ -92,6 +94,7 @@ impl VmSpec {
             rcp: None,
             tpm: false,
             nvram: None,
+            ssh_port: None,
         }
     }
 
@@ -128,6 +131,18 @@ impl VmSpec {
         self
     }
 
+    /// Forwards a free port of 127.0.0.1 to the guest's sshd (QEMU's
+    /// `hostfwd`), for scenarios that must act inside the guest where no
+    /// agent of ours runs (an upstream agent's host): [`Vm::ssh_port`].
+    pub fn ssh(mut self) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free local port");
+        self.ssh_port = Some(port);
+        self
+    }
+
     /// Runs the orchestrator's side of the reverse-connect proxy for a
     /// guest provisioned with `pki` (the test OS's, [`crate::test_os::TestOs::rcp`]),
     /// so [`Vm::forward_tridentd`] reaches its tridentd.
@@ -159,6 +174,7 @@ pub struct Vm {
     qmp: PathBuf,
     /// Resets the harness made for stalled reboots (reported by each wait).
     stalled_reboot_resets: u32,
+    ssh_port: Option<u16>,
     _dir: TempDir,
 }
 
@@ -234,7 +250,7 @@ impl Vm {
             "-drive".into(),
             format!("if=pflash,format=raw,unit=1,file={}", vars.display()),
             "-netdev".into(),
-            netdev(orchestrator.as_ref()),
+            netdev(orchestrator.as_ref(), spec.ssh_port),
             "-device".into(),
             "virtio-net-pci,netdev=net0".into(),
         ]);
@@ -273,6 +289,7 @@ impl Vm {
             boots: 0,
             qmp,
             stalled_reboot_resets: 0,
+            ssh_port: spec.ssh_port,
             _dir: dir,
         })
     }
@@ -433,6 +450,11 @@ impl Vm {
         }
     }
 
+    /// The local port that reaches the guest's sshd ([`VmSpec::ssh`]).
+    pub fn ssh_port(&self) -> Option<u16> {
+        self.ssh_port
+    }
+
     /// Guest reboots the harness followed with a new QEMU (`power_cycle`).
     pub fn power_cycles(&self) -> u32 {
         self.qemu.power_cycles()
@@ -448,14 +470,18 @@ impl Vm {
 /// [`GUEST_RCP_ADDR`] are handed to `socat`, which QEMU starts per
 /// connection (`cmd:`; a `tcp:` chardev would carry only one connection,
 /// and the guest dials again after every reboot).
-fn netdev(orchestrator: Option<&Orchestrator>) -> String {
-    match orchestrator {
-        Some(o) => format!(
-            "user,id=net0,guestfwd=tcp:{GUEST_RCP_ADDR}-cmd:socat - TCP:127.0.0.1:{}",
+fn netdev(orchestrator: Option<&Orchestrator>, ssh_port: Option<u16>) -> String {
+    let mut netdev = "user,id=net0".to_owned();
+    if let Some(o) = orchestrator {
+        netdev.push_str(&format!(
+            ",guestfwd=tcp:{GUEST_RCP_ADDR}-cmd:socat - TCP:127.0.0.1:{}",
             o.port()
-        ),
-        None => "user,id=net0".to_owned(),
+        ));
     }
+    if let Some(port) = ssh_port {
+        netdev.push_str(&format!(",hostfwd=tcp:127.0.0.1:{port}-:22"));
+    }
+    netdev
 }
 
 impl Drop for Vm {

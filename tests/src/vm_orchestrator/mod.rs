@@ -322,6 +322,42 @@ pub async fn install_following(
     followed
 }
 
+/// An A/B update to `config` through the guest's tridentd (`vm`'s
+/// reverse-connect socket), TRIDENT_HANDLES_REBOOT, following live
+/// progress: the guest starts to reboot. The phases it went through.
+pub async fn update_following(vm: &mut crate::vm::Vm, what: &str, config: String) -> Vec<String> {
+    use trident_proto::v1::{
+        FinalizeUpdateRequest, HostConfiguration, RebootHandling, RebootManagement, RebootStatus,
+        StageUpdateRequest, UpdateRequest, update_service_client::UpdateServiceClient,
+    };
+    let guest = vm.forward_tridentd().unwrap();
+    guest
+        .wait_until_answering(Duration::from_secs(180))
+        .await
+        .unwrap();
+    let channel = crate::uds_channel(guest.path()).await.unwrap();
+    let client = UpdateServiceClient::new(channel);
+    let request = UpdateRequest {
+        stage: Some(StageUpdateRequest {
+            config: Some(HostConfiguration { config }),
+        }),
+        finalize: Some(FinalizeUpdateRequest {
+            reboot: Some(RebootManagement {
+                handling: RebootHandling::TridentHandlesReboot as i32,
+            }),
+        }),
+    };
+    vm.boot_clock_restart();
+    let stream = start_servicing(|| {
+        let (mut client, request) = (client.clone(), request.clone());
+        async move { client.update(request).await }
+    })
+    .await;
+    let (completed, phases) = follow(what, stream).await;
+    assert_eq!(completed.reboot_status(), RebootStatus::RebootStarted);
+    phases
+}
+
 /// A VM test's work directory with the test OS versions it needs (built
 /// from this tree's binaries and sysext, booting as `TRIDENT_VM_BOOTLOADER`
 /// says) and an installer disk: the first version StreamDisk'd onto

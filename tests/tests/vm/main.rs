@@ -11,5 +11,6 @@ mod vm_raid;
 mod vm_runtime_update;
 mod vm_samples;
 mod vm_scenario;
+mod vm_takeover;
 mod vm_tpm_pcrs_changed;
 mod vm_verity;

@@ -60,8 +60,8 @@ use trident_e2e::vm_orchestrator;
 use trident_e2e::vm_orchestrator::advanced::{self, AdvancedConfig};
 use trident_e2e::vm_orchestrator::boot_marker::{boot_options, image_boot, volume_loader};
 use trident_e2e::vm_orchestrator::{
-    GuestConfig, HttpServer, assert_phases, blank_disk, follow, install_following, installer_disk,
-    part_uuid, ssh_key, start_servicing, stream_disk, trident_cli, wait_provisioned,
+    GuestConfig, HttpServer, assert_phases, blank_disk, install_following, installer_disk,
+    part_uuid, ssh_key, stream_disk, trident_cli, update_following, wait_provisioned,
 };
 use trident_e2e::vm_timeline;
 use trident_e2e::{Daemon, bin_path};
@@ -307,33 +307,7 @@ impl Scenario {
     /// Update to `config`, TRIDENT_HANDLES_REBOOT, following the live
     /// progress: the image goes to `root-{volume}`, the VM starts to reboot.
     async fn update(&mut self, what: &str, config: String, volume: &str) {
-        use trident_proto::v1::{
-            FinalizeUpdateRequest, HostConfiguration, RebootHandling, RebootManagement,
-            RebootStatus, StageUpdateRequest, UpdateRequest,
-            update_service_client::UpdateServiceClient,
-        };
-        let guest = self.vm.forward_tridentd().unwrap();
-        guest.wait_until_answering(ANSWER_TIMEOUT).await.unwrap();
-        let channel = trident_e2e::uds_channel(guest.path()).await.unwrap();
-        let client = UpdateServiceClient::new(channel);
-        let request = UpdateRequest {
-            stage: Some(StageUpdateRequest {
-                config: Some(HostConfiguration { config }),
-            }),
-            finalize: Some(FinalizeUpdateRequest {
-                reboot: Some(RebootManagement {
-                    handling: RebootHandling::TridentHandlesReboot as i32,
-                }),
-            }),
-        };
-        self.vm.boot_clock_restart();
-        let stream = start_servicing(|| {
-            let (mut client, request) = (client.clone(), request.clone());
-            async move { client.update(request).await }
-        })
-        .await;
-        let (completed, phases) = follow(what, stream).await;
-        assert_eq!(completed.reboot_status(), RebootStatus::RebootStarted);
+        let phases = update_following(&mut self.vm, what, config).await;
         assert_phases(
             &phases,
             &[
