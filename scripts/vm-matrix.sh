@@ -138,7 +138,10 @@ scenario_takeover() {
     # Upstream's GRUB step supports Azure Linux only (tests/README.md,
     # "Taking over an upstream host").
     export TRIDENT_VM_BOOTLOADER=uki
-    : "${UPSTREAM_TRIDENT:?set UPSTREAM_TRIDENT to upstream Trident's binary (tests/README.md says how to build it)}"
+    if [ -z "${UPSTREAM_TRIDENT:-}" ]; then
+        echo "set UPSTREAM_TRIDENT to upstream Trident's binary (tests/README.md says how to build it)" >&2
+        return 1
+    fi
     run_vm_test vm_takeover::matrix_a_host_upstreams_agent_services_is_taken_over_and_handed_back
 }
 
