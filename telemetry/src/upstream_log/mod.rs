@@ -21,7 +21,11 @@ use std::path::Path;
 
 use prost::Message;
 use prost_types::Timestamp;
-use trident_proto::v1::{LogLevel, ReadUpstreamLogRequest, Record, UpstreamLogSummary, record};
+use trident_proto::v1::{
+    LogLevel, ReadUpstreamLogRequest, Record, RecordKind, UpstreamLogSummary, WatchOptions, record,
+};
+
+use crate::bus::filter::WatchFilter;
 
 use read_line::{LineEnd, read_line};
 
@@ -42,9 +46,11 @@ const MAX_BATCH_BYTES: usize = 1 << 20;
 /// What a request keeps of upstream's records.
 #[derive(Debug)]
 struct Query {
-    /// Most severe allowed level number (LogLevel), 0 for all.
-    max_level: i32,
-    target_prefixes: Vec<String>,
+    /// The level and target checks of a Watch (the bus's own filter).
+    filter: WatchFilter,
+    /// A level was asked for: a line that did not parse (no level) cannot
+    /// meet it.
+    level_filtered: bool,
     since: Option<Timestamp>,
     tail: Option<usize>,
     max_batch: usize,
@@ -52,13 +58,18 @@ struct Query {
 
 impl Query {
     fn new(request: &ReadUpstreamLogRequest) -> Self {
-        let max_level = match LogLevel::try_from(request.min_level) {
-            Ok(LogLevel::Unspecified) | Err(_) => 0,
-            Ok(level) => level as i32,
+        let options = WatchOptions {
+            min_level: request.min_level,
+            target_prefixes: request.target_prefixes.clone(),
+            ..WatchOptions::default()
         };
         Query {
-            max_level,
-            target_prefixes: request.target_prefixes.clone(),
+            // No boot given: every boot matches, whatever the current one.
+            filter: WatchFilter::new(&options, 1 << RecordKind::Log as u8, ""),
+            level_filtered: !matches!(
+                LogLevel::try_from(request.min_level),
+                Ok(LogLevel::Unspecified) | Err(_)
+            ),
             since: request.since,
             tail: request.tail.map(|n| n as usize),
             max_batch: match request.max_batch {
@@ -75,18 +86,15 @@ impl Query {
             return false;
         };
         // A line without a level or target cannot meet a filter on them.
-        let level_ok = self.max_level == 0 || (log.level != 0 && log.level <= self.max_level);
-        let target_ok = self.target_prefixes.is_empty()
-            || self
-                .target_prefixes
-                .iter()
-                .any(|p| log.target.starts_with(p.as_str()));
+        if self.level_filtered && log.level == 0 {
+            return false;
+        }
         let since_ok = match (&self.since, at) {
             (None, _) => true,
             (Some(since), Some(at)) => (at.seconds, at.nanos) >= (since.seconds, since.nanos),
             (Some(_), None) => false,
         };
-        level_ok && target_ok && since_ok
+        since_ok && self.filter.matches_static(record)
     }
 }
 
