@@ -68,6 +68,16 @@ impl UpstreamRcp {
         self.0.join("certs").join(name)
     }
 
+    /// What our listener presents and trusts to stand in for upstream's
+    /// own: upstream's server certificate, its client certificate trusted.
+    fn listener_files(&self) -> TlsFiles {
+        TlsFiles {
+            ca: self.cert("client.crt"),
+            cert: self.cert("server.crt"),
+            key: self.cert("server.key"),
+        }
+    }
+
     /// Upstream's agent's config: `rcpClientTls` carries the client's
     /// certificate and key and the server certificate it trusts, base64.
     fn agent_config(&self, listener: SocketAddr, tridentd: &Path) -> String {
@@ -136,11 +146,7 @@ async fn upstreams_go_agent_tunnels_grpc_calls_to_tridentd_through_our_listener(
     let dir = tempfile::tempdir().unwrap();
     // Our listener presents upstream's server certificate and trusts its
     // client certificate, as upstream's own listener does.
-    let server = TlsFiles {
-        ca: upstream.cert("client.crt"),
-        cert: upstream.cert("server.crt"),
-        key: upstream.cert("server.key"),
-    };
+    let server = upstream.listener_files();
     let listener = ListenerProc::start_with(&server, &dir.path().join("hosts"), &UPSTREAM);
     let config = dir.path().join("rcp-agent.yaml");
     std::fs::write(
@@ -203,11 +209,7 @@ async fn upstreams_go_agent_with_a_certificate_not_in_our_ca_is_refused() {
     };
     let daemon = host_daemon().await;
     let dir = tempfile::tempdir().unwrap();
-    let server = TlsFiles {
-        ca: upstream.cert("client.crt"),
-        cert: upstream.cert("server.crt"),
-        key: upstream.cert("server.key"),
-    };
+    let server = upstream.listener_files();
     let hosts = dir.path().join("hosts");
     let listener = ListenerProc::start_with(&server, &hosts, &UPSTREAM);
     let (cert, key) = self_signed(&LeafSpec {
